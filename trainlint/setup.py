@@ -1,0 +1,121 @@
+"""The resolved training setup: every effective value with where it was set.
+
+A *setup* is what one training run sees: the TrainingArguments values (from a Python call, a
+launch line's flags or an args file), the world size, the target GPU and the linked
+DeepSpeed/accelerate configs. Rules read a setup; they never re-read files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainlint.diagnostics import Span
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.knowledge.gpus import Gpu
+    from trainlint.sources.python import PythonFile, TrainingArgsCall
+
+
+class _Unknown:
+    """A value that could not be resolved statically. Never guessed, never compared."""
+
+    _instance: _Unknown | None = None
+
+    def __new__(cls) -> _Unknown:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNKNOWN: Any = _Unknown()
+
+
+# Where a value comes from. Rules use it to word messages and to choose the fix's file kind.
+PYTHON = "python"  # a keyword of a TrainingArguments(...) call
+FLAG = "flag"  # a --flag on a launch line
+ARGSFILE = "argsfile"  # a key of an HF args JSON/YAML file
+DEEPSPEED = "deepspeed"
+ACCELERATE = "accelerate"
+DEFAULT = "default"  # the library's default for an unset field
+OPTION = "option"  # a trainlint option (--gpus, [tool.trainlint])
+
+
+@dataclass(frozen=True)
+class Value:
+    """One effective setting and its provenance."""
+
+    value: Any
+    origin: str
+    span: Span | None = None  # where the value is written
+    key_span: Span | None = None  # where its name is written (keyword, flag, key)
+    note: str = ""  # e.g. "default of transformers 5.24"
+    name: str = ""  # the field name as written (keyword, flag or key)
+
+    @property
+    def known(self) -> bool:
+        return self.value is not UNKNOWN
+
+    def where(self) -> str:
+        if self.span is not None:
+            return f"{Path(self.span.path).name}:{self.span.line}"
+        return self.note or self.origin
+
+    def describe(self) -> str:
+        """``per_device_train_batch_size=8 (run.sh:9)``."""
+        return f"{self.name}={self.value!r} ({self.where()})"
+
+
+def default_value(name: str, value: Any, note: str) -> Value:
+    return Value(value=value, origin=DEFAULT, note=note, name=name)
+
+
+@dataclass
+class ArgsSite:
+    """One place that builds TrainingArguments: a Python call, or flags/args file fed to an
+    HfArgumentParser script. ``values`` holds what is written there; ``open_ended`` says an
+    unresolved ``**kwargs`` (or unknown CLI) may set any other field."""
+
+    path: str
+    class_name: str  # TrainingArguments, Seq2SeqTrainingArguments, SFTConfig, ...
+    values: dict[str, Value] = field(default_factory=dict)
+    open_ended: bool = False
+    span: Span | None = None
+    call: TrainingArgsCall | None = None  # the Python call, when it is one
+
+    def get(self, name: str) -> Value | None:
+        return self.values.get(name)
+
+    def known(self, name: str) -> Any:
+        """The value if it is written and resolved, else UNKNOWN."""
+        v = self.values.get(name)
+        return v.value if v is not None else UNKNOWN
+
+    def is_generation_class(self) -> bool:
+        return "Seq2Seq" in self.class_name
+
+
+@dataclass
+class Setup:
+    """Everything one training run is configured by."""
+
+    root: Path
+    scripts: list[PythonFile] = field(default_factory=list)
+    sites: list[ArgsSite] = field(default_factory=list)
+    world_size: Value | None = None
+    gpu: Gpu | None = None
+    files: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # linked configs by kind
+
+    @property
+    def world_size_value(self) -> int | None:
+        if self.world_size is None or not isinstance(self.world_size.value, int):
+            return None
+        return self.world_size.value
