@@ -1,0 +1,49 @@
+"""Shared test helpers: run trainlint in-process on files written to a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from trainlint.config import Settings, load_settings
+from trainlint.engine import fix_outcome, lint
+
+
+def write_files(root: Path, files: dict[str, str]) -> list[Path]:
+    paths = []
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        paths.append(p)
+    return paths
+
+
+def git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+
+
+def commit_base(root: Path, files: dict[str, str]) -> None:
+    git(root, "init", "-q")
+    write_files(root, files)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+
+
+def settings_for(root: Path, select: list[str] | None = None, options: dict | None = None,
+                 rule_options: dict | None = None) -> Settings:
+    s = load_settings(root, {**(options or {}), **({"select": select} if select else {})})
+    if rule_options:
+        s = s.model_copy(update={"rule_options": rule_options})
+    return s
+
+
+def lint_folder(root: Path, **kw):
+    return lint([root], settings_for(root, **kw))
+
+
+def fix_folder(root: Path, unsafe: bool = False, **kw):
+    return fix_outcome([root], settings_for(root, **kw), unsafe=unsafe)
