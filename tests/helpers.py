@@ -47,3 +47,20 @@ def lint_folder(root: Path, **kw):
 
 def fix_folder(root: Path, unsafe: bool = False, **kw):
     return fix_outcome([root], settings_for(root, **kw), unsafe=unsafe)
+
+
+def trainlint_cmd() -> str:
+    """The installed ``trainlint`` console script (the one next to this interpreter)."""
+    import shutil
+    import sys
+
+    candidate = Path(sys.executable).parent / "trainlint"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("trainlint")
+    assert found, "the trainlint command is not installed (pip install -e .)"
+    return found
+
+
+def run_cli(*args: str, cwd: Path | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([trainlint_cmd(), *args], capture_output=True, text=True, cwd=cwd, input=input)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
+
+from helpers import run_cli
 
 from trainlint.rules import all_rules
 from trainlint.rules.docs import render_markdown
@@ -38,7 +39,8 @@ def test_rules_folder_matches_registry():
 
 
 def test_cli_rules_lists_the_registry():
-    out = subprocess.run(["trainlint", "rules", "--format", "json"], capture_output=True, text=True, check=True)
+    out = run_cli("rules", "--format", "json")
+    assert out.returncode == 0, out.stderr
     listed = json.loads(out.stdout)
     assert [(x["code"], x["name"], x["severity"], x["fix"]) for x in listed] == \
         [(r.code, r.name, r.severity.value, r.fix_safety) for r in all_rules()]
@@ -46,7 +48,8 @@ def test_cli_rules_lists_the_registry():
 
 def test_cli_rule_shows_the_page():
     for key in ("TL101", "padding-max-length"):
-        out = subprocess.run(["trainlint", "rule", key], capture_output=True, text=True, check=True)
+        out = run_cli("rule", key)
+        assert out.returncode == 0, out.stderr
         assert "## Why is this bad?" in out.stdout
-    bad = subprocess.run(["trainlint", "rule", "no-such-rule"], capture_output=True, text=True)
+    bad = run_cli("rule", "no-such-rule")
     assert bad.returncode == 2 and "no rule" in bad.stderr
