@@ -62,5 +62,13 @@ def trainlint_cmd() -> str:
     return found
 
 
-def run_cli(*args: str, cwd: Path | None = None, input: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([trainlint_cmd(), *args], capture_output=True, text=True, cwd=cwd, input=input)
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the installed ``trainlint`` command on the code of this checkout."""
+    full_env = {**os.environ, **(env or {})}
+    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), full_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return subprocess.run([trainlint_cmd(), *args], capture_output=True, text=True, cwd=cwd, input=input,
+                          env=full_env)
