@@ -143,7 +143,7 @@ def detect_kind(path: str, text: str | bytes) -> str:
             data = json.loads(stripped)
         except ValueError:
             data = None
-            keys = re.findall(r'^[ \t]{0,4}"([^"\\]+)"[ \t]*:', text, re.M)
+            keys = re.findall(r'"([^"\\]+)"[ \t]*:', text)  # invalid JSON: any key, any depth
             top: dict[str, object] = {k: None for k in keys}
             if "zero_optimization" in top or "train_micro_batch_size_per_gpu" in top:
                 return "deepspeed"
