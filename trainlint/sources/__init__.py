@@ -1,1 +1,2 @@
-"""Readers: one per file kind. Each turns text into a tree that knows where every piece is written."""
+"""One reader per file kind: Python scripts, shell launch lines, HF args files, DeepSpeed JSON,
+accelerate YAML. Each gives exact positions for what it reads."""
