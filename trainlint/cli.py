@@ -78,16 +78,33 @@ def main() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error"]),
               help="Lowest severity that makes the exit code 1 (default: info).")
-def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero: bool, **kw) -> None:
-    """Check training scripts, launch lines and configs (files or folders; default: .)."""
+@click.option("--stdin-filename", help="With `-` as the path: the file name the text on stdin stands for "
+              "(shown in findings, picks the file kind and the pyproject.toml; default: stdin.py).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the findings cache (.trainlint_cache/).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1),
+              help="Processes for many files (default: one per core, used above 50 stand-alone scripts).")
+def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero: bool,
+          stdin_filename: str | None, no_cache: bool, jobs: int | None, **kw) -> None:
+    """Check training scripts, launch lines and configs (files or folders, `-` for stdin; default: .)."""
     from trainlint.config import ConfigError
     from trainlint.engine import lint
     from trainlint.report import render
 
     path_list = list(paths) or [Path(".")]
+    overlay: dict[str, str] = {}
+    if any(str(p) == "-" for p in path_list):
+        if len(path_list) != 1:
+            _fail("`-` (stdin) cannot be combined with other paths")
+        import os
+
+        name = os.path.normpath(stdin_filename or "stdin.py")
+        overlay[name] = sys.stdin.read()
+        path_list = [Path(name)]
+    elif stdin_filename:
+        _fail("--stdin-filename needs `-` as the path")
     try:
         settings = _settings(path_list, **kw)
-        result = lint(path_list, settings)
+        result = lint(path_list, settings, overlay, jobs=jobs, cache=not no_cache and not overlay)
     except ConfigError as e:
         _fail(str(e))
         return

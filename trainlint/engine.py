@@ -12,7 +12,6 @@ from pathlib import Path
 
 from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.fixing.apply import apply_fix_pass
 from trainlint.resolve import Workspace, build_setups, read_workspace
 from trainlint.rules import all_rules, is_selected, select_rules
 from trainlint.suppression import Suppressions
@@ -43,12 +42,15 @@ def internal_error(path: str, where: str, exc: BaseException) -> Diagnostic:
     )
 
 
-def run_rules(ws: Workspace, settings: Settings) -> list[Diagnostic]:
+def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = None) -> list[Diagnostic]:
+    """Every rule on every setup; ``declared`` (when given) collects the setups' files."""
     rules = [cls(settings, settings.options_for(cls))
              for cls in select_rules(settings.select + settings.extend_select, settings.ignore)
              if not cls.produced_by_engine]
     out: list[Diagnostic] = list(ws.problems)
     for setup in build_setups(ws, settings):
+        if declared is not None:
+            declared.update(str(f) for f in setup.files)
         for rule in rules:
             try:
                 out.extend(rule.check(setup))
@@ -82,8 +84,16 @@ def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) ->
 
 
 def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None = None,
-         only: set[str] | None = None) -> LintResult:
-    """Check ``paths``. ``overlay`` replaces file contents (fixes in memory, stdin)."""
+         only: set[str] | None = None, *, jobs: int | None = 1, cache: bool = False) -> LintResult:
+    """Check ``paths``. ``overlay`` replaces file contents (fixes in memory, stdin).
+
+    ``jobs`` other than 1 (None: one per core) or ``cache`` take the fast path of
+    ``trainlint.parallel`` (same result: stand-alone scripts one by one, in a process pool when
+    there are many, from the findings cache when unchanged)."""
+    if jobs != 1 or cache:
+        from trainlint.parallel import lint_split
+
+        return lint_split(paths, settings, overlay or {}, jobs=jobs, use_cache=cache)
     ws = read_workspace(paths, settings, overlay or {})
     diagnostics = run_rules(ws, settings)
     return LintResult(diagnostics=_filter(diagnostics, ws, settings), files=sorted(ws.files),
@@ -116,6 +126,8 @@ def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,
                    and not any(e.path in unparsable for e in d.fix.edits)]
         if not fixable:
             break
+        from trainlint.fixing.apply import apply_fix_pass
+
         pr = apply_fix_pass(fixable, texts)
         reverted.extend(pr.reverted)
         if not pr.texts:

@@ -1,0 +1,229 @@
+"""The findings cache: per-file results of files that provably stand alone.
+
+A cached entry is the list of (already filtered) findings of one Python file whose setup is that
+file alone. Its key is a SHA-256 over everything the result can depend on:
+
+- the file's path (findings carry it; per-file-ignores match it), whether it was named
+  explicitly (walked files go through the byte pre-filter) and its full text;
+- the run's *namespace*: trainlint's version, a fingerprint of trainlint's own code and data
+  (size and mtime of every ``.py``/``.json`` under the package: a changed rule or knowledge
+  table is a new namespace), every setting (selection, options, target GPU and world size,
+  transformers version, ``base``, the project root), and the installed transformers and trl
+  versions (the default target version);
+- the commit that ``--base`` names in the file's git repository (``lr-not-scaled`` compares
+  with the file at that revision), or "no repository";
+- the files the setup declared besides the script (``Setup.files``): their paths and content
+  hashes are stored with the entry and checked on every hit.
+
+Files that mention other files (``.json``, ``.yaml``, ``.yml``, ``.sh``, ``.toml``, ``.cfg``)
+are never cached; neither is anything when the target GPU is ``auto`` (read from
+``nvidia-smi``). A run reads one JSON file per namespace and writes it back atomically when it
+learned something; concurrent runs can only lose entries, never make one stale.
+
+Location: ``$TRAINLINT_CACHE_DIR`` if set, else ``.trainlint_cache/`` in the project root (the
+folder of the ``pyproject.toml`` with ``[tool.trainlint]``), else in the working directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainlint import __version__
+
+CACHE_DIR_NAME = ".trainlint_cache"
+FORMAT = 1
+REFERENCE_HINTS = (".json", ".yaml", ".yml", ".sh", ".toml", ".cfg")
+
+
+def _sha(data: str | bytes) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+def code_fingerprint() -> str:
+    """Size and mtime of every source and data file of the installed trainlint package."""
+    root = Path(__file__).resolve().parent
+    items: list[str] = []
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if e.name != "__pycache__":
+                    stack.append(e.path)
+            elif e.name.endswith((".py", ".json")):
+                st = e.stat()
+                items.append(f"{os.path.relpath(e.path, root)}:{st.st_size}:{st.st_mtime_ns}")
+    items.sort()
+    return _sha("\n".join(items))
+
+
+def _dist_version(name: str) -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover
+        return ""
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return ""
+    except Exception:  # noqa: BLE001 - broken metadata: no version
+        return ""
+
+
+def cache_dir(settings: Any) -> Path:
+    env = os.environ.get("TRAINLINT_CACHE_DIR")
+    if env:
+        return Path(env)
+    root = settings.project_root if settings.project_root is not None else Path.cwd()
+    return Path(root) / CACHE_DIR_NAME
+
+
+def cacheable_settings(settings: Any) -> bool:
+    return not (settings.gpu and settings.gpu.lower() == "auto")
+
+
+def mentions_other_files(text: str) -> bool:
+    return any(h in text for h in REFERENCE_HINTS)
+
+
+class _GitBase:
+    """The commit ``rev`` names in the repository holding a file (one git call per repository)."""
+
+    def __init__(self, rev: str) -> None:
+        self.rev = rev
+        self._root_of_dir: dict[str, str | None] = {}
+        self._commit_of_root: dict[str, str] = {}
+
+    def _root(self, folder: str) -> str | None:
+        if folder in self._root_of_dir:
+            return self._root_of_dir[folder]
+        found: str | None = None
+        d = folder
+        seen: list[str] = []
+        while True:
+            if d in self._root_of_dir:
+                found = self._root_of_dir[d]
+                break
+            seen.append(d)
+            if os.path.exists(os.path.join(d, ".git")):
+                found = d
+                break
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        for s in seen:
+            self._root_of_dir[s] = found
+        return found
+
+    def commit_for(self, path: str) -> str:
+        root = self._root(os.path.dirname(os.path.abspath(path)))
+        if root is None:
+            return "no-repository"
+        if root not in self._commit_of_root:
+            try:
+                out = subprocess.run(["git", "-C", root, "rev-parse", "--verify", "-q", f"{self.rev}^{{commit}}"],
+                                     capture_output=True, text=True, timeout=10, check=False)
+                commit = out.stdout.strip() if out.returncode == 0 else f"unresolved:{out.returncode}"
+            except (OSError, subprocess.SubprocessError) as e:
+                commit = f"no-git:{type(e).__name__}"
+            self._commit_of_root[root] = f"{root}@{commit}"
+        return self._commit_of_root[root]
+
+
+@dataclass
+class FindingsCache:
+    folder: Path
+    namespace: str
+    git: _GitBase
+    entries: dict[str, Any] = field(default_factory=dict)
+    dirty: bool = False
+    hits: int = 0
+    misses: int = 0
+
+    @classmethod
+    def open(cls, settings: Any) -> FindingsCache | None:
+        if not cacheable_settings(settings):
+            return None
+        payload = {
+            "format": FORMAT,
+            "version": __version__,
+            "code": code_fingerprint(),
+            "settings": settings.model_dump(mode="json"),
+            "transformers": _dist_version("transformers"),
+            "trl": _dist_version("trl"),
+        }
+        namespace = _sha(json.dumps(payload, sort_keys=True, default=str))[:32]
+        cache = cls(folder=cache_dir(settings), namespace=namespace, git=_GitBase(settings.base))
+        try:
+            with open(cache.file, encoding="utf-8") as f:
+                data = json.load(f)
+            if isinstance(data, dict) and data.get("namespace") == namespace:
+                cache.entries = data.get("entries", {})
+        except (OSError, ValueError):
+            pass
+        return cache
+
+    @property
+    def file(self) -> Path:
+        return self.folder / f"v{FORMAT}" / f"{self.namespace}.json"
+
+    def key(self, path: str, explicit: bool, text: str) -> str:
+        return _sha("\0".join((path, "1" if explicit else "0", self.git.commit_for(path), text)))
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        entry = self.entries.get(key)
+        if entry is None:
+            self.misses += 1
+            return None
+        for dep, digest in entry.get("deps", {}).items():
+            try:
+                with open(dep, "rb") as f:
+                    current = _sha(f.read())
+            except OSError:
+                current = None
+            if current != digest:
+                self.misses += 1
+                return None
+        self.hits += 1
+        return entry
+
+    def put(self, key: str, kept: bool, diagnostics: list[dict[str, Any]], deps: list[str]) -> None:
+        dep_hashes: dict[str, str | None] = {}
+        for dep in deps:
+            try:
+                with open(dep, "rb") as f:
+                    dep_hashes[dep] = _sha(f.read())
+            except OSError:
+                dep_hashes[dep] = None
+        self.entries[key] = {"kept": kept, "diagnostics": diagnostics, "deps": dep_hashes}
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            target = self.file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            gitignore = self.folder / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("# created by trainlint\n*\n", encoding="utf-8")
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"namespace": self.namespace, "entries": self.entries}, f, separators=(",", ":"))
+            os.replace(tmp, target)
+            self.dirty = False
+        except OSError:  # a read-only project: run without a cache
+            pass

@@ -1,0 +1,226 @@
+"""Fast path for many files: stand-alone scripts are linted one by one, in a process pool when
+there are many, and their results come from the findings cache when nothing changed.
+
+The split keeps the result identical to the plain pipeline (``engine.lint`` with ``jobs=1`` and
+no cache; a test compares them):
+
+- A Python file *stands alone* when no other (non-Python) file of the run mentions its name
+  (so no launch line or config links to it) and it mentions no other file of the run. Its setup
+  in the whole run is then exactly the setup of a run on that file alone, and every later step
+  (suppressions, per-file ignores, de-duplication) is per file.
+- Everything else (shell lines, configs, the scripts they name) goes through the ordinary
+  workspace pipeline in this process.
+- Results are merged, de-duplicated and sorted as the plain pipeline does.
+- A worker's result is used only when its setup declared no file of the run besides the script
+  (``Setup.files``); otherwise the script is re-done with the rest.
+
+The pool (``fork`` where available) is used only when there are more than ``MIN_FILES``
+stand-alone scripts and more than one core; workers never start pools of their own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MIN_FILES = 50
+CHUNK = 16
+
+_SETTINGS: Any = None  # the run's settings, in each worker
+
+
+@dataclass
+class Unit:
+    path: str
+    explicit: bool
+    text: str
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def lint_one(path: str, explicit: bool, text: str, settings: Any) -> tuple[list[Any], bool, list[str]]:
+    """Findings of one stand-alone file, whether it was kept (parsed), and the other files its
+    setups declared."""
+    from trainlint.engine import _filter, run_rules
+    from trainlint.resolve import Workspace, read_file
+
+    ws = Workspace(settings=settings, overlay={path: text})
+    read_file(ws, path, explicit)
+    deps: set[str] = set()
+    diagnostics = _filter(run_rules(ws, settings, declared=deps), ws, settings)
+    deps.discard(path)
+    return diagnostics, path in ws.files, sorted(deps)
+
+
+def _init_worker(settings: Any) -> None:
+    global _SETTINGS
+    _SETTINGS = settings
+
+
+def _work(unit: Unit) -> tuple[list[Any], bool, list[str]]:
+    return lint_one(unit.path, unit.explicit, unit.text, _SETTINGS)
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
+
+
+def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[list[Unit], list[tuple[str, bool]], dict[str, str]]:
+    """(stand-alone Python units, the rest as (path, explicit) in walk order, texts read)."""
+    from trainlint.resolve import PY_PREFILTER, norm
+    from trainlint.sources.files import ReadProblem, read_text, walk
+
+    candidates: list[Unit] = []
+    order: list[tuple[str, bool, Unit | None]] = []
+    others: dict[str, str] = {}  # non-Python path -> text
+    texts: dict[str, str] = {}
+    for p, explicit in walk(paths, settings.exclude):
+        path = norm(p)
+        if path.lower().endswith(".py"):
+            try:
+                text = read_text(path, overlay).text
+            except ReadProblem:
+                order.append((path, explicit, None))
+                continue
+            if not explicit and not any(tok in text for tok in PY_PREFILTER):
+                continue  # the plain pipeline drops it too, without a finding
+            unit = Unit(path, explicit, text)
+            candidates.append(unit)
+            order.append((path, explicit, unit))
+        else:
+            order.append((path, explicit, None))
+            try:
+                others[path] = read_text(path, overlay).text
+            except ReadProblem:
+                pass
+    alone: set[str] = set()
+    other_names = {os.path.basename(p) for p in others}
+    blob = "\n".join(others.values())
+    for unit in candidates:
+        base = os.path.basename(unit.path)
+        stem = base[:-3]
+        if blob and (base in blob or (stem and _word(stem).search(blob))):
+            continue
+        if any(name in unit.text for name in other_names):
+            continue
+        alone.add(unit.path)
+    units = [u for u in candidates if u.path in alone]
+    rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
+    for u in units:
+        texts[u.path] = u.text
+    return units, rest, texts
+
+
+def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, jobs: int | None = None,
+               use_cache: bool = False, min_files: int = MIN_FILES) -> Any:
+    from trainlint.engine import LintResult
+
+    units, rest, texts = split(paths, settings, overlay)
+    cache = None
+    if use_cache:
+        from trainlint.cache import FindingsCache
+
+        cache = FindingsCache.open(settings)
+
+    diagnostics: list[Any] = []
+    kept: list[str] = []
+    todo: list[tuple[Unit, str | None]] = []
+    for u in units:
+        key = None
+        if cache is not None and not _mentions_other_files(u.text):
+            key = cache.key(u.path, u.explicit, u.text)
+            entry = cache.get(key)
+            if entry is not None:
+                from trainlint.diagnostics import Diagnostic
+
+                diagnostics.extend(Diagnostic.model_validate(d) for d in entry["diagnostics"])
+                if entry["kept"]:
+                    kept.append(u.path)
+                continue
+        todo.append((u, key))
+
+    n_jobs = jobs if jobs is not None else default_jobs()
+    results: list[tuple[list[Any], bool, list[str]]]
+    if n_jobs > 1 and len(todo) > min_files:
+        results = _pool_map([u for u, _ in todo], settings, n_jobs)
+    else:
+        results = [lint_one(u.path, u.explicit, u.text, settings) for u, _ in todo]
+
+    known = {u.path for u in units} | {p for p, _ in rest}
+    redo: list[str] = []
+    for (u, key), (diags, was_kept, deps) in zip(todo, results):
+        if any(d in known for d in deps):
+            redo.append(u.path)
+            continue
+        diagnostics.extend(diags)
+        if was_kept:
+            kept.append(u.path)
+        if cache is not None and key is not None:
+            cache.put(key, was_kept, [d.model_dump(mode="json") for d in diags], deps)
+    if cache is not None:
+        cache.save()
+
+    if redo:
+        wanted = set(redo) | {p for p, _ in rest}
+        rest = [(p, e) for p, e in _walk_order(paths, settings) if p in wanted]
+    if rest:
+        from trainlint.engine import _filter, run_rules
+        from trainlint.resolve import Workspace, read_file
+
+        ws = Workspace(settings=settings, overlay=overlay)
+        for path, explicit in rest:
+            if explicit and not os.path.exists(path) and path not in overlay:
+                from trainlint.resolve import input_problem
+
+                ws.problems.append(input_problem("TL002", "unreadable-file", path, "no such file or directory"))
+                continue
+            read_file(ws, path, explicit)
+        diagnostics.extend(_filter(run_rules(ws, settings), ws, settings))
+        kept.extend(ws.files)
+        texts.update({p: f.text.text for p, f in ws.files.items()})
+
+    seen: set[tuple] = set()
+    merged = []
+    for d in diagnostics:
+        k = (d.path, d.line, d.column, d.code, d.message)
+        if k not in seen:
+            seen.add(k)
+            merged.append(d)
+    merged.sort(key=lambda d: d.sort_key())
+    files = sorted(set(kept))
+    result = LintResult(diagnostics=merged, files=files, texts={p: texts[p] for p in files if p in texts})
+    result.cache_stats = (cache.hits, cache.misses) if cache is not None else None  # type: ignore[attr-defined]
+    return result
+
+
+def _mentions_other_files(text: str) -> bool:
+    from trainlint.cache import mentions_other_files
+
+    return mentions_other_files(text)
+
+
+def _walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:
+    from trainlint.resolve import norm
+    from trainlint.sources.files import walk
+
+    return [(norm(p), e) for p, e in walk(paths, settings.exclude)]
+
+
+def _pool_map(units: list[Unit], settings: Any, jobs: int) -> list[tuple[list[Any], bool, list[str]]]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    # Big files first would balance better, but map keeps the order we merge in.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
+                             initargs=(settings,)) as pool:
+        return list(pool.map(_work, units, chunksize=max(1, min(CHUNK, len(units) // (jobs * 4) or 1))))

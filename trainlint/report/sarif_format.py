@@ -1,0 +1,147 @@
+"""SARIF 2.1.0 (the OASIS static-analysis interchange format read by GitHub code scanning,
+VS Code's SARIF viewer and most CI dashboards).
+
+One run; ``tool.driver.rules`` lists every registered rule with its documentation; each
+finding is a result with its region, the related places and, when it has one, the fix as
+``artifactChanges`` of ``replacements``. Lines and columns are 1-based and columns count
+characters (``columnKind: unicodeCodePoints``), exactly as trainlint's own positions; the end
+column is exclusive in both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, TextIO
+from urllib.parse import quote
+
+from trainlint import __version__
+from trainlint.diagnostics import Diagnostic
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/trainlint/trainlint"
+RULES_URI = "https://github.com/trainlint/trainlint/blob/main/rules/{name}.md"
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def artifact_uri(path: str) -> str:
+    """A URI reference for a path: relative paths stay relative (to the run's folder, which is
+    what code scanning expects), absolute ones become ``file://`` URIs."""
+    if os.path.isabs(path):
+        from pathlib import Path
+
+        return Path(path).as_uri()
+    return quote(path.replace(os.sep, "/"), safe="/-_.~")
+
+
+def _location(path: str) -> dict[str, Any]:
+    return {"uri": artifact_uri(path)}
+
+
+def _region(line: int, column: int, end_line: int | None = None, end_column: int | None = None) -> dict[str, int]:
+    region = {"startLine": max(1, line), "startColumn": max(1, column)}
+    if end_line is not None and end_column is not None:
+        region["endLine"] = max(region["startLine"], end_line)
+        region["endColumn"] = max(1, end_column)
+    return region
+
+
+def _first_section(doc: str) -> str:
+    """The *What it does* paragraph of a rule's documentation."""
+    lines = doc.strip().splitlines()
+    body: list[str] = []
+    started = False
+    for line in lines:
+        if line.startswith("#"):
+            if started and body:
+                break
+            started = True
+            continue
+        if started or not any(line.startswith("#") for line in lines):
+            body.append(line)
+    text = " ".join(x.strip() for x in body if x.strip())
+    return text or doc.strip()
+
+
+def rule_descriptor(rule: Any) -> dict[str, Any]:
+    from trainlint.rules.docs import render_markdown
+
+    doc = rule.doc()
+    full = render_markdown(rule)
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": _first_section(doc) or rule.summary},
+        "help": {"text": full, "markdown": full},
+        "helpUri": RULES_URI.format(name=rule.name),
+        "defaultConfiguration": {"level": LEVEL[rule.severity.value]},
+        "properties": {"fix": rule.fix_safety, "tags": ["trainlint", rule.code[:3]]},
+    }
+
+
+def _result(d: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": d.code,
+        "level": LEVEL[d.severity.value],
+        "message": {"text": d.message},
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": _location(d.path),
+                "region": _region(d.line, d.column, d.end_line, d.end_column),
+            },
+        }],
+    }
+    if d.code in index:
+        result["ruleIndex"] = index[d.code]
+    if d.related:
+        result["relatedLocations"] = [
+            {
+                "id": i,
+                "message": {"text": r.message},
+                "physicalLocation": {"artifactLocation": _location(r.path), "region": _region(r.line, r.column)},
+            }
+            for i, r in enumerate(d.related, start=1)
+        ]
+    if d.fix is not None and d.fix.edits:
+        by_path: dict[str, list[dict[str, Any]]] = {}
+        for e in d.fix.edits:
+            by_path.setdefault(e.path, []).append({
+                "deletedRegion": _region(e.line, e.column, e.end_line, e.end_column),
+                "insertedContent": {"text": e.content},
+            })
+        result["fixes"] = [{
+            "description": {"text": d.fix.message or f"{d.name} fix ({d.fix.applicability})"},
+            "artifactChanges": [{"artifactLocation": _location(p), "replacements": reps}
+                                for p, reps in by_path.items()],
+        }]
+        result["properties"] = {"fixApplicability": d.fix.applicability}
+    return result
+
+
+def sarif_log(diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    from trainlint.rules import all_rules
+
+    rules = list(all_rules())
+    index = {r.code: i for i, r in enumerate(rules)}
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "trainlint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": [rule_descriptor(r) for r in rules],
+            }},
+            "columnKind": "unicodeCodePoints",
+            "results": [_result(d, index) for d in diagnostics],
+        }],
+    }
+
+
+def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *, statistics: bool = False,
+           color: bool | None = None) -> None:
+    json.dump(sarif_log(diagnostics), out, indent=2)
+    out.write("\n")
