@@ -14,6 +14,8 @@ def read_at_revision(path: str, rev: str) -> str | None:
     revision, or git is missing."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
     name = os.path.basename(path)
+    if not _in_git_tree(folder):
+        return None  # no repository: skip starting git for every file
     try:
         out = subprocess.run(
             ["git", "-C", folder, "show", f"{rev}:./{name}"],
@@ -27,3 +29,14 @@ def read_at_revision(path: str, rev: str) -> str | None:
         return out.stdout.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+@lru_cache(maxsize=1024)
+def _in_git_tree(folder: str) -> bool:
+    """Whether ``folder`` or a parent holds ``.git`` (or ``GIT_DIR`` is set)."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    parent = os.path.dirname(folder)
+    if os.path.exists(os.path.join(folder, ".git")):
+        return True
+    return parent != folder and _in_git_tree(parent)

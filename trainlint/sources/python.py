@@ -18,6 +18,7 @@ A value that cannot be resolved is ``UNKNOWN``: never guessed.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -63,6 +64,9 @@ def _lib_class(qualname: str) -> tuple[str, str] | None:
 
 
 # --- scopes and bindings -------------------------------------------------------------------
+
+
+_AST_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 @dataclass
@@ -154,6 +158,10 @@ class PythonFile:
         self.text = text
         self.tree = tree
         self._lines: list[str] | None = None
+        self._ast_lines: list[str] | None = None
+        self._load_counts: dict[str, int] | None = None
+        self._all_nodes: list[ast.AST] = []
+        self._mutated_in: dict[int, set[str]] = {}
         self.imports: dict[str, str] = {}  # local name -> qualified name
         self.local_classes: dict[str, tuple[str, str]] = {}  # name -> (kind, base library class)
         self.module_scope = Scope(tree, None, "module")
@@ -202,12 +210,31 @@ class PythonFile:
                     end_column=sp.column + len(kw.arg))
 
     def source_of(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.text, node) or ""
+        """``ast.get_source_segment(self.text, node) or ""``, without re-splitting the whole
+        file on every call (that made it the hottest function of a run)."""
+        try:
+            first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined,operator]
+            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            return ""
+        if end_col is None:
+            return ""
+        if self._ast_lines is None:
+            self._ast_lines = _AST_LINE.findall(self.text)  # the line split ast uses: \r\n, \r, \n
+        lines = self._ast_lines
+        if first < 0 or last >= len(lines) or first > last:
+            return ast.get_source_segment(self.text, node) or ""
+        if first == last:
+            return lines[first].encode("utf-8")[col:end_col].decode("utf-8", "replace")
+        head = lines[first].encode("utf-8")[col:].decode("utf-8", "replace")
+        tail = lines[last].encode("utf-8")[:end_col].decode("utf-8", "replace")
+        return head + "".join(lines[first + 1:last]) + tail
 
     # -- indexing -----------------------------------------------------------------------
 
     def _index(self) -> None:
-        for node in ast.walk(self.tree):
+        self._all_nodes = list(ast.walk(self.tree))  # walked once, reused (a walk is costly)
+        for node in self._all_nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
@@ -221,7 +248,7 @@ class PythonFile:
                         self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
         self._walk_body(self.tree.body, self.module_scope, None, False)
         # classes in the file that subclass a library class (to a fixed point: A(B), B(TA))
-        class_defs = [n for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)]
+        class_defs = [n for n in self._all_nodes if isinstance(n, ast.ClassDef)]
         changed = True
         while changed:
             changed = False
@@ -379,23 +406,32 @@ class PythonFile:
 
     def name_uses(self, name: str) -> int:
         """How often ``name`` is read anywhere in the file (cheap over-approximation)."""
-        return sum(1 for n in ast.walk(self.tree) if isinstance(n, ast.Name) and n.id == name
-                   and isinstance(n.ctx, ast.Load))
+        if self._load_counts is None:
+            counts: dict[str, int] = {}
+            for n in self._all_nodes:
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+            self._load_counts = counts
+        return self._load_counts.get(name, 0)
 
     def is_mutated(self, name: str, scope: Scope) -> bool:
         """Whether a dict/list bound to ``name`` is changed in place somewhere in its scope."""
         target_scope = scope.lookup(name)
         owner = target_scope[0] if target_scope else scope
-        for node in ast.walk(owner.node):
-            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                if isinstance(node.value, ast.Name) and node.value.id == name:
-                    return True
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == name \
-                    and node.func.attr in {"update", "setdefault", "pop", "popitem", "clear", "append",
-                                           "extend", "insert", "remove", "__setitem__"}:
-                return True
-        return False
+        mutated = self._mutated_in.get(id(owner.node))
+        if mutated is None:  # one walk per scope, not one per question
+            mutated = set()
+            for node in ast.walk(owner.node):
+                if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    if isinstance(node.value, ast.Name):
+                        mutated.add(node.value.id)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and isinstance(node.func.value, ast.Name) \
+                        and node.func.attr in {"update", "setdefault", "pop", "popitem", "clear", "append",
+                                               "extend", "insert", "remove", "__setitem__"}:
+                    mutated.add(node.func.value.id)
+            self._mutated_in[id(owner.node)] = mutated
+        return name in mutated
 
     # -- value resolution ---------------------------------------------------------------
 
