@@ -322,3 +322,26 @@ def test_cli_json_same_with_and_without_cache_and_pool(tmp_path, n):
     warm = run_cli("check", "c", "--format", "json", cwd=tmp_path, env=env)
     assert plain.stdout == pooled.stdout == cold.stdout == warm.stdout
     assert plain.returncode == warm.returncode
+
+
+# -- the faster walks equal the stdlib ones ---------------------------------------------------
+
+
+def test_fast_walk_and_source_of_equal_the_stdlib(tmp_path):
+    import ast
+
+    from trainlint.sources.python import parse_python, walk_nodes
+
+    leaves = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
+    texts = [p.read_text() for p in corpus.generate(tmp_path, 15, seed=9)]
+    texts += [p.read_text() for p in sorted((REPO_ROOT / "trainlint").rglob("*.py"))[:20]]
+    texts.append("x = 1\r\ny = 'é\u2028' + f(a,\x0c b)\rz = [\n  1,\n  'ü', lambda q: q or -q]\n")
+    checked = 0
+    for text in texts:
+        pf = parse_python("t.py", text)
+        assert walk_nodes(pf.tree) == [n for n in ast.walk(pf.tree) if not isinstance(n, leaves)]
+        for node in ast.walk(pf.tree):
+            if hasattr(node, "end_col_offset"):
+                assert pf.source_of(node) == (ast.get_source_segment(text, node) or "")
+                checked += 1
+    assert checked > 10000

@@ -67,6 +67,40 @@ def _lib_class(qualname: str) -> tuple[str, str] | None:
 
 
 _AST_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_AST = ast.AST
+# Leaf singletons (Load/Store, operators): nothing under them, never asked about.
+_LEAF_TYPES = frozenset(c for base in (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
+                        for c in base.__subclasses__())
+_Name, _Constant = ast.Name, ast.Constant
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))`` without the context/operator leaves, several times
+    faster (the stdlib version is three nested generators; this is the hottest loop)."""
+    t = type(node)
+    if t is _Name or t is _Constant:
+        return []
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            for x in value:
+                if isinstance(x, _AST) and type(x) not in _LEAF_TYPES:
+                    out.append(x)
+        elif isinstance(value, _AST) and type(value) not in _LEAF_TYPES:
+            out.append(value)
+    return out
+
+
+def walk_nodes(root: ast.AST) -> list[ast.AST]:
+    """Every node under ``root`` in ``ast.walk`` order (breadth first), without the
+    context/operator leaves."""
+    out = [root]
+    i = 0
+    while i < len(out):
+        out.extend(child_nodes(out[i]))
+        i += 1
+    return out
 
 
 @dataclass
@@ -233,7 +267,7 @@ class PythonFile:
     # -- indexing -----------------------------------------------------------------------
 
     def _index(self) -> None:
-        self._all_nodes = list(ast.walk(self.tree))  # walked once, reused (a walk is costly)
+        self._all_nodes = walk_nodes(self.tree)  # walked once, reused (a walk is costly)
         for node in self._all_nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -335,7 +369,7 @@ class PythonFile:
 
     def _walk_node(self, node: ast.AST, scope: Scope, stmt: ast.stmt, fn: ast.AST | None, lam: bool) -> None:
         """Visit what is under ``node``: nested statements, lambdas and calls."""
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if isinstance(child, ast.stmt):
                 self._visit_stmt(child, scope, fn, lam)
             else:
@@ -421,7 +455,7 @@ class PythonFile:
         mutated = self._mutated_in.get(id(owner.node))
         if mutated is None:  # one walk per scope, not one per question
             mutated = set()
-            for node in ast.walk(owner.node):
+            for node in (self._all_nodes if owner.node is self.tree else walk_nodes(owner.node)):
                 if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
                     if isinstance(node.value, ast.Name):
                         mutated.add(node.value.id)
