@@ -581,33 +581,41 @@ def extract_trl(wheel: Path, ta_fields: set[str], tf_enums: dict[str, list]) -> 
     for tree in modules.values():
         enums.update(enums_of(tree))
     found: dict[str, list[tuple[str, ast.ClassDef, dict]]] = {}
+    aliases: dict[str, dict[str, str]] = {}  # module path -> {local name: imported name}
     for path, tree in modules.items():
         mconst = module_constants(tree)
+        aliases[path] = {
+            a.asname: a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names if a.asname
+        }
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and is_dataclass(node):
                 found.setdefault(node.name, []).append((path, node, mconst))
 
-    def pick(name: str):
-        cands = found.get(name)
-        if not cands:
-            return None
+    def candidates(name: str):
         # prefer the stable trl.trainer module over trl.experimental (same name in both)
-        cands = sorted(cands, key=lambda c: ("experimental" in c[0], c[0]))
-        return cands[0]
+        return sorted(found.get(name, []), key=lambda c: ("experimental" in c[0], c[0]))
 
-    def chain(name: str, seen=()) -> list[tuple[str, ast.ClassDef, dict]] | None:
-        """The TRL classes from `name` up to (excluding) TrainingArguments, base first."""
-        if name == "TrainingArguments":
-            return []
-        if name in seen:
-            return None
-        c = pick(name)
-        if c is None:
-            return None
-        for b in c[1].bases:
-            up = chain(ast.unparse(b).split(".")[-1], seen + (name,))
-            if up is not None:
-                return up + [c]
+    def chain_of(cand, seen: tuple) -> list[tuple[str, ast.ClassDef, dict]] | None:
+        """The TRL classes from `cand` up to (excluding) TrainingArguments, base first."""
+        path, node, _ = cand
+        for b in node.bases:
+            base = ast.unparse(b).split(".")[-1]
+            base = aliases[path].get(base, base)
+            if base == "TrainingArguments":
+                return [cand]
+            for up in candidates(base):
+                if id(up[1]) in seen:
+                    continue
+                ch = chain_of(up, seen + (id(up[1]),))
+                if ch is not None:
+                    return ch + [cand]
+        return None
+
+    def chain(name: str):
+        for cand in candidates(name):
+            ch = chain_of(cand, (id(cand[1]),))
+            if ch:
+                return ch
         return None
 
     out: dict[str, dict] = {}
