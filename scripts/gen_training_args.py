@@ -232,6 +232,59 @@ def module_constants(tree: ast.Module) -> dict[str, object]:
     return {k: v for k, v in values.items() if counts.get(k) == 1}
 
 
+def dict_keys(tree: ast.Module, helpers: dict[str, list] | None = None) -> dict[str, list]:
+    """``{"NAME.keys()": [keys]}`` for module-level dicts whose keys are known statically:
+    a dict display with literal keys, ``dict(**OTHER, key=...)``, ``OTHER.copy()``, or a call of
+    a helper function known to return such a dict (``helpers``: function name -> keys)."""
+    helpers = helpers or {}
+    known: dict[str, list] = {}
+
+    def keys(node: ast.AST) -> list | None:
+        if isinstance(node, ast.Dict):
+            ks = [literal(k) for k in node.keys if k is not None]
+            return ks if all(isinstance(k, str) for k in ks) and None not in node.keys else None
+        if isinstance(node, ast.Name):
+            return known.get(node.id)
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr == "copy" and not node.args:
+                return keys(f.value)
+            fname = ast.unparse(f).split(".")[-1]
+            if fname == "dict" and not node.args:
+                out: list = []
+                for kw in node.keywords:
+                    if kw.arg is None:
+                        sub = keys(kw.value)
+                        if sub is None:
+                            return None
+                        out += [k for k in sub if k not in out]
+                    elif kw.arg not in out:
+                        out.append(kw.arg)
+                return out
+            if fname in helpers and not node.args:
+                return list(helpers[fname])
+        return None
+
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            k = keys(node.value)
+            if k is not None:
+                known[node.targets[0].id] = k
+    return {f"{n}.keys()": k for n, k in known.items()}
+
+
+def returned_dicts(tree: ast.Module) -> dict[str, list]:
+    """Functions ``def f(): return NAME`` of a module whose NAME is a dict with known keys."""
+    table = {k[: -len(".keys()")]: v for k, v in dict_keys(tree).items()}
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and len(node.body) >= 1:
+            last = node.body[-1]
+            if isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id in table:
+                out[node.name] = table[last.value.id]
+    return out
+
+
 def enums_of(tree: ast.Module) -> dict[str, list[str]]:
     """Enum-like classes (a base named *Enum) -> their string member values, in order."""
     out: dict[str, list[str]] = {}
@@ -372,14 +425,8 @@ def parse_field(stmt: ast.AnnAssign, names: dict[str, object], enums: dict[str, 
                 c = literal(v, names)
                 if c is not _NO and jsonable(c):
                     choices = list(c)
-                elif (
-                    isinstance(v, ast.Call)
-                    and isinstance(v.func, ast.Attribute)
-                    and v.func.attr == "keys"
-                    and isinstance(v.func.value, ast.Name)
-                    and isinstance(names.get(v.func.value.id), dict)
-                ):
-                    choices = list(names[v.func.value.id])  # type: ignore[arg-type]
+                elif ast.unparse(v) in names:  # e.g. `trainer_log_levels.keys()`
+                    choices = list(names[ast.unparse(v)])  # type: ignore[arg-type]
     if choices is None:
         choices = annotation_choices(stmt.annotation, enums)
     if help_text is not None:
@@ -521,10 +568,13 @@ def extract_transformers(wheel: Path) -> dict[str, dict]:
             if path in names:
                 enums.update(enums_of(ast.parse(z.read(path).decode("utf-8"))))
         trees = {p: ast.parse(z.read(p).decode("utf-8")) for p in TF_ARG_MODULES if p in names}
+        helpers: dict[str, list] = {}
+        if "transformers/utils/logging.py" in names:
+            helpers = returned_dicts(ast.parse(z.read("transformers/utils/logging.py").decode("utf-8")))
     classes: dict[str, ast.ClassDef] = {}
     consts: dict[str, dict] = {}
     for path, tree in trees.items():
-        mconst = module_constants(tree)
+        mconst = {**module_constants(tree), **dict_keys(tree, helpers)}
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and node.name in TF_CLASSES:
                 classes[node.name] = node

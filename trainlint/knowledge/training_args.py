@@ -117,7 +117,10 @@ class Rename:
     ``key``), "env" (export the environment variable ``new``), "none" (delete).
 
     ``deprecated_in``/``removed_in`` come from the generated data (the first known version of
-    ``package`` where the old name is deprecated / gone); ``ref`` is the pitfalls-catalog entry.
+    ``package`` where the old name is deprecated / gone), and so does ``new_since`` (the first
+    known version with the replacement field; a fix to ``new`` is only valid from there on; for
+    R05 and R20 the old and new names never coexist in one version, see the tests).
+    ``ref`` is the pitfalls-catalog entry.
     """
 
     old: str
@@ -131,6 +134,7 @@ class Rename:
     note: str | None = None
     deprecated_in: str | None = None
     removed_in: str | None = None
+    new_since: str | None = None  # first known version with the field ``new`` (field kinds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,11 +406,13 @@ def _renames_cached() -> tuple[Rename, ...]:
         package = row["package"]
         classes_ = tuple(row["classes"])
         # when: from the data, over the first class of the row that declares the old field
-        dep = rem = None
+        dep = rem = since = None
         for c in classes_:
             h = history(c, row["old"])
             if h.known and h.package == package:
                 dep, rem = h.deprecated_in, h.removed_in
+                if row["kind"] in ("field", "value", "dict-key") and row.get("new"):
+                    since = history(c, row["new"]).first
                 break
         out.append(
             Rename(
@@ -421,6 +427,7 @@ def _renames_cached() -> tuple[Rename, ...]:
                 note=row.get("note"),
                 deprecated_in=dep,
                 removed_in=rem,
+                new_since=since,
             )
         )
     return tuple(out)
