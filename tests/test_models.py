@@ -5,7 +5,6 @@ import pytest
 
 from trainlint.knowledge.models import (
     SUPPORTED_MODEL_TYPES,
-    all_models,
     count_parameters,
     lookup_model,
     model_from_config,
