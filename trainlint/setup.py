@@ -58,10 +58,21 @@ class Value:
     key_span: Span | None = None  # where its name is written (keyword, flag, key)
     note: str = ""  # e.g. "default of transformers 5.24"
     name: str = ""  # the field name as written (keyword, flag or key)
+    # Python only: when the literal lives elsewhere (a constant, a dict entry), ``use_span`` is
+    # the expression at the call site, and ``shared`` says the literal also feeds other uses,
+    # so a fix must edit the use site rather than the shared literal.
+    use_span: Span | None = None
+    shared: bool = False
 
     @property
     def known(self) -> bool:
         return self.value is not UNKNOWN
+
+    def edit_span(self) -> Span | None:
+        """Where a fix that changes this value should write."""
+        if self.shared and self.use_span is not None:
+            return self.use_span
+        return self.span
 
     def where(self) -> str:
         if self.span is not None:

@@ -1,0 +1,230 @@
+"""Minimal text edits on Python source, computed from ``ast`` positions.
+
+Every helper returns ``Edit`` objects that touch only the characters that must change, so the
+rest of the file (comments, layout, quotes) stays as written. The fixer re-parses every result
+before anything is written (``trainlint.fixing.apply``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from trainlint.diagnostics import Edit, Span
+from trainlint.sources.python import PythonFile
+
+
+def replace(span: Span, content: str) -> Edit:
+    return span.edit(content)
+
+
+def _pos_after(pf: PythonFile, line: int, col: int) -> tuple[int, int]:
+    return line, col
+
+
+def _text_between(pf: PythonFile, a: Span, b: Span) -> str:
+    """Text from the end of ``a`` to the start of ``b`` (same file)."""
+    lines = pf.lines
+    if a.end_line == b.line:
+        return lines[a.end_line - 1][a.end_column - 1:b.column - 1]
+    parts = [lines[a.end_line - 1][a.end_column - 1:]]
+    parts.extend(lines[a.end_line:b.line - 1])
+    parts.append(lines[b.line - 1][:b.column - 1])
+    return "".join(parts)
+
+
+def _ordered_args(call: ast.Call) -> list[ast.AST]:
+    items: list[ast.AST] = [*call.args, *call.keywords]
+    items.sort(key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+    return items
+
+
+def remove_argument(pf: PythonFile, call: ast.Call, arg: ast.AST) -> Edit:
+    """Delete one argument (positional or keyword) and exactly one separating comma.
+
+    ``f(a, b=1, c)`` -> ``f(a, c)``. When the argument sits alone on its line in a multi-line
+    call, the whole line goes (a comment on that line belongs to the argument and goes too).
+    """
+    items = _ordered_args(call)
+    i = next(k for k, n in enumerate(items) if n is arg)
+    sp = pf.span(arg)
+    line_text = pf.lines[sp.line - 1]
+    own_line = line_text[:sp.column - 1].strip() == "" and sp.line == sp.end_line
+    if i + 1 < len(items):
+        nxt = pf.span(items[i + 1])
+        if own_line and nxt.line > sp.end_line:
+            # delete whole physical line(s) of this argument
+            return Edit(path=pf.path, line=sp.line, column=1, end_line=sp.end_line + 1, end_column=1, content="")
+        return Edit(path=pf.path, line=sp.line, column=sp.column, end_line=nxt.line, end_column=nxt.column,
+                    content="")
+    # last argument
+    after = pf.lines[sp.end_line - 1][sp.end_column - 1:]
+    trailing_comma = after.lstrip().startswith(",")
+    if own_line:
+        between_prev_ok = i > 0
+        if between_prev_ok or trailing_comma:
+            # drop this line; keep the previous argument's comma (a trailing comma is fine)
+            prev = pf.span(items[i - 1]) if i > 0 else None
+            if prev is not None and prev.end_line < sp.line:
+                gap = _text_between(pf, prev, sp)
+                if "," in gap.split("#", 1)[0]:
+                    return Edit(path=pf.path, line=sp.line, column=1, end_line=sp.end_line + 1, end_column=1,
+                                content="")
+    if i > 0:
+        prev = pf.span(items[i - 1])
+        end_col = sp.end_column
+        if trailing_comma and prev.end_line == sp.line:
+            # f(a, b,) -> f(a,)
+            pass
+        return Edit(path=pf.path, line=prev.end_line, column=prev.end_column, end_line=sp.end_line,
+                    end_column=end_col, content="")
+    # only argument: remove it and a trailing comma
+    end_col = sp.end_column
+    if trailing_comma:
+        end_col = sp.end_column + (len(after) - len(after.lstrip())) + 1
+    return Edit(path=pf.path, line=sp.line, column=sp.column, end_line=sp.end_line, end_column=end_col, content="")
+
+
+def rename_keyword(pf: PythonFile, kw: ast.keyword, new_name: str) -> Edit:
+    return pf.keyword_name_span(kw).edit(new_name)
+
+
+def add_keyword(pf: PythonFile, call: ast.Call, text: str) -> Edit:
+    """Append ``text`` (``name=value``) as the call's last argument, matching its layout:
+    one argument per line stays one per line, with the same indentation and trailing comma."""
+    items = _ordered_args(call)
+    call_sp = pf.span(call)
+    if not items:
+        # f() -> f(text)
+        return Edit(path=pf.path, line=call_sp.end_line, column=call_sp.end_column - 1,
+                    end_line=call_sp.end_line, end_column=call_sp.end_column - 1, content=text)
+    last = pf.span(items[-1])
+    line_text = pf.lines[last.line - 1]
+    multiline = last.line > pf.span(call.func).end_line and line_text[:last.column - 1].strip() == ""
+    after = pf.lines[last.end_line - 1][last.end_column - 1:]
+    has_trailing_comma = after.lstrip().startswith(",")
+    if multiline:
+        indent = line_text[:last.column - 1]
+        if has_trailing_comma:
+            comma_col = last.end_column + (len(after) - len(after.lstrip()))
+            # insert a new line after the comma's line
+            return Edit(path=pf.path, line=last.end_line + 1, column=1, end_line=last.end_line + 1, end_column=1,
+                        content=f"{indent}{text},\n") if _rest_is_comment_or_empty(after, comma_col - last.end_column) \
+                else Edit(path=pf.path, line=last.end_line, column=comma_col + 1, end_line=last.end_line,
+                          end_column=comma_col + 1, content=f" {text},")
+        return Edit(path=pf.path, line=last.end_line, column=last.end_column, end_line=last.end_line,
+                    end_column=last.end_column, content=f",\n{indent}{text}")
+    if has_trailing_comma:
+        comma_col = last.end_column + (len(after) - len(after.lstrip()))
+        return Edit(path=pf.path, line=last.end_line, column=comma_col + 1, end_line=last.end_line,
+                    end_column=comma_col + 1, content=f" {text},")
+    return Edit(path=pf.path, line=last.end_line, column=last.end_column, end_line=last.end_line,
+                end_column=last.end_column, content=f", {text}")
+
+
+def _rest_is_comment_or_empty(after: str, comma_offset: int) -> bool:
+    rest = after[comma_offset + 1:].strip()
+    return rest == "" or rest.startswith("#")
+
+
+def delete_statement(pf: PythonFile, stmt: ast.stmt) -> Edit:
+    """Delete a simple statement. Alone on its line(s): the whole lines go, with a trailing
+    comment. Sharing a line with ``;``: only it and its separator. The only statement of a
+    block: replaced by ``pass`` so the block stays valid."""
+    sp = pf.span(stmt)
+    first = pf.lines[sp.line - 1]
+    last = pf.lines[sp.end_line - 1]
+    before = first[:sp.column - 1]
+    after = last[sp.end_column - 1:]
+    after_code = after.split("#", 1)[0].strip() if not after.lstrip().startswith(("'", '"')) else after.strip()
+    if before.strip() == "" and (after_code == "" ):
+        if _only_statement_in_block(pf, stmt):
+            return Edit(path=pf.path, line=sp.line, column=sp.column, end_line=sp.end_line,
+                        end_column=len(last.rstrip("\r\n")) + 1, content="pass")
+        end_line = sp.end_line + 1
+        if end_line > len(pf.lines):
+            # last line of the file (maybe without newline)
+            return Edit(path=pf.path, line=sp.line, column=1, end_line=sp.end_line,
+                        end_column=len(last) + 1, content="")
+        return Edit(path=pf.path, line=sp.line, column=1, end_line=end_line, end_column=1, content="")
+    if after.lstrip().startswith(";"):
+        skip = len(after) - len(after.lstrip()) + 1
+        rest = after[skip:]
+        skip += len(rest) - len(rest.lstrip(" \t"))
+        return Edit(path=pf.path, line=sp.line, column=sp.column, end_line=sp.end_line,
+                    end_column=sp.end_column + skip, content="")
+    m = re.search(r";\s*$", before)
+    if m:
+        return Edit(path=pf.path, line=sp.line, column=m.start() + 1, end_line=sp.end_line,
+                    end_column=sp.end_column, content="")
+    return Edit(path=pf.path, line=sp.line, column=sp.column, end_line=sp.end_line, end_column=sp.end_column,
+                content="pass")
+
+
+def _only_statement_in_block(pf: PythonFile, stmt: ast.stmt) -> bool:
+    for node in ast.walk(pf.tree):
+        for fname in ("body", "orelse", "finalbody"):
+            block = getattr(node, fname, None)
+            if isinstance(block, list) and block and any(s is stmt for s in block):
+                return len(block) == 1 and not isinstance(node, ast.Module)
+        if isinstance(node, ast.Try):
+            for h in node.handlers:
+                if any(s is stmt for s in h.body):
+                    return len(h.body) == 1
+    return False
+
+
+def ensure_import(pf: PythonFile, module: str, name: str) -> Edit | None:
+    """Make ``name`` importable from ``module`` in the file: nothing if it already is; else add
+    it to an existing ``from module import (...)`` or a new line after the last top-level
+    import."""
+    for local, qn in pf.imports.items():
+        if local == name and qn in (f"{module}.{name}", name):
+            return None
+    if name in pf.module_scope.bindings and pf.imports.get(name) is None:
+        return None
+    top_imports = [s for s in pf.tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+    for stmt in top_imports:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == module and stmt.level == 0 \
+                and not any(a.name == "*" for a in stmt.names):
+            names = sorted(stmt.names, key=lambda a: (a.lineno, a.col_offset))
+            last = names[-1]
+            lsp = pf.span(last)
+            line_text = pf.lines[lsp.line - 1]
+            multiline = stmt.lineno != lsp.line and line_text[:lsp.column - 1].strip() == ""
+            after = line_text[lsp.end_column - 1:]
+            trailing = after.lstrip().startswith(",")
+            if multiline:
+                indent = line_text[:lsp.column - 1]
+                if trailing:
+                    return Edit(path=pf.path, line=lsp.line + 1, column=1, end_line=lsp.line + 1, end_column=1,
+                                content=f"{indent}{name},\n")
+                return Edit(path=pf.path, line=lsp.line, column=lsp.end_column, end_line=lsp.line,
+                            end_column=lsp.end_column, content=f",\n{indent}{name}")
+            return Edit(path=pf.path, line=lsp.line, column=lsp.end_column, end_line=lsp.line,
+                        end_column=lsp.end_column, content=f", {name}")
+    if top_imports:
+        last_stmt = top_imports[-1]
+        sp = pf.span(last_stmt)
+        return Edit(path=pf.path, line=sp.end_line + 1, column=1, end_line=sp.end_line + 1, end_column=1,
+                    content=f"from {module} import {name}\n")
+    # no imports: after a module docstring, else at the top
+    line = 1
+    body = pf.tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        line = body[0].end_lineno + 1  # type: ignore[operator]
+    return Edit(path=pf.path, line=line, column=1, end_line=line, end_column=1,
+                content=f"from {module} import {name}\n")
+
+
+def python_literal(value: object) -> str:
+    """Source text for a number, preferring the short scientific form users write (4e-5)."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, float):
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
+            mant, exp = f"{value:.3g}".split("e") if "e" in f"{value:.3g}" else (f"{value:.3g}", "0")
+            return f"{mant}e{int(exp)}"
+        return f"{value:.6g}" if "." in f"{value:.6g}" or "e" in f"{value:.6g}" else f"{value:.6g}.0"
+    return repr(value)

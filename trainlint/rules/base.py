@@ -1,0 +1,121 @@
+"""What a rule is.
+
+A rule is a small class whose docstring is its documentation (ruff's sections: *What it does*,
+*Why is this bad?*, *Example*, *Use instead*, *Fix safety*, *References*), whose class attributes
+are its metadata, whose ``check`` yields findings on a resolved setup, and whose ``cases`` are
+the embedded must-flag / must-not-flag examples the test-suite runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from trainlint.diagnostics import Diagnostic, Edit, Fix, Related, Severity, Span
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.config import Settings
+    from trainlint.setup import Setup
+
+FixSafety = Literal["safe", "unsafe", "none"]
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class Case:
+    """An embedded example. ``files`` maps relative paths to contents (a single ``code`` is
+    written as ``train.py``). ``flags`` says whether the rule must report; ``fixed`` (optional)
+    is the expected content of ``train.py`` (or of ``fixed_path``) after ``fix --apply``."""
+
+    code: str = ""
+    flags: bool = True
+    files: dict[str, str] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # CLI-level settings: gpu, gpus, ...
+    rule_options: dict[str, Any] = field(default_factory=dict)
+    fixed: str | None = None
+    fixed_path: str = "train.py"
+    unsafe: bool = False  # apply unsafe fixes too when checking ``fixed``
+    git_base: dict[str, str] | None = None  # files committed before the working copy
+    note: str = ""
+
+    def all_files(self) -> dict[str, str]:
+        files = dict(self.files)
+        if self.code:
+            files.setdefault("train.py", inspect.cleandoc(self.code) + "\n")
+        return files
+
+
+class Rule:
+    """Base class; subclasses set the metadata and implement ``check``."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+    fix_safety: ClassVar[FixSafety] = "none"
+    summary: ClassVar[str]  # one line for ``trainlint rules``
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    cases: ClassVar[list[Case]] = []
+    produced_by_engine: ClassVar[bool] = False  # input problems (TL0xx) come from the readers
+
+    def __init__(self, settings: Settings, options: BaseModel | None = None) -> None:
+        self.settings = settings
+        self.options = options if options is not None else self.Options()
+
+    # -- to implement -------------------------------------------------------------------
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:  # pragma: no cover - abstract
+        return ()
+
+    # -- helpers for subclasses ---------------------------------------------------------
+
+    def diagnostic(
+        self,
+        span: Span,
+        message: str,
+        *,
+        edits: list[Edit] | None = None,
+        fix_message: str = "",
+        applicability: Literal["safe", "unsafe"] | None = None,
+        related: Iterable[Related] = (),
+        severity: Severity | None = None,
+    ) -> Diagnostic:
+        fix = None
+        if edits:
+            fix = Fix(applicability=applicability or ("unsafe" if self.fix_safety == "unsafe" else "safe"),
+                      message=fix_message, edits=edits)
+        return Diagnostic(
+            code=self.code,
+            name=self.name,
+            severity=severity or self.severity,
+            message=message,
+            path=span.path,
+            line=span.line,
+            column=span.column,
+            end_line=span.end_line,
+            end_column=span.end_column,
+            fix=fix,
+            related=list(related),
+        )
+
+    @classmethod
+    def doc(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def options_doc(cls) -> list[tuple[str, str, Any]]:
+        out = []
+        for fname, f in cls.Options.model_fields.items():
+            out.append((f.alias or fname.replace("_", "-"), f.description or "", f.default))
+        return out
+
+
+def iter_python_sites(setup: Setup) -> Iterator[Any]:
+    """Every TrainingArguments-like site in the setup (Python calls and launch-line/args-file
+    sites alike)."""
+    yield from setup.sites

@@ -1,0 +1,604 @@
+"""Reading a Python training script without running it.
+
+The check path reads Python with the standard library's ``ast`` (exact start and end positions,
+~10x faster than a libcst parse on this project's CI machine, see shared/perf-anchors.md); libcst
+is used only when a fix is written. This module answers the questions every rule asks:
+
+* which local names are which library objects (``import transformers as tf``,
+  ``from transformers import TrainingArguments as TA``, ``from trl import SFTConfig``), plus
+  classes defined in the file that subclass them;
+* which calls build TrainingArguments-like objects and Trainer-like objects, with each keyword's
+  value resolved through literals, module constants, names bound once, ``**{...}``,
+  ``**dict(...)`` and ``dict(..., **other)``;
+* what a name was bound to, in which scope, and in what order statements run.
+
+A value that cannot be resolved is ``UNKNOWN``: never guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from trainlint.diagnostics import Span
+from trainlint.setup import PYTHON, UNKNOWN, ArgsSite, Value
+
+# --- what the libraries export -------------------------------------------------------------
+
+TRAINING_ARGS_CLASSES = {
+    "TrainingArguments",
+    "Seq2SeqTrainingArguments",
+}
+TRL_CONFIG_CLASSES = {
+    "SFTConfig", "DPOConfig", "GRPOConfig", "RewardConfig", "PPOConfig", "KTOConfig",
+    "ORPOConfig", "CPOConfig", "OnlineDPOConfig", "RLOOConfig", "GKDConfig", "PRMConfig",
+    "BCOConfig", "NashMDConfig", "XPOConfig", "IterativeSFTConfig",
+}
+TRAINER_CLASSES = {"Trainer", "Seq2SeqTrainer"}
+TRL_TRAINER_CLASSES = {
+    "SFTTrainer", "DPOTrainer", "GRPOTrainer", "RewardTrainer", "PPOTrainer", "KTOTrainer",
+    "ORPOTrainer", "CPOTrainer", "OnlineDPOTrainer", "RLOOTrainer", "GKDTrainer", "PRMTrainer",
+    "BCOTrainer", "NashMDTrainer", "XPOTrainer", "IterativeSFTTrainer",
+}
+# Names that, when not bound in the file at all, still mean the library class (snippets,
+# notebooks exported without their import cell).
+_CANONICAL_UNBOUND = TRAINING_ARGS_CLASSES | TRL_CONFIG_CLASSES | TRAINER_CLASSES | TRL_TRAINER_CLASSES
+
+def _lib_class(qualname: str) -> tuple[str, str] | None:
+    """``transformers.training_args.TrainingArguments`` -> ("args", "TrainingArguments")."""
+    head, _, last = qualname.rpartition(".")
+    root = head.split(".", 1)[0] if head else ""
+    if root == "transformers":
+        if last in TRAINING_ARGS_CLASSES:
+            return ("args", last)
+        if last in TRAINER_CLASSES:
+            return ("trainer", last)
+    elif root == "trl":
+        if last in TRL_CONFIG_CLASSES:
+            return ("args", last)
+        if last in TRL_TRAINER_CLASSES:
+            return ("trainer", last)
+    return None
+
+
+# --- scopes and bindings -------------------------------------------------------------------
+
+
+@dataclass
+class Binding:
+    name: str
+    node: ast.AST  # the statement or target that binds
+    value: ast.expr | None  # the assigned expression, when it is a plain ``name = value``
+    kind: str  # assign, annassign, augassign, for, with, import, def, class, param, other
+
+
+@dataclass
+class Scope:
+    node: ast.AST
+    parent: Scope | None
+    kind: str  # module, function, class, lambda, comprehension
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    globals_: set[str] = field(default_factory=set)
+
+    def bind(self, b: Binding) -> None:
+        if b.name in self.globals_ and self.parent is not None:
+            self.module().bind(b)
+            return
+        self.bindings.setdefault(b.name, []).append(b)
+
+    def module(self) -> Scope:
+        s = self
+        while s.parent is not None:
+            s = s.parent
+        return s
+
+    def lookup(self, name: str) -> tuple[Scope, list[Binding]] | None:
+        """Python's rules: local, then enclosing functions (class bodies skipped), then module."""
+        s: Scope | None = self
+        first = True
+        while s is not None:
+            if (first or s.kind != "class") and name in s.bindings:
+                return s, s.bindings[name]
+            first = False
+            s = s.parent
+        return None
+
+
+@dataclass
+class CallSite:
+    """A call expression with where it sits: its scope and the statement that contains it."""
+
+    node: ast.Call
+    scope: Scope
+    stmt: ast.stmt
+    in_lambda: bool = False
+    in_def: ast.AST | None = None  # the innermost function containing it
+
+
+@dataclass
+class TrainingArgsCall:
+    """``TrainingArguments(...)`` (or a subclass, Seq2Seq, TRL config) in the script."""
+
+    site: CallSite
+    class_name: str
+    args: ArgsSite
+    bound_to: str | None = None  # the name it is assigned to, if any
+
+
+@dataclass
+class TrainerCall:
+    site: CallSite
+    class_name: str
+    keywords: dict[str, ast.expr]  # keyword (or positional mapped to its name) -> expression
+    args_call: TrainingArgsCall | None = None
+
+
+_TRAINER_POSITIONAL = ("model", "args", "data_collator", "train_dataset", "eval_dataset")
+
+
+class _Resolved:
+    __slots__ = ("value", "node", "shared")
+
+    def __init__(self, value: Any, node: ast.AST | None, shared: bool = False) -> None:
+        self.value = value
+        self.node = node
+        self.shared = shared
+
+
+class PythonFile:
+    """One parsed Python file and everything rules ask of it."""
+
+    def __init__(self, path: str, text: str, tree: ast.Module) -> None:
+        self.path = path
+        self.text = text
+        self.tree = tree
+        self._lines: list[str] | None = None
+        self.imports: dict[str, str] = {}  # local name -> qualified name
+        self.local_classes: dict[str, tuple[str, str]] = {}  # name -> (kind, base library class)
+        self.module_scope = Scope(tree, None, "module")
+        self.calls: list[CallSite] = []
+        self.statements: list[tuple[ast.stmt, Scope]] = []
+        self.scope_of_def: dict[ast.AST, Scope] = {}
+        self._index()
+        self.args_calls: list[TrainingArgsCall] = []
+        self.trainer_calls: list[TrainerCall] = []
+        self._find_training_calls()
+
+    # -- positions ----------------------------------------------------------------------
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.text.splitlines(keepends=True)
+        return self._lines
+
+    def _char_col(self, line: int, byte_col: int) -> int:
+        """ast columns are UTF-8 byte offsets; diagnostics count characters."""
+        if line - 1 >= len(self.lines):
+            return byte_col
+        text = self.lines[line - 1]
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    def span(self, node: ast.AST, end: ast.AST | None = None) -> Span:
+        end = end or node
+        line, col = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        eline, ecol = end.end_lineno, end.end_col_offset  # type: ignore[attr-defined]
+        return Span(
+            path=self.path,
+            line=line,
+            column=self._char_col(line, col) + 1,
+            end_line=eline,
+            end_column=self._char_col(eline, ecol) + 1,
+        )
+
+    def keyword_name_span(self, kw: ast.keyword) -> Span:
+        """The span of ``name`` in ``name=value``."""
+        sp = self.span(kw)
+        assert kw.arg is not None
+        return Span(path=self.path, line=sp.line, column=sp.column, end_line=sp.line,
+                    end_column=sp.column + len(kw.arg))
+
+    def source_of(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+    # -- indexing -----------------------------------------------------------------------
+
+    def _index(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.imports[a.asname] = a.name
+                    else:
+                        top = a.name.split(".", 1)[0]
+                        self.imports.setdefault(top, top)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    if a.name != "*":
+                        self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
+        self._walk_body(self.tree.body, self.module_scope, None, False)
+        # classes in the file that subclass a library class (to a fixed point: A(B), B(TA))
+        class_defs = [n for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)]
+        changed = True
+        while changed:
+            changed = False
+            for cd in class_defs:
+                if cd.name in self.local_classes:
+                    continue
+                for base in cd.bases:
+                    lib = self.library_class(base)
+                    if lib is not None:
+                        self.local_classes[cd.name] = lib
+                        changed = True
+                        break
+
+    def _walk_body(self, body: list[ast.stmt], scope: Scope, fn: ast.AST | None, lam: bool) -> None:
+        for stmt in body:
+            self._visit_stmt(stmt, scope, fn, lam)
+
+    def _visit_stmt(self, stmt: ast.stmt, scope: Scope, fn: ast.AST | None, lam: bool) -> None:
+        self.statements.append((stmt, scope))
+        self._bind_stmt(stmt, scope)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in stmt.decorator_list:
+                self._walk_node(d, scope, stmt, fn, lam)
+            a = stmt.args
+            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
+                self._walk_node(default, scope, stmt, fn, lam)
+            inner = self._new_scope(stmt, scope, "function")
+            for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                inner.bind(Binding(p.arg, p, None, "param"))
+            self._walk_body(stmt.body, inner, stmt, False)
+        elif isinstance(stmt, ast.ClassDef):
+            for b in stmt.bases + stmt.decorator_list + [k.value for k in stmt.keywords]:
+                self._walk_node(b, scope, stmt, fn, lam)
+            inner = self._new_scope(stmt, scope, "class")
+            self._walk_body(stmt.body, inner, fn, lam)
+        else:
+            self._walk_node(stmt, scope, stmt, fn, lam)
+
+    def _bind_target(self, target: ast.expr, scope: Scope, stmt: ast.AST, value: ast.expr | None, kind: str) -> None:
+        if isinstance(target, ast.Name):
+            scope.bind(Binding(target.id, stmt, value, kind))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
+            for i, t in enumerate(target.elts):
+                self._bind_target(t, scope, stmt, values[i] if values else None, kind if values else "other")
+        elif isinstance(target, ast.Starred):
+            self._bind_target(target.value, scope, stmt, None, "other")
+
+    def _bind_stmt(self, stmt: ast.stmt, scope: Scope) -> None:
+        if isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                self._bind_target(t, scope, stmt, stmt.value if len(stmt.targets) == 1 else None,
+                                  "assign" if len(stmt.targets) == 1 else "other")
+        elif isinstance(stmt, ast.AnnAssign):
+            self._bind_target(stmt.target, scope, stmt, stmt.value, "annassign" if stmt.value else "other")
+        elif isinstance(stmt, ast.AugAssign):
+            self._bind_target(stmt.target, scope, stmt, None, "augassign")
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._bind_target(stmt.target, scope, stmt, None, "for")
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self._bind_target(item.optional_vars, scope, stmt, None, "with")
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope.bind(Binding(stmt.name, stmt, None, "def"))
+        elif isinstance(stmt, ast.ClassDef):
+            scope.bind(Binding(stmt.name, stmt, None, "class"))
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for a in stmt.names:
+                name = a.asname or a.name.split(".", 1)[0]
+                if name != "*":
+                    scope.bind(Binding(name, stmt, None, "import"))
+        elif isinstance(stmt, ast.Global):
+            scope.globals_.update(stmt.names)
+        elif isinstance(stmt, ast.Try):
+            for h in stmt.handlers:
+                if h.name:
+                    scope.bind(Binding(h.name, h, None, "other"))
+
+    def _new_scope(self, node: ast.AST, scope: Scope, kind: str) -> Scope:
+        s = Scope(node, scope, kind)
+        self.scope_of_def[node] = s
+        return s
+
+    def _walk_node(self, node: ast.AST, scope: Scope, stmt: ast.stmt, fn: ast.AST | None, lam: bool) -> None:
+        """Visit what is under ``node``: nested statements, lambdas and calls."""
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                self._visit_stmt(child, scope, fn, lam)
+            elif isinstance(child, ast.Lambda):
+                inner = self._new_scope(child, scope, "lambda")
+                a = child.args
+                for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                    inner.bind(Binding(p.arg, p, None, "param"))
+                self._walk_node(child.body, inner, stmt, child, True)
+            else:
+                if isinstance(child, ast.NamedExpr):
+                    self._bind_target(child.target, scope, stmt, child.value, "assign")
+                if isinstance(child, ast.Call):
+                    self.calls.append(CallSite(child, scope, stmt, lam, fn))
+                self._walk_node(child, scope, stmt, fn, lam)
+
+    # -- names --------------------------------------------------------------------------
+
+    def qualname(self, expr: ast.AST) -> str | None:
+        """``tf.TrainingArguments`` -> ``transformers.TrainingArguments`` (import-aware)."""
+        if isinstance(expr, ast.Name):
+            return self.imports.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            base = self.qualname(expr.value)
+            return f"{base}.{expr.attr}" if base else None
+        return None
+
+    def library_class(self, expr: ast.AST) -> tuple[str, str] | None:
+        """("args"|"trainer", class name) when ``expr`` names a TrainingArguments-like or
+        Trainer-like class, directly, through an import alias or a local subclass."""
+        if isinstance(expr, ast.Name):
+            if expr.id in self.local_classes:
+                return self.local_classes[expr.id]
+            if expr.id not in self.imports and expr.id in _CANONICAL_UNBOUND \
+                    and expr.id not in self.module_scope.bindings:
+                name = expr.id
+                kind = "args" if (name in TRAINING_ARGS_CLASSES or name in TRL_CONFIG_CLASSES) else "trainer"
+                return (kind, name)
+        qn = self.qualname(expr)
+        return _lib_class(qn) if qn else None
+
+    def is_module(self, expr: ast.AST, module: str) -> bool:
+        qn = self.qualname(expr)
+        return qn == module
+
+    def binding_of(self, name: str, scope: Scope) -> Binding | None:
+        """The single binding of ``name`` visible from ``scope``, or None if it is bound more
+        than once (or not at all, or by something other than a plain assignment)."""
+        found = scope.lookup(name)
+        if found is None:
+            return None
+        _, bindings = found
+        if len(bindings) != 1:
+            return None
+        return bindings[0]
+
+    def bindings_of(self, name: str, scope: Scope) -> list[Binding]:
+        found = scope.lookup(name)
+        return list(found[1]) if found else []
+
+    def scope_at(self, node: ast.AST) -> Scope:
+        return self.scope_of_def.get(node, self.module_scope)
+
+    def name_uses(self, name: str) -> int:
+        """How often ``name`` is read anywhere in the file (cheap over-approximation)."""
+        return sum(1 for n in ast.walk(self.tree) if isinstance(n, ast.Name) and n.id == name
+                   and isinstance(n.ctx, ast.Load))
+
+    def is_mutated(self, name: str, scope: Scope) -> bool:
+        """Whether a dict/list bound to ``name`` is changed in place somewhere in its scope."""
+        target_scope = scope.lookup(name)
+        owner = target_scope[0] if target_scope else scope
+        for node in ast.walk(owner.node):
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                if isinstance(node.value, ast.Name) and node.value.id == name:
+                    return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == name \
+                    and node.func.attr in {"update", "setdefault", "pop", "popitem", "clear", "append",
+                                           "extend", "insert", "remove", "__setitem__"}:
+                return True
+        return False
+
+    # -- value resolution ---------------------------------------------------------------
+
+    def resolve(self, expr: ast.AST | None, scope: Scope, _depth: int = 0) -> _Resolved:
+        """The constant value of ``expr``, or UNKNOWN. ``node`` is where the literal is written."""
+        if expr is None or _depth > 20:
+            return _Resolved(UNKNOWN, expr)
+        if isinstance(expr, ast.Constant):
+            return _Resolved(expr.value, expr)
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd, ast.Not)):
+            inner = self.resolve(expr.operand, scope, _depth + 1)
+            if isinstance(inner.value, (int, float)) and not isinstance(inner.value, bool) \
+                    and not isinstance(expr.op, ast.Not):
+                return _Resolved(-inner.value if isinstance(expr.op, ast.USub) else inner.value, expr, inner.shared)
+            if isinstance(expr.op, ast.Not) and inner.value is not UNKNOWN:
+                return _Resolved(not inner.value, expr, inner.shared)
+            return _Resolved(UNKNOWN, expr)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Add, ast.Sub, ast.Div, ast.FloorDiv, ast.Pow)):
+            left = self.resolve(expr.left, scope, _depth + 1).value
+            right = self.resolve(expr.right, scope, _depth + 1).value
+            if _is_number(left) and _is_number(right):
+                try:
+                    value = {
+                        ast.Mult: lambda a, b: a * b, ast.Add: lambda a, b: a + b,
+                        ast.Sub: lambda a, b: a - b, ast.Div: lambda a, b: a / b,
+                        ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b,
+                    }[type(expr.op)](left, right)
+                except (ZeroDivisionError, OverflowError):
+                    return _Resolved(UNKNOWN, expr)
+                return _Resolved(value, expr)
+            return _Resolved(UNKNOWN, expr)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            items = [self.resolve(e, scope, _depth + 1).value for e in expr.elts]
+            if any(v is UNKNOWN for v in items):
+                return _Resolved(UNKNOWN, expr)
+            return _Resolved(tuple(items) if isinstance(expr, ast.Tuple) else list(items), expr)
+        if isinstance(expr, ast.Name):
+            if expr.id in ("True", "False", "None"):
+                return _Resolved({"True": True, "False": False, "None": None}[expr.id], expr)
+            b = self.binding_of(expr.id, scope)
+            if b is None or b.kind not in ("assign", "annassign") or b.value is None:
+                return _Resolved(UNKNOWN, expr)
+            owner = scope.lookup(expr.id)
+            inner = self.resolve(b.value, owner[0] if owner else scope, _depth + 1)
+            shared = inner.shared or self.name_uses(expr.id) > 1
+            return _Resolved(inner.value, inner.node, shared)
+        if isinstance(expr, ast.Attribute):
+            # enum members written as attributes: IntervalStrategy.STEPS, PaddingStrategy.MAX_LENGTH
+            qn = self.qualname(expr)
+            if qn and qn.startswith("transformers.") and expr.attr.isupper():
+                return _Resolved(expr.attr.lower(), expr)
+            return _Resolved(UNKNOWN, expr)
+        return _Resolved(UNKNOWN, expr)
+
+    def resolve_dict(self, expr: ast.AST, scope: Scope, _depth: int = 0
+                     ) -> list[tuple[str, ast.AST, ast.AST | None, bool]] | None:
+        """Entries of a dict written as ``{...}``, ``dict(...)`` or a name bound once to one:
+        (key, key node, value node, shared). None when it is not statically known."""
+        if _depth > 10:
+            return None
+        shared = False
+        if isinstance(expr, ast.Name):
+            b = self.binding_of(expr.id, scope)
+            if b is None or b.kind not in ("assign", "annassign") or b.value is None:
+                return None
+            if self.is_mutated(expr.id, scope):
+                return None
+            owner = scope.lookup(expr.id)
+            shared = self.name_uses(expr.id) > 1
+            entries = self.resolve_dict(b.value, owner[0] if owner else scope, _depth + 1)
+            if entries is None:
+                return None
+            return [(k, kn, vn, s or shared) for (k, kn, vn, s) in entries]
+        if isinstance(expr, ast.Dict):
+            out: list[tuple[str, ast.AST, ast.AST | None, bool]] = []
+            for k, v in zip(expr.keys, expr.values):
+                if k is None:  # {**other}
+                    inner = self.resolve_dict(v, scope, _depth + 1)
+                    if inner is None:
+                        return None
+                    out.extend(inner)
+                elif isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    out.append((k.value, k, v, False))
+                else:
+                    return None
+            return out
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict" \
+                and "dict" not in self.module_scope.bindings:
+            out = []
+            for a in expr.args:
+                inner = self.resolve_dict(a, scope, _depth + 1)
+                if inner is None:
+                    return None
+                out.extend(inner)
+            for kw in expr.keywords:
+                if kw.arg is None:
+                    inner = self.resolve_dict(kw.value, scope, _depth + 1)
+                    if inner is None:
+                        return None
+                    out.extend(inner)
+                else:
+                    out.append((kw.arg, kw, kw.value, False))
+            return out
+        return None
+
+    def value_of(self, name: str, key_node: ast.AST, value_node: ast.AST | None, scope: Scope,
+                 shared: bool = False) -> Value:
+        """A ``Value`` with provenance for ``name=<value_node>`` written at ``key_node``."""
+        r = self.resolve(value_node, scope)
+        key_span = self.keyword_name_span(key_node) if isinstance(key_node, ast.keyword) and key_node.arg \
+            else self.span(key_node)
+        use_span = self.span(value_node) if value_node is not None else None
+        lit_span = self.span(r.node) if r.node is not None and r.value is not UNKNOWN else use_span
+        return Value(value=r.value, origin=PYTHON, span=lit_span, key_span=key_span, name=name,
+                     use_span=use_span, shared=shared or r.shared or (lit_span != use_span and r.shared))
+
+    def call_keywords(self, call: ast.Call, scope: Scope) -> tuple[dict[str, Value], bool]:
+        """Keyword values of a call; the flag says an unresolved ``**x`` may set any other."""
+        values: dict[str, Value] = {}
+        open_ended = False
+        for kw in call.keywords:
+            if kw.arg is not None:
+                values[kw.arg] = self.value_of(kw.arg, kw, kw.value, scope)
+                continue
+            entries = self.resolve_dict(kw.value, scope)
+            if entries is None:
+                open_ended = True
+                continue
+            for key, key_node, value_node, shared in entries:
+                values[key] = self.value_of(key, key_node, value_node, scope, shared)
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            open_ended = True
+        return values, open_ended
+
+    # -- training calls -----------------------------------------------------------------
+
+    def _find_training_calls(self) -> None:
+        by_name: dict[tuple[int, str], TrainingArgsCall] = {}
+        for cs in self.calls:
+            lib = self.library_class(cs.node.func)
+            if lib is None:
+                continue
+            kind, cls = lib
+            if kind == "args":
+                values, open_ended = self.call_keywords(cs.node, cs.scope)
+                if cs.node.args and not isinstance(cs.node.args[0], ast.Starred) and "output_dir" not in values:
+                    values["output_dir"] = self.value_of("output_dir", cs.node.args[0], cs.node.args[0], cs.scope)
+                site = ArgsSite(path=self.path, class_name=cls, values=values, open_ended=open_ended,
+                                span=self.span(cs.node))
+                tac = TrainingArgsCall(cs, cls, site)
+                site.call = tac
+                stmt = cs.stmt
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and getattr(stmt, "value", None) is cs.node:
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                        tac.bound_to = targets[0].id
+                        by_name[(id(cs.scope), targets[0].id)] = tac
+                self.args_calls.append(tac)
+        for cs in self.calls:
+            lib = self.library_class(cs.node.func)
+            if lib is None or lib[0] != "trainer":
+                continue
+            kws: dict[str, ast.expr] = {}
+            for i, a in enumerate(cs.node.args):
+                if isinstance(a, ast.Starred):
+                    break
+                if i < len(_TRAINER_POSITIONAL):
+                    kws[_TRAINER_POSITIONAL[i]] = a
+            for kw in cs.node.keywords:
+                if kw.arg:
+                    kws[kw.arg] = kw.value
+            tc = TrainerCall(cs, lib[1], kws)
+            a = kws.get("args")
+            if isinstance(a, ast.Call):
+                tc.args_call = next((t for t in self.args_calls if t.site.node is a), None)
+            elif isinstance(a, ast.Name):
+                found = cs.scope.lookup(a.id)
+                if found is not None:
+                    tc.args_call = by_name.get((id(found[0]), a.id))
+            self.trainer_calls.append(tc)
+
+    @property
+    def sites(self) -> list[ArgsSite]:
+        return [t.args for t in self.args_calls]
+
+    # -- helpers for rules --------------------------------------------------------------
+
+    def keyword(self, call: ast.Call, name: str) -> ast.keyword | None:
+        for kw in call.keywords:
+            if kw.arg == name:
+                return kw
+        return None
+
+    def iter_calls(self) -> Iterator[CallSite]:
+        return iter(self.calls)
+
+    def statement_index(self, stmt: ast.stmt) -> int:
+        """Position of a statement in source order (for "happens before" questions)."""
+        return (stmt.lineno, stmt.col_offset)  # type: ignore[return-value]
+
+    def uses_module(self, module: str) -> bool:
+        return any(q == module or q.startswith(module + ".") for q in self.imports.values())
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def parse_python(path: str, text: str) -> PythonFile:
+    """Parse ``text``; raises SyntaxError (with lineno/offset) on invalid Python."""
+    tree = ast.parse(text, filename=path)
+    return PythonFile(path, text, tree)
