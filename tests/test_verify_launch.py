@@ -171,7 +171,10 @@ def test_command_missing_script_is_usage_error(tmp_path):
     assert CliRunner().invoke(verify, [str(tmp_path / "nope.py")]).exit_code == 2
 
 
-def test_command_no_trainer_fails_and_writes_json(tmp_path):
+def test_command_no_trainer_fails_and_writes_json(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the kept run files land here
     script = tmp_path / "plain.py"
     script.write_text("import sys\nprint(sys.argv[1:])\n")
     out = tmp_path / "r.json"
@@ -182,6 +185,8 @@ def test_command_no_trainer_fails_and_writes_json(tmp_path):
     assert data["verdict"] == "fail" and data["launcher"] == "python" and data["device"] == "cpu"
     assert data["runs"][0]["status"] == "no_trainer"
     assert "['--flag', 'v']" in data["runs"][0]["log_tail"]
+    kept = list(tmp_path.glob("trainlint-verify-*/original/rank0.result.json"))
+    assert len(kept) == 1 and "run files kept in" in res.output
 
 
 def test_command_without_fixer_is_an_error(tmp_path, monkeypatch):
@@ -194,3 +199,29 @@ def test_command_without_fixer_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setattr(fixed_mod, "compute_fixes", unavailable)
     res = CliRunner().invoke(verify, [str(script), "--cpu"])
     assert res.exit_code == 2 and "no engine" in res.output
+
+
+def test_ctrl_c_ends_the_whole_tree(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    script = tmp_path / "spawner.py"
+    # the worker starts a grandchild in yet another session, like torchrun does
+    script.write_text(textwrap.dedent("""
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                 start_new_session=True)
+        open("child.pid", "w").write(str(child.pid))
+        time.sleep(600)
+    """))
+    spec = launch.RunSpec(launcher="python", script=script, script_args=[], nproc=1, steps=3,
+                          timeout=60, cpu=True)
+
+    def tick(label, elapsed, progress):
+        if (tmp_path / "child.pid").exists():
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        launch.run_smoke(spec, "original", tmp_path / "results", on_tick=tick)
+    worker = int(next((tmp_path / "results" / "pids").iterdir()).name)
+    grandchild = int((tmp_path / "child.pid").read_text())
+    for pid in (worker, grandchild):
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
