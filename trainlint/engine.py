@@ -87,7 +87,7 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
     ws = read_workspace(paths, settings, overlay or {})
     diagnostics = run_rules(ws, settings)
     return LintResult(diagnostics=_filter(diagnostics, ws, settings), files=sorted(ws.files),
-                      texts={p: f.text for p, f in ws.files.items()})
+                      texts={p: f.text.text for p, f in ws.files.items()})
 
 
 @dataclass

@@ -63,6 +63,14 @@ class Value:
     # so a fix must edit the use site rather than the shared literal.
     use_span: Span | None = None
     shared: bool = False
+    key_text: str = ""  # the key exactly as written: fp16, "fp16", --fp16
+
+    def rename_edit(self, new_name: str):
+        """An edit that renames the key/keyword/flag in place, keeping its quoting."""
+        if self.key_span is None:
+            return None
+        text = self.key_text or self.name
+        return self.key_span.edit(text.replace(self.name, new_name, 1) if self.name in text else new_name)
 
     @property
     def known(self) -> bool:

@@ -18,10 +18,6 @@ def replace(span: Span, content: str) -> Edit:
     return span.edit(content)
 
 
-def _pos_after(pf: PythonFile, line: int, col: int) -> tuple[int, int]:
-    return line, col
-
-
 def _text_between(pf: PythonFile, a: Span, b: Span) -> str:
     """Text from the end of ``a`` to the start of ``b`` (same file)."""
     lines = pf.lines
@@ -40,47 +36,58 @@ def _ordered_args(call: ast.Call) -> list[ast.AST]:
 
 
 def remove_argument(pf: PythonFile, call: ast.Call, arg: ast.AST) -> Edit:
-    """Delete one argument (positional or keyword) and exactly one separating comma.
-
-    ``f(a, b=1, c)`` -> ``f(a, c)``. When the argument sits alone on its line in a multi-line
-    call, the whole line goes (a comment on that line belongs to the argument and goes too).
-    """
+    """Delete one argument (positional or keyword) of a call, with one separating comma."""
     items = _ordered_args(call)
-    i = next(k for k, n in enumerate(items) if n is arg)
-    sp = pf.span(arg)
+    spans = [pf.span(n) for n in items]
+    return remove_item(pf, spans, next(k for k, n in enumerate(items) if n is arg))
+
+
+def remove_dict_entry(pf: PythonFile, d: ast.Dict, key: ast.AST) -> Edit:
+    """Delete one ``key: value`` entry of a dict display, with one separating comma."""
+    spans = []
+    index = 0
+    for i, (k, v) in enumerate(zip(d.keys, d.values)):
+        start = pf.span(k) if k is not None else pf.span(v)
+        end = pf.span(v)
+        if k is None:  # **other: include the ``**``
+            start = Span(path=pf.path, line=start.line, column=max(1, start.column - 2), end_line=start.line,
+                         end_column=start.column)
+        spans.append(Span(path=pf.path, line=start.line, column=start.column, end_line=end.end_line,
+                          end_column=end.end_column))
+        if k is key:
+            index = i
+    return remove_item(pf, spans, index)
+
+
+def remove_item(pf: PythonFile, spans: list[Span], i: int) -> Edit:
+    """Delete item ``i`` of a comma-separated list (call arguments, dict entries) and exactly
+    one separating comma: ``f(a, b=1, c)`` -> ``f(a, c)``. When the item sits alone on its
+    line(s) in a multi-line list, its whole lines go (a comment there belongs to it)."""
+    sp = spans[i]
     line_text = pf.lines[sp.line - 1]
-    own_line = line_text[:sp.column - 1].strip() == "" and sp.line == sp.end_line
-    if i + 1 < len(items):
-        nxt = pf.span(items[i + 1])
-        if own_line and nxt.line > sp.end_line:
-            # delete whole physical line(s) of this argument
+    alone_before = line_text[:sp.column - 1].strip() == ""
+    after = pf.lines[sp.end_line - 1][sp.end_column - 1:]
+    after_code = after.split("#", 1)[0].strip()
+    alone = alone_before and after_code in ("", ",")
+    if i + 1 < len(spans):
+        nxt = spans[i + 1]
+        if alone and nxt.line > sp.end_line:
             return Edit(path=pf.path, line=sp.line, column=1, end_line=sp.end_line + 1, end_column=1, content="")
         return Edit(path=pf.path, line=sp.line, column=sp.column, end_line=nxt.line, end_column=nxt.column,
                     content="")
-    # last argument
-    after = pf.lines[sp.end_line - 1][sp.end_column - 1:]
-    trailing_comma = after.lstrip().startswith(",")
-    if own_line:
-        between_prev_ok = i > 0
-        if between_prev_ok or trailing_comma:
-            # drop this line; keep the previous argument's comma (a trailing comma is fine)
-            prev = pf.span(items[i - 1]) if i > 0 else None
-            if prev is not None and prev.end_line < sp.line:
-                gap = _text_between(pf, prev, sp)
-                if "," in gap.split("#", 1)[0]:
-                    return Edit(path=pf.path, line=sp.line, column=1, end_line=sp.end_line + 1, end_column=1,
-                                content="")
+    # the last item
     if i > 0:
-        prev = pf.span(items[i - 1])
-        end_col = sp.end_column
-        if trailing_comma and prev.end_line == sp.line:
-            # f(a, b,) -> f(a,)
-            pass
+        prev = spans[i - 1]
+        if alone and prev.end_line < sp.line:
+            gap = _text_between(pf, prev, sp)
+            if "," in gap.split("#", 1)[0] and after_code == ",":
+                # the previous item keeps its comma; the list keeps its trailing-comma style
+                return Edit(path=pf.path, line=sp.line, column=1, end_line=sp.end_line + 1, end_column=1,
+                            content="")
         return Edit(path=pf.path, line=prev.end_line, column=prev.end_column, end_line=sp.end_line,
-                    end_column=end_col, content="")
-    # only argument: remove it and a trailing comma
+                    end_column=sp.end_column, content="")
     end_col = sp.end_column
-    if trailing_comma:
+    if after.lstrip().startswith(","):
         end_col = sp.end_column + (len(after) - len(after.lstrip())) + 1
     return Edit(path=pf.path, line=sp.line, column=sp.column, end_line=sp.end_line, end_column=end_col, content="")
 

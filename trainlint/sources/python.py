@@ -311,18 +311,24 @@ class PythonFile:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.stmt):
                 self._visit_stmt(child, scope, fn, lam)
-            elif isinstance(child, ast.Lambda):
-                inner = self._new_scope(child, scope, "lambda")
-                a = child.args
-                for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
-                    inner.bind(Binding(p.arg, p, None, "param"))
-                self._walk_node(child.body, inner, stmt, child, True)
             else:
-                if isinstance(child, ast.NamedExpr):
-                    self._bind_target(child.target, scope, stmt, child.value, "assign")
-                if isinstance(child, ast.Call):
-                    self.calls.append(CallSite(child, scope, stmt, lam, fn))
-                self._walk_node(child, scope, stmt, fn, lam)
+                self._visit_expr(child, scope, stmt, fn, lam)
+
+    def _visit_expr(self, node: ast.AST, scope: Scope, stmt: ast.stmt, fn: ast.AST | None, lam: bool) -> None:
+        if isinstance(node, ast.Lambda):
+            inner = self._new_scope(node, scope, "lambda")
+            a = node.args
+            for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                inner.bind(Binding(p.arg, p, None, "param"))
+            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
+                self._visit_expr(default, scope, stmt, fn, lam)
+            self._visit_expr(node.body, inner, stmt, node, True)
+            return
+        if isinstance(node, ast.NamedExpr):
+            self._bind_target(node.target, scope, stmt, node.value, "assign")
+        elif isinstance(node, ast.Call):
+            self.calls.append(CallSite(node, scope, stmt, lam, fn))
+        self._walk_node(node, scope, stmt, fn, lam)
 
     # -- names --------------------------------------------------------------------------
 
@@ -503,8 +509,9 @@ class PythonFile:
             else self.span(key_node)
         use_span = self.span(value_node) if value_node is not None else None
         lit_span = self.span(r.node) if r.node is not None and r.value is not UNKNOWN else use_span
+        key_text = key_node.arg if isinstance(key_node, ast.keyword) and key_node.arg else self.source_of(key_node)
         return Value(value=r.value, origin=PYTHON, span=lit_span, key_span=key_span, name=name,
-                     use_span=use_span, shared=shared or r.shared or (lit_span != use_span and r.shared))
+                     use_span=use_span, shared=shared or r.shared, key_text=key_text or name)
 
     def call_keywords(self, call: ast.Call, scope: Scope) -> tuple[dict[str, Value], bool]:
         """Keyword values of a call; the flag says an unresolved ``**x`` may set any other."""

@@ -1,0 +1,215 @@
+"""The command line: a thin click layer over the engine.
+
+Only what a command needs is imported inside it, so ``trainlint check`` stays light (no torch,
+transformers, accelerate or deepspeed, ever).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from trainlint import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def selection_options(f):
+    options = [
+        click.option("--select", multiple=True, help="Rule codes, code prefixes or names to check (comma-separated)."),
+        click.option("--ignore", multiple=True, help="Rule codes, code prefixes or names to skip."),
+        click.option("--extend-select", multiple=True, help="Add to the configured selection."),
+        click.option("--gpu", help='Target GPU, e.g. "A100-80GB", "H100", "RTX 4090", or "auto" (nvidia-smi).'),
+        click.option("--gpus", type=click.IntRange(min=1), help="World size (GPUs) when no launch line says."),
+        click.option("--transformers-version", help="Target transformers version (default: installed, else newest known)."),
+        click.option("--base", help="Git revision that lr-not-scaled compares with (default HEAD)."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="A pyproject.toml to read [tool.trainlint] from (default: the nearest one)."),
+    ]
+    for opt in reversed(options):
+        f = opt(f)
+    return f
+
+
+def _settings(paths: list[Path], **kw):
+    from trainlint.config import load_settings
+
+    config_path = kw.pop("config_path", None)
+    overrides = {
+        "select": _split(kw.get("select") or ()) or None,
+        "ignore": _split(kw.get("ignore") or ()) or None,
+        "extend-select": _split(kw.get("extend_select") or ()) or None,
+        "gpu": kw.get("gpu"),
+        "gpus": kw.get("gpus"),
+        "transformers-version": kw.get("transformers_version"),
+        "base": kw.get("base"),
+        "fail-on": kw.get("fail_on"),
+    }
+    start = config_path if config_path is not None else (paths[0] if paths else None)
+    return load_settings(start, overrides)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"trainlint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="trainlint")
+def main() -> None:
+    """trainlint: find and fix pitfalls in Hugging Face training setups, before they run."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--format", "fmt", type=click.Choice(["text", "concise", "json", "sarif", "github"]),
+              help="Output format (default: text on a terminal, concise otherwise).")
+@click.option("--statistics", is_flag=True, help="Show counts per rule instead of each finding.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error"]),
+              help="Lowest severity that makes the exit code 1 (default: info).")
+def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero: bool, **kw) -> None:
+    """Check training scripts, launch lines and configs (files or folders; default: .)."""
+    from trainlint.config import ConfigError
+    from trainlint.engine import lint
+    from trainlint.report import render
+
+    path_list = list(paths) or [Path(".")]
+    try:
+        settings = _settings(path_list, **kw)
+        result = lint(path_list, settings)
+    except ConfigError as e:
+        _fail(str(e))
+        return
+    fmt = fmt or ("text" if sys.stdout.isatty() else "concise")
+    render(fmt, result.diagnostics, result.texts, sys.stdout, statistics=statistics,
+           color=None if fmt == "text" else False)
+    sys.stdout.flush()
+    if result.internal_errors:
+        sys.exit(EXIT_ERROR)
+    failing = [d for d in result.diagnostics if d.severity.rank >= settings.fail_on.rank]
+    sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_OK)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--apply", "apply_", is_flag=True, help="Write the fixes (default: print the diff only).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change training numerics or behaviour.")
+@click.option("--diff", is_flag=True, help="Print the unified diff (the default without --apply).")
+def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, **kw) -> None:
+    """Fix what can be fixed. Prints the diff; --apply writes it."""
+    import difflib
+
+    from trainlint.config import ConfigError
+    from trainlint.engine import fix_outcome
+    from trainlint.fixing.apply import write_atomic
+    from trainlint.sources.files import ReadProblem, read_text
+
+    path_list = list(paths) or [Path(".")]
+    try:
+        settings = _settings(path_list, **kw)
+        outcome = fix_outcome(path_list, settings, unsafe=unsafe_fixes)
+    except ConfigError as e:
+        _fail(str(e))
+        return
+    if diff or not apply_:
+        for path in sorted(outcome.fixed):
+            old = outcome.original[path].splitlines(keepends=True)
+            new = outcome.fixed[path].splitlines(keepends=True)
+            sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
+    if apply_:
+        for path, text in sorted(outcome.fixed.items()):
+            try:
+                tf = read_text(path)
+            except ReadProblem as e:
+                click.echo(f"trainlint: not written: {path}: {e.message}", err=True)
+                continue
+            if tf.text != outcome.original[path]:
+                click.echo(f"trainlint: not written: {path} changed while fixing", err=True)
+                continue
+            write_atomic(path, tf.encode(text))
+    for d, error in outcome.reverted:
+        click.echo(f"trainlint: fix for {d.code} at {d.path}:{d.line} was not applied: the result did not parse "
+                   f"({error})", err=True)
+    n = len(outcome.applied)
+    verb = "Fixed" if apply_ else "Would fix"
+    remaining = outcome.remaining
+    hidden = sum(1 for d in remaining if d.fix is not None and d.fix.applicability == "unsafe")
+    msg = f"{verb} {n} finding{'s' if n != 1 else ''} in {len(outcome.fixed)} file{'s' if len(outcome.fixed) != 1 else ''}"
+    msg += f" ({len(remaining)} remaining"
+    if hidden and not unsafe_fixes:
+        msg += f"; {hidden} fixable with --unsafe-fixes"
+    msg += ")."
+    click.echo(msg, err=True)
+    if any(d.code == "TL000" for d in remaining):
+        sys.exit(EXIT_ERROR)
+    if apply_:
+        sys.exit(EXIT_FINDINGS if remaining else EXIT_OK)
+    sys.exit(EXIT_FINDINGS if outcome.fixed or remaining else EXIT_OK)
+
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def rules_cmd(fmt: str) -> None:
+    """List every rule: code, name, severity, fix safety."""
+    from trainlint.rules import all_rules
+
+    rows = [(r.code, r.name, r.severity.value, r.fix_safety, r.summary) for r in all_rules()]
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps([dict(zip(("code", "name", "severity", "fix", "summary"), r)) for r in rows], indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_lines=False, header_style="bold")
+    for col in ("code", "name", "severity", "fix"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("summary")
+    for row in rows:
+        table.add_row(*row)
+    Console(soft_wrap=False).print(table)
+
+
+@main.command("rule")
+@click.argument("code_or_name")
+def rule_cmd(code_or_name: str) -> None:
+    """Show one rule's documentation (by code or name)."""
+    from trainlint.rules import get_rule
+    from trainlint.rules.docs import render_markdown
+
+    rule = get_rule(code_or_name)
+    if rule is None:
+        _fail(f"no rule {code_or_name!r} (see `trainlint rules`)")
+        return
+    click.echo(render_markdown(rule))
+
+
+def _register_optional() -> None:
+    """Commands from optional parts (verify, estimate) register themselves when present."""
+    import importlib
+
+    for module, attr in (("trainlint.verify.command", "verify"), ("trainlint.estimate_command", "estimate")):
+        try:
+            cmd = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            continue
+        main.add_command(cmd)
+
+
+_register_optional()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""Fixing: minimal text edits per file kind, conflict handling, validation, atomic writes."""

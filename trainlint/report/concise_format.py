@@ -1,0 +1,22 @@
+"""``path:line:col: CODE [name] message``, one finding a line (grep- and editor-friendly)."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from trainlint.diagnostics import Diagnostic
+from trainlint.report.summary import statistics_lines
+
+
+def line_of(d: Diagnostic) -> str:
+    return f"{d.path}:{d.line}:{d.column}: {d.code} [{d.name}] {d.message}"
+
+
+def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *, statistics: bool = False,
+           color: bool | None = None) -> None:
+    if statistics:
+        for line in statistics_lines(diagnostics):
+            out.write(line + "\n")
+        return
+    for d in diagnostics:
+        out.write(line_of(d) + "\n")

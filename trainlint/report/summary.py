@@ -1,0 +1,21 @@
+"""Counts per rule, for ``--statistics``."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from trainlint.diagnostics import Diagnostic
+
+
+def statistics_rows(diagnostics: list[Diagnostic]) -> list[tuple[str, str, int, int]]:
+    counts: Counter[tuple[str, str]] = Counter()
+    fixable: Counter[tuple[str, str]] = Counter()
+    for d in diagnostics:
+        counts[(d.code, d.name)] += 1
+        if d.fix is not None:
+            fixable[(d.code, d.name)] += 1
+    return [(c, n, k, fixable[(c, n)]) for (c, n), k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def statistics_lines(diagnostics: list[Diagnostic]) -> list[str]:
+    return [f"{k:5d}\t{c}\t[{'*' if f else ' '}] {n}" for c, n, k, f in statistics_rows(diagnostics)]

@@ -1,0 +1,157 @@
+"""From paths to resolved setups.
+
+``read_workspace`` reads and parses every file once (reporting input problems as TL0xx
+findings and going on with the others); ``build_setups`` groups what belongs to one training
+run and attaches the target hardware.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainlint.config import ConfigError, Settings
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.setup import OPTION, Setup, Value
+from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
+from trainlint.sources.python import PythonFile, parse_python
+
+# A walked (not explicitly named) Python file is parsed only if it mentions one of these: a
+# byte search is ~free, a parse is not (shared/perf-anchors.md).
+PY_PREFILTER = ("Trainer", "TrainingArguments", "Config", "transformers", "trl", "peft", "accelerate",
+                "deepspeed", "from_pretrained", "tokenizer")
+
+
+@dataclass
+class ParsedFile:
+    path: str
+    kind: str  # python, shell, markdown, deepspeed, accelerate, hf_args, json, yaml, unknown
+    text: TextFile
+    doc: Any = None  # PythonFile, or the reader's document for other kinds
+    explicit: bool = False
+
+
+@dataclass
+class Workspace:
+    settings: Settings
+    overlay: dict[str, str]
+    files: dict[str, ParsedFile] = field(default_factory=dict)
+    problems: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def python_files(self) -> list[PythonFile]:
+        return [f.doc for f in self.files.values() if f.kind == "python" and f.doc is not None]
+
+
+def input_problem(code: str, name: str, path: str, message: str, line: int = 1, column: int = 1,
+                  severity: Severity = Severity.ERROR) -> Diagnostic:
+    return Diagnostic(code=code, name=name, severity=severity, message=message, path=path,
+                      line=max(1, line), column=max(1, column), end_line=max(1, line),
+                      end_column=max(1, column) + 1)
+
+
+def norm(path: Path | str) -> str:
+    p = os.path.normpath(str(path))
+    return p
+
+
+def _kind_of(path: str, text: str) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".py":
+        return "python"
+    try:
+        from trainlint.sources.kinds import detect_kind
+    except ImportError:  # readers for other kinds not installed in this build
+        return "unknown"
+    return detect_kind(path, text)
+
+
+def read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
+    """Read and parse one file; input problems become findings, never exceptions."""
+    from trainlint.engine import internal_error
+
+    try:
+        tf = read_text(path, ws.overlay)
+    except ReadProblem as e:
+        ws.problems.append(input_problem("TL002", "unreadable-file", path, e.message, e.line, e.column))
+        return None
+    kind = _kind_of(path, tf.text)
+    pf = ParsedFile(path=path, kind=kind, text=tf, explicit=explicit)
+    try:
+        if kind == "python":
+            if not explicit and not any(tok in tf.text for tok in PY_PREFILTER):
+                return None
+            try:
+                pf.doc = parse_python(path, tf.text)
+            except SyntaxError as e:
+                ws.problems.append(input_problem(
+                    "TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
+                    e.lineno or 1, (e.offset or 1)))
+            except (RecursionError, MemoryError, ValueError) as e:
+                ws.problems.append(input_problem(
+                    "TL001", "syntax-error", path, f"cannot parse Python: {type(e).__name__}: {e}"))
+        else:
+            from trainlint.sources import registry
+
+            registry.parse_into(ws, pf)
+    except Exception as exc:  # noqa: BLE001 - a reader bug is reported per file
+        ws.problems.append(internal_error(path, f"reading {kind} file", exc))
+        return pf
+    ws.files[path] = pf
+    return pf
+
+
+def read_workspace(paths: list[Path], settings: Settings, overlay: dict[str, str]) -> Workspace:
+    ws = Workspace(settings=settings, overlay=overlay)
+    for p, explicit in walk(paths, settings.exclude):
+        path = norm(p)
+        if not explicit and path in ws.files:
+            continue
+        if explicit and not os.path.exists(path) and path not in overlay:
+            ws.problems.append(input_problem("TL002", "unreadable-file", path, "no such file or directory"))
+            continue
+        read_file(ws, path, explicit)
+    return ws
+
+
+def target_gpu(settings: Settings):
+    """The GPU the setup will run on, from ``--gpu`` / ``[tool.trainlint] gpu``; None when not
+    said (rules that need it stay silent)."""
+    if not settings.gpu:
+        return None
+    from trainlint.knowledge.gpus import gpu_from_nvidia_smi, lookup_gpu
+
+    if settings.gpu.lower() == "auto":
+        found = gpu_from_nvidia_smi()
+        return found[0] if found else None
+    gpu = lookup_gpu(settings.gpu)
+    if gpu is None:
+        raise ConfigError(f"unknown GPU {settings.gpu!r} (see the GPU table: `trainlint rule fp16-on-bf16-hardware`)")
+    return gpu
+
+
+def build_setups(ws: Workspace, settings: Settings) -> list[Setup]:
+    gpu = target_gpu(settings)
+    world = Value(value=settings.gpus, origin=OPTION, name="--gpus", note="--gpus") if settings.gpus else None
+    setups: list[Setup] = []
+    try:
+        from trainlint import linking
+    except ImportError:  # pragma: no cover - linking of launch lines/configs not in this build
+        linking = None  # type: ignore[assignment]
+    linked: set[str] = set()
+    if linking is not None:
+        for s in linking.link_setups(ws, settings):
+            s.gpu = gpu
+            if s.world_size is None:
+                s.world_size = world
+            setups.append(s)
+            linked.update(sc.path for sc in s.scripts)
+    for f in ws.files.values():
+        if f.kind != "python" or f.doc is None or f.path in linked:
+            continue
+        pf: PythonFile = f.doc
+        setups.append(Setup(root=Path(f.path).parent, scripts=[pf], sites=pf.sites, world_size=world, gpu=gpu,
+                            files=[f.path]))
+    return setups

@@ -1,0 +1,136 @@
+"""TL501 fp16-on-bf16-hardware."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Edit, Severity
+from trainlint.rules.base import Case, Rule
+from trainlint.setup import Setup, Value
+
+_PAIRS = (("fp16", "bf16"), ("fp16_full_eval", "bf16_full_eval"))
+
+
+class Fp16OnBf16Hardware(Rule):
+    """
+    ## What it does
+    Flags fp16 mixed precision when the target GPU supports bf16 (NVIDIA Ampere or newer:
+    A100, A10, L4, RTX 30xx and later, H100, H200, B200, ...): `fp16=True` in
+    TrainingArguments, `--fp16` on a launch line, `"fp16": true` in an HF args file,
+    `mixed_precision: fp16` in an accelerate config, or `"fp16": {"enabled": true}` in a
+    DeepSpeed config. The target comes from `--gpu` (or `gpu = ...` in `[tool.trainlint]`,
+    or `--gpu auto`); without a target the rule is silent.
+
+    ## Why is this bad?
+    fp16 has a maximum of 65504 and a narrow exponent, so activations and gradients overflow to
+    inf/NaN or underflow to zero; it needs a dynamic loss scaler that skips steps. bf16 has the
+    exponent range of fp32, needs no loss scaling and runs at the same tensor-core speed on
+    these GPUs. Models pretrained in bf16 (T5, Flan-T5, Llama, ...) are known to produce NaN
+    losses in fp16. The transformers docs: bf16 is "generally preferred over FP16 ... if your
+    hardware supports it".
+
+    ## Example
+    ```python
+    args = TrainingArguments(output_dir="out", fp16=True)  # trainlint check --gpu A100
+    ```
+
+    ## Use instead
+    ```python
+    args = TrainingArguments(output_dir="out", bf16=True)
+    ```
+
+    ## Fix safety
+    Unsafe: it changes the numerics of training (bf16 has fewer mantissa bits than fp16, more
+    range). Apply it with `--unsafe-fixes`. The fix switches every place that sets fp16 in the
+    setup, so the files do not end up disagreeing.
+
+    ## References
+    - transformers `TrainingArguments.bf16` docstring
+    - DeepSpeed guide in transformers docs ("fp16 on older GPU architectures and bf16 on Ampere")
+    - https://github.com/huggingface/transformers/issues/14189 (T5 NaN in fp16)
+    - pitfalls catalog P07
+    """
+
+    code = "TL501"
+    name = "fp16-on-bf16-hardware"
+    severity = Severity.WARNING
+    fix_safety = "unsafe"
+    summary = "fp16 mixed precision on a GPU that supports bf16"
+
+    cases = [
+        Case(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", fp16=True)
+            """,
+            options={"gpu": "A100"},
+            unsafe=True,
+            fixed='from transformers import TrainingArguments\nargs = TrainingArguments(output_dir="out", bf16=True)\n',
+        ),
+        Case(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", fp16=True, bf16=False)
+            """,
+            options={"gpu": "H100"},
+            unsafe=True,
+            fixed='from transformers import TrainingArguments\nargs = TrainingArguments(output_dir="out", fp16=False, bf16=True)\n',
+        ),
+        Case(
+            """
+            from transformers import TrainingArguments
+            precision = {"fp16": True}
+            args = TrainingArguments(output_dir="out", **precision)
+            """,
+            options={"gpu": "RTX 4090"},
+            unsafe=True,
+            fixed='from transformers import TrainingArguments\nprecision = {"bf16": True}\nargs = TrainingArguments(output_dir="out", **precision)\n',
+        ),
+        # must not flag
+        Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\n",
+             flags=False, options={"gpu": "V100"}, note="V100 has no bf16"),
+        Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\n",
+             flags=False, note="no target GPU: never guess"),
+        Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\n",
+             flags=False, options={"gpu": "A100"}),
+        Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=False)\n",
+             flags=False, options={"gpu": "A100"}),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        from trainlint.knowledge.gpus import is_ampere_or_newer
+
+        gpu = setup.gpu
+        if gpu is None or not gpu.bf16 or not is_ampere_or_newer(gpu):
+            return
+        for site in setup.sites:
+            for fp16_name, bf16_name in _PAIRS:
+                v = site.get(fp16_name)
+                if v is None or v.value is not True:
+                    continue
+                edits = self._switch(v, site.get(bf16_name), bf16_name)
+                yield self.diagnostic(
+                    v.key_span or v.span,  # type: ignore[arg-type]
+                    f"{fp16_name}=True on {gpu.describe()}, which supports bf16: bf16 has fp32's range, "
+                    f"needs no loss scaling and is as fast here; fp16 can overflow to inf/NaN",
+                    edits=edits,
+                    fix_message=f"use {bf16_name}=True",
+                )
+        yield from self.check_configs(setup, gpu)
+
+    def check_configs(self, setup: Setup, gpu) -> Iterable[Diagnostic]:
+        """fp16 set by accelerate or DeepSpeed configs (added with the setup readers)."""
+        for hook in setup.extra.get("precision_settings", []):
+            yield from hook(self, gpu)
+
+    @staticmethod
+    def _switch(fp16: Value, bf16: Value | None, bf16_name: str) -> list[Edit] | None:
+        if bf16 is None:
+            e = fp16.rename_edit(bf16_name)
+            return [e] if e is not None else None
+        # both written: fp16 -> False, bf16 -> True (in the file's own spelling)
+        a, b = fp16.edit_span(), bf16.edit_span()
+        if a is None or b is None or bf16.value is True:
+            return None
+        false_text, true_text = ("false", "true") if fp16.origin in ("argsfile", "deepspeed") else ("False", "True")
+        return [a.edit(false_text), b.edit(true_text)]
