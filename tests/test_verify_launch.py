@@ -60,16 +60,31 @@ def test_build_env(tmp_path):
     ("# torchrun --nproc_per_node 4 train.py\npython train.py\n", None),
     ("torchrun --nproc_per_node 4 other.py\n", None),
 ])
-def test_detect_launcher_from_shell(tmp_path, sh, expected):
+@pytest.mark.parametrize("use_reader", [True, False])
+def test_detect_launcher_from_shell(tmp_path, sh, expected, use_reader):
     script = tmp_path / "train.py"
     script.write_text("")
     (tmp_path / "run.sh").write_text(sh)
-    det = launch.detect_launcher(script, None)
+    det = launch.detect_launcher(script, None, use_reader=use_reader)
     if expected is None:
-        assert (det.launcher, det.source) == ("python", None)
+        assert det.launcher == "python" and det.nproc == 1
     else:
         assert (det.launcher, det.nproc, det.script_args) == expected
         assert det.source.endswith("run.sh:1")
+
+
+def test_detect_launcher_resolves_shell_variables(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("")
+    (tmp_path / "run.sh").write_text("N=3\ntorchrun --nproc_per_node $N train.py --lr 1\n")
+    det = launch.detect_launcher(script, None)
+    assert (det.launcher, det.nproc, det.script_args) == ("torchrun", 3, ["--lr", "1"])
+
+
+def test_launcher_names_agree():
+    from trainlint.verify import command
+
+    assert command.LAUNCHERS == launch.LAUNCHERS
 
 
 def test_detect_launcher_default(tmp_path):

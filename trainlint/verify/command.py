@@ -15,7 +15,7 @@ from typing import Optional
 
 import click
 
-from trainlint.verify.launch import LAUNCHERS
+LAUNCHERS = ("python", "torchrun", "accelerate", "deepspeed")  # as in verify.launch
 
 
 @click.command("verify", context_settings={"help_option_names": ["-h", "--help"]})

@@ -104,7 +104,42 @@ def _shell_lines(text: str):
         yield start, buf
 
 
-def detect_launcher(script: Path, gpus: Optional[int] = None) -> Detected:
+_READER_LAUNCHERS = {"torchrun": "torchrun", "torch.distributed.launch": "torchrun",
+                     "torch.distributed.run": "torchrun", "accelerate": "accelerate",
+                     "deepspeed": "deepspeed", "python": "python"}
+
+
+def _detect_with_reader(script: Path, sh: Path, text: str) -> Optional[Detected]:
+    """Use the project's shell reader (trainlint.sources.shell)."""
+    from trainlint.sources.shell import parse_shell
+
+    for launch in parse_shell(text, str(sh)).launches:
+        if launch.script is None or Path(launch.script[0]).name != script.name:
+            continue
+        name = _READER_LAUNCHERS.get(launch.launcher)
+        if name is None:
+            continue
+        args: list[str] = []
+        if not launch.positionals and not any(f.unresolved or f.from_expansion for f in launch.script_args):
+            for f in launch.script_args:
+                if f.inline:
+                    args.append(f"{f.prefix}{f.name}={f.value}")
+                    continue
+                args.append(f"{f.prefix}{f.name}")
+                if f.value is not None:
+                    args.append(f.value)
+                args += [v for v, _ in f.extra_values]
+        try:
+            nproc = launch.world_size()
+        except Exception:
+            nproc = None
+        if name == "python":
+            nproc = 1
+        return Detected(name, nproc, args, f"{sh}:{launch.span.line}")
+    return None
+
+
+def detect_launcher(script: Path, gpus: Optional[int] = None, *, use_reader: bool = True) -> Detected:
     """`auto`: an adjacent *.sh that launches this script decides; else torchrun for
     more than one process, else plain python."""
     script = Path(script)
@@ -113,6 +148,15 @@ def detect_launcher(script: Path, gpus: Optional[int] = None) -> Detected:
             text = sh.read_text(errors="replace")
         except OSError:
             continue
+        if use_reader:
+            try:
+                found = _detect_with_reader(script, sh, text)
+            except ImportError:
+                pass
+            else:
+                if found is not None:
+                    return found
+                continue
         for no, line in _shell_lines(text):
             if line.lstrip().startswith("#"):
                 continue
