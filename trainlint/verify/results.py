@@ -200,8 +200,8 @@ def classify_run(
     killed = [r for r in ranks if r.status == "killed"]
     if killed or (returncode is not None and returncode < 0 and not any(r.status == "error" for r in ranks)):
         rk = killed[0].rank if killed else None
-        text = msg(rk) or f"launcher ended by signal {-returncode}" if returncode and returncode < 0 else msg(rk)
-        return "killed", rk, text or "killed by a signal"
+        by_signal = f"launcher ended by signal {-returncode}" if returncode and returncode < 0 else ""
+        return "killed", rk, msg(rk) or by_signal or "killed by a signal"
     if expected_world > 1:
         wrong = [r for r in ranks if r.args_world_size is not None and r.args_world_size != expected_world]
         if wrong:
