@@ -131,12 +131,13 @@ def test_timeout_kills_the_whole_tree(tmp_path):
         "time.sleep(600)\n"
     )
     t0 = time.monotonic()
-    run = smoke(tmp_path, script, "torchrun", 2, timeout=8)
+    # generous enough that both workers start even on a loaded 2-core machine
+    run = smoke(tmp_path, script, "torchrun", 2, timeout=20)
     elapsed = time.monotonic() - t0
     assert run.status == "timeout"
     assert (tmp_path / "ready0").exists() and (tmp_path / "ready1").exists(), run.log_tail
     assert [r.status for r in run.ranks] == ["timeout", "timeout"]
-    assert elapsed < 8 + 5 + 8
+    assert elapsed < 20 + 5 + 8  # timeout + SIGTERM grace + slack
     pids = [int(p.name) for p in (tmp_path / "results" / "pids").iterdir()]
     assert len(pids) == 2
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
@@ -147,8 +148,7 @@ def test_command_compares_original_and_fixed(tmp_path, demo):
     """End to end with the core fixer: the fixed copy is a hidden file next to the script."""
     from trainlint.engine import fix_in_memory
 
-    if demo.resolve() not in {Path(p).resolve() for p in fix_in_memory([demo], unsafe=False)}:
-        pytest.skip("the core fixer has no fix for the demo script")
+    assert demo.resolve() in {Path(p).resolve() for p in fix_in_memory([demo], unsafe=False)}
     out = tmp_path / "r.json"
     res = CliRunner().invoke(verify, [str(demo), "--cpu", "--steps", "3", "--json", str(out)])
     assert res.exit_code == 0, res.output
