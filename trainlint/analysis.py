@@ -675,3 +675,36 @@ def _is_self_assign(stmt: ast.stmt, call: ast.Call) -> bool:
 
 def call_site_of(pf: PythonFile, call: ast.Call) -> CallSite | None:
     return next((c for c in pf.calls if c.node is call), None)
+
+
+@dataclass
+class TrainerContext:
+    pf: PythonFile
+    trainer: TrainerCall
+    flow: ModelFlow | None
+    sites: list[ArgsSite] | None  # None: the arguments are not known
+
+
+def trainer_contexts(setup: Setup) -> list[TrainerContext]:
+    """Every Trainer call of the setup's scripts with its model flow and argument sites."""
+    out = []
+    for pf in setup.scripts:
+        for tc in pf.trainer_calls:
+            out.append(TrainerContext(pf, tc, flow_for(pf, tc), trainer_sites(setup, pf, tc)))
+    return out
+
+
+def multi_process(setup: Setup, sites: list[ArgsSite] | None) -> str | None:
+    """Why the run is multi-process (for messages), or None when it is single-process or not
+    known: a world size above 1 (launch line, accelerate config, ``--gpus``) or a DeepSpeed
+    config given to TrainingArguments (the DeepSpeed engine runs distributed)."""
+    n = setup.world_size_value
+    if n is not None and n > 1:
+        return f"{n} processes ({setup.world_size.where()})" if setup.world_size is not None else f"{n} processes"
+    if n == 1:
+        return None
+    for site in sites or []:
+        ds = site.get("deepspeed")
+        if ds is not None and ds.known and ds.value not in (None, "", False):
+            return f"DeepSpeed ({ds.describe()})"
+    return None
