@@ -1,0 +1,189 @@
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainlint.sources.errors import LineIndex, ReadError
+from trainlint.sources.jsondoc import (
+    insert_key_edit,
+    parse_json,
+    remove_key_edit,
+    replace_value_edit,
+)
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+
+
+def apply(text, edit):
+    idx = LineIndex(text)
+    a = idx.offset(edit.line, edit.column)
+    b = idx.offset(edit.end_line, edit.end_column)
+    return text[:a] + edit.content + text[b:]
+
+
+def test_ds_zero1_micro_batch_position():
+    text = (EX / "glue_cli/ds_zero1.json").read_text()
+    root = parse_json(text, "ds_zero1.json")
+    node = root.get("train_micro_batch_size_per_gpu")
+    assert node.value == 16
+    assert (node.span.line, node.span.column, node.span.end_column) == (4, 37, 39)
+    assert (node.key_span.line, node.key_span.column, node.key_span.end_column) == (4, 3, 35)
+    assert root.get_path("zero_optimization.stage").value == 1
+    assert root.get_path("fp16.enabled").raw == '"auto"'
+    assert root.to_python() == json.loads(text)
+
+
+def test_flan_buckets_are_numbers_with_positions():
+    text = (EX / "flan_t5_multigpu/ds_config.json").read_text()
+    root = parse_json(text, "ds_config.json")
+    ag = root.get_path("zero_optimization.allgather_bucket_size")
+    rb = root.get_path("zero_optimization.reduce_bucket_size")
+    assert ag.value == 2e8 and ag.raw == "2e8" and ag.span.line == 29
+    assert rb.span.line == 32 and rb.span.column == 27
+    assert ag.key_path == "zero_optimization.allgather_bucket_size"
+
+
+@pytest.mark.parametrize(
+    "text,line,col,fragment",
+    [
+        ('{"a": 1,}', 1, 8, "Trailing comma"),
+        ('{\n  "a": 1\n  "b": 2\n}', 3, 3, "','"),
+        ('{"a" 1}', 1, 6, "':'"),
+        ('{"a": 1} x', 1, 10, "Extra data"),
+        ("", 1, 1, "Expecting value"),
+        ('{"a": tru}', 1, 7, "Expecting value"),
+        ('{"a": "x\\q"}', 1, 9, "escape"),
+        ('{\n "a": "unterminated', 2, 7, "Unterminated"),
+        ("{'a': 1}", 1, 2, "property name"),
+        ('{"a": 1 // no\n}', 1, 9, "Comments"),
+        ("[1, 2,]", 1, 6, "Trailing comma"),
+    ],
+)
+def test_invalid_json_position(text, line, col, fragment):
+    with pytest.raises(ReadError) as info:
+        parse_json(text, "bad.json")
+    err = info.value
+    assert (err.line, err.column) == (line, col), str(err)
+    assert fragment in err.message
+    assert err.path == "bad.json"
+
+
+def test_duplicate_keys_reported_last_wins():
+    root = parse_json('{\n  "stage": 1,\n  "stage": 3\n}', "d.json")
+    assert root.get("stage").value == 3
+    (problem,) = root.problems
+    assert problem.kind == "duplicate-key"
+    assert problem.span.line == 3 and problem.related.line == 2
+
+
+def test_nan_infinity_accepted_but_flagged():
+    root = parse_json('{"a": NaN, "b": -Infinity, "c": 2e8}')
+    assert root.get("b").value == float("-inf")
+    assert [p.kind for p in root.problems] == ["non-standard-number"] * 2
+    assert root.get("c").value == 200000000.0
+
+
+def test_deep_nesting_is_read_error_not_recursion():
+    text = "[" * 100_000 + "]" * 100_000
+    start = time.perf_counter()
+    with pytest.raises(ReadError, match="Nesting"):
+        parse_json(text)
+    assert time.perf_counter() - start < 1.0
+    ok = parse_json("[" * 400 + "]" * 400)
+    assert ok.to_python() == json.loads("[" * 400 + "]" * 400)
+
+
+def test_unicode_columns_are_characters():
+    root = parse_json('{"név": "ü€😀", "b": 1}')
+    b = root.get("b")
+    assert b.span.column == len('{"név": "ü€😀", "b": ') + 1
+    assert root.get("név").value == "ü€😀"
+    assert parse_json('"\\ud83d\\ude00"').value == "😀"
+
+
+def test_replace_value_edit_keeps_layout():
+    text = (EX / "glue_cli/ds_zero1.json").read_text()
+    root = parse_json(text, "ds_zero1.json")
+    new = apply(text, replace_value_edit(root.get("train_micro_batch_size_per_gpu"), '"auto"'))
+    assert new == text.replace('"train_micro_batch_size_per_gpu": 16', '"train_micro_batch_size_per_gpu": "auto"')
+    assert json.loads(new)["train_micro_batch_size_per_gpu"] == "auto"
+
+
+def test_remove_key_edit_multiline_middle_last_and_only():
+    text = (EX / "flan_t5_multigpu/ds_config.json").read_text()
+    root = parse_json(text)
+    zero = root.get("zero_optimization")
+    middle = apply(text, remove_key_edit(zero, "overlap_comm"))
+    assert '"overlap_comm"' not in middle
+    assert middle.count("\n") == text.count("\n") - 1
+    assert '    "allgather_bucket_size": 2e8,\n    "reduce_scatter": true,' in middle
+    last = apply(text, remove_key_edit(root, "wall_clock_breakdown"))
+    assert last.endswith('"train_micro_batch_size_per_gpu": "auto"\n}\n')
+    first = apply(text, remove_key_edit(root, "bf16"))
+    assert first.startswith('{\n  "optimizer": {')
+    offload = zero.get("offload_optimizer")
+    only = parse_json('{"a": {"x": 1}}')
+    assert apply('{"a": {"x": 1}}', remove_key_edit(only.get("a"), "x")) == '{"a": {}}'
+    for edited in (middle, last, first):
+        parsed = json.loads(edited)
+        assert isinstance(parsed, dict)
+    assert offload.get("device").value == "cpu"
+
+
+def test_remove_key_edit_inline():
+    text = '{"fp16": {"enabled": true, "loss_scale": 0, "x": 1}}'
+    root = parse_json(text)
+    sec = root.get("fp16")
+    assert apply(text, remove_key_edit(sec, "enabled")) == '{"fp16": {"loss_scale": 0, "x": 1}}'
+    assert apply(text, remove_key_edit(sec, "x")) == '{"fp16": {"enabled": true, "loss_scale": 0}}'
+
+
+def test_insert_key_edit_matches_indentation():
+    text = (EX / "flan_t5_multigpu/ds_config.json").read_text()
+    root = parse_json(text)
+    offload = root.get_path("zero_optimization.offload_optimizer")
+    new = apply(text, insert_key_edit(offload, "ratio", "0.5"))
+    assert '        "pin_memory": true,\n        "ratio": 0.5\n    },' in new
+    assert json.loads(new)["zero_optimization"]["offload_optimizer"]["ratio"] == 0.5
+    new2 = apply(text, insert_key_edit(root, "bf16x", '{\n  "enabled": true\n}'))
+    assert new2.endswith('  "wall_clock_breakdown": false,\n  "bf16x": {\n    "enabled": true\n  }\n}\n')
+    inline = '{"fp16": {"enabled": true}}'
+    r = parse_json(inline)
+    assert apply(inline, insert_key_edit(r.get("fp16"), "loss_scale", "0")) == \
+        '{"fp16": {"enabled": true, "loss_scale": 0}}'
+    empty = '{\n  "zero_optimization": {\n  }\n}'
+    r = parse_json(empty)
+    out = apply(empty, insert_key_edit(r.get("zero_optimization"), "stage", "2"))
+    assert out == '{\n  "zero_optimization": {\n    "stage": 2\n  }\n}'
+    assert apply("{}", insert_key_edit(parse_json("{}"), "a", "1")) == '{"a": 1}'
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**12, 10**12)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=6),
+       st.sampled_from([None, 0, 2, 4, "\t"]), st.booleans())
+def test_roundtrip_and_spans_point_at_text(data, indent, ensure_ascii):
+    text = json.dumps(data, indent=indent, ensure_ascii=ensure_ascii)
+    root = parse_json(text, "p.json")
+    assert root.to_python() == json.loads(text)
+    lines = text.split("\n")
+    for node in root.walk():
+        sp = node.span
+        if sp.line == sp.end_line:
+            assert lines[sp.line - 1][sp.column - 1:sp.end_column - 1] == node.raw
+        if node.is_scalar:
+            assert json.loads(node.raw) == node.value or node.value != node.value
+        if node.key is not None:
+            ks = node.key_span
+            assert json.loads(lines[ks.line - 1][ks.column - 1:ks.end_column - 1]) == node.key

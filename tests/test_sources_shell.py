@@ -1,0 +1,255 @@
+from pathlib import Path
+
+import pytest
+
+from trainlint.sources.errors import LineIndex
+from trainlint.sources.shell import (
+    extract_shell_blocks,
+    markdown_launches,
+    parse_shell,
+    remove_flag_edit,
+    rename_flag_edit,
+    replace_flag_value_edit,
+)
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+RUN = (EX / "glue_cli/run.sh").read_text()
+LAUNCH = (EX / "flan_t5_multigpu/launch.sh").read_text()
+
+
+def apply(text, edit):
+    idx = LineIndex(text)
+    a = idx.offset(edit.line, edit.column)
+    b = idx.offset(edit.end_line, edit.end_column)
+    return text[:a] + edit.content + text[b:]
+
+
+def one(text, path="run.sh"):
+    (launch,) = parse_shell(text, path).launches
+    return launch
+
+
+def test_run_sh_flags_and_positions():
+    launch = one(RUN)
+    assert launch.launcher == "torchrun"
+    assert launch.script[0] == "run_glue.py" and launch.script[1].line == 3
+    assert launch.world_size() == 2
+    fp16 = launch.flag("fp16")
+    assert fp16.value is None and fp16.name_span.line == 15
+    assert (fp16.name_span.column, fp16.name_span.end_column) == (3, 9)
+    bs = launch.flag("per_device_train_batch_size")
+    assert bs.value == "8" and bs.literal() == 8
+    assert (bs.value_span.line, bs.value_span.column, bs.value_span.end_column) == (8, 33, 34)
+    assert launch.flag("do_eval").name_span.column == 14
+    assert launch.flag("save_steps").value == "500"
+    assert launch.flag("deepspeed").value == "ds_zero1.json"
+    ws = launch.world_size_value()
+    assert ws.value == 2 and ws.span.line == 3 and ws.name == "nproc_per_node"
+
+
+def test_launch_sh_accelerate_and_export():
+    launch = one(LAUNCH, "launch.sh")
+    assert launch.launcher == "accelerate"
+    assert launch.config_file.value == "accelerate_config.yaml"
+    assert launch.script[0] == "train.py"
+    assert launch.env["WANDB_PROJECT"].value == "flan-t5-large"
+    assert launch.world_size() is None  # comes from the config file
+    assert [f.name for f in launch.script_args] == ["output_dir", "deepspeed"]
+
+
+def test_variables_env_prefix_and_provenance():
+    text = (
+        'MODEL=roberta-base\n'
+        'export LR="3e-5"\n'
+        'BS=${BS:-16}\n'
+        'CUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc-per-node=gpu train.py \\\n'
+        '    --model_name_or_path $MODEL --learning_rate=${LR} \\\n'
+        '    --per_device_train_batch_size "$BS" --seed $SEED\n'
+    )
+    script = parse_shell(text, "t.sh")
+    (launch,) = script.launches
+    assert launch.world_size() == 3
+    assert launch.env["CUDA_VISIBLE_DEVICES"].value == "0,1,2"
+    assert launch.env["LR"].value == "3e-5"
+    model = launch.flag("model_name_or_path")
+    assert model.value == "roberta-base"
+    assert model.value_span.line == 5 and model.value_span.column == 26  # the use site
+    assert model.definitions[0].name_span.line == 1
+    lr = launch.flag("learning_rate")
+    assert lr.value == "3e-5" and lr.inline and lr.value_span.column == 49
+    assert launch.flag("per_device_train_batch_size").value == "16"
+    seed = launch.flag("seed")
+    assert seed.unresolved and seed.value == "$SEED"
+    assert [p.kind for p in script.problems] == ["unresolved-variable"]
+
+
+def test_launchers_and_world_sizes():
+    cases = [
+        ("python train.py --x 1", "python", 1),
+        ("python3 -u train.py", "python", 1),
+        ("python -m torch.distributed.run --nproc_per_node=4 --nnodes 2 train.py", "torchrun", 8),
+        ("python -m torch.distributed.launch --use_env --nproc_per_node 2 train.py",
+         "torch.distributed.launch", 2),
+        ("torchrun --standalone --nnodes=1 --nproc_per_node=8 train.py", "torchrun", 8),
+        ("torchrun --nnodes 1:4 --nproc_per_node 8 train.py", "torchrun", None),
+        ("torchrun train.py", "torchrun", 1),
+        ("accelerate launch --multi_gpu --num_processes 2 train.py", "accelerate", 2),
+        ("deepspeed --num_gpus 4 train.py --deepspeed ds.json", "deepspeed", 4),
+        ("deepspeed --num_gpus=2 --num_nodes=2 --hostfile h train.py", "deepspeed", 4),
+        ("deepspeed --include localhost:0,1,3 train.py", "deepspeed", 3),
+        ("deepspeed train.py", "deepspeed", None),
+        ("CUDA_VISIBLE_DEVICES=0,1 deepspeed train.py", "deepspeed", 2),
+        ("nohup python train.py > log.txt 2>&1 &", "python", 1),
+        ("srun --gpus 8 torchrun --nproc_per_node 8 train.py", "torchrun", 8),
+    ]
+    for line, launcher, ws in cases:
+        launch = one(line)
+        assert launch.launcher == launcher, line
+        assert launch.script[0] == "train.py", line
+        assert launch.world_size() == ws, line
+
+
+def test_module_scripts_and_python_dash_m():
+    launch = one("python -m my_pkg.train --bf16")
+    assert launch.module == "my_pkg.train" and launch.script is None
+    assert launch.flag("bf16").value is None
+    launch = one("torchrun --nproc_per_node 2 -m my_pkg.train --bf16 True")
+    assert launch.module == "my_pkg.train" and launch.flag("bf16").value == "True"
+    launch = one("accelerate launch -m pkg.mod --fp16")
+    assert launch.module == "pkg.mod"
+
+
+def test_several_commands_and_operators():
+    text = (
+        "set -e\n"
+        "pip install -r requirements.txt && python prepare.py --n 3; echo done\n"
+        "for lr in 1e-5 2e-5; do\n"
+        "  torchrun --nproc_per_node 2 train.py --learning_rate $lr\n"
+        "done\n"
+        "cat > ds.json <<EOF\n"
+        "{\"python\": \"not a command\", \"torchrun\": 1}\n"
+        "EOF\n"
+        "python eval.py args.json  # the args file\n"
+    )
+    script = parse_shell(text, "multi.sh")
+    assert [launch.script[0] for launch in script.launches] == ["prepare.py", "train.py", "eval.py"]
+    loop = script.launches[1]
+    assert loop.flag("learning_rate").unresolved
+    assert script.launches[2].positionals[0][0] == "args.json"
+    assert script.launches[0].flag("n").value == "3"
+
+
+def test_repeated_and_multi_value_and_negative():
+    launch = one("python t.py --lr 1 --report_to wandb tensorboard --lr 2 --warmup -1 --x=")
+    assert launch.flag("lr").value == "2"
+    assert list(launch.repeated_flags()) == ["lr"]
+    rep = launch.flag("report_to")
+    assert rep.values == ["wandb", "tensorboard"]
+    assert launch.flag("warmup").value == "-1"
+    assert launch.flag("x").value == ""
+    dash = one("python t.py --per-device-train-batch-size 4")
+    assert dash.flag("per_device_train_batch_size").value == "4"
+
+
+def test_quotes_and_split_expansion():
+    text = "ARGS=\"--fp16 --seed 1\"\npython t.py --run_name 'my run' $ARGS\n"
+    launch = one(text)
+    assert launch.flag("run_name").value == "my run"
+    assert launch.flag("run_name").value_span.end_column == 32
+    fp16 = launch.flag("fp16")
+    assert fp16.from_expansion and fp16.name_span.column == 33
+    with pytest.raises(ValueError):
+        remove_flag_edit(fp16)
+
+
+def test_remove_flag_alone_on_continuation_line():
+    flag = one(RUN).flag("fp16")
+    out = apply(RUN, remove_flag_edit(flag))
+    assert "--fp16" not in out
+    assert "  --logging_steps 1 \\\n  --deepspeed ds_zero1.json\n" in out
+    assert out.count("\n") == RUN.count("\n") - 1
+
+
+def test_remove_last_flag_takes_previous_backslash():
+    flag = one(RUN).flag("deepspeed")
+    out = apply(RUN, remove_flag_edit(flag))
+    assert out.endswith("  --logging_steps 1 \\\n  --fp16\n")
+    assert one(out).flag("fp16") is not None and one(out).flag("deepspeed") is None
+
+
+def test_remove_flag_sharing_a_line():
+    launch = one(RUN)
+    out = apply(RUN, remove_flag_edit(launch.flag("save_steps")))
+    assert "  --save_strategy steps \\\n" in out
+    out = apply(RUN, remove_flag_edit(launch.flag("do_train")))
+    assert "  --do_eval \\\n" in out
+    out = apply(RUN, remove_flag_edit(launch.flag("do_eval")))
+    assert "  --do_train \\\n" in out
+    inline = "python t.py --a 1 --b 2 --c\n"
+    assert apply(inline, remove_flag_edit(one(inline).flag("b"))) == "python t.py --a 1 --c\n"
+    assert apply(inline, remove_flag_edit(one(inline).flag("c"))) == "python t.py --a 1 --b 2\n"
+    # every remaining flag still parses and the command still ends where it did
+    for name in ["model_name_or_path", "fp16", "deepspeed", "logging_steps", "save_steps"]:
+        edited = apply(RUN, remove_flag_edit(one(RUN).flag(name)))
+        left = one(edited)
+        assert left.flag(name) is None
+        assert len(left.script_args) == len(launch.script_args) - 1
+
+
+def test_replace_and_rename_flag():
+    launch = one(RUN)
+    out = apply(RUN, replace_flag_value_edit(launch.flag("logging_steps"), "50"))
+    assert "  --logging_steps 50 \\\n" in out
+    out = apply(RUN, rename_flag_edit(launch.flag("evaluation_strategy"), "eval_strategy"))
+    assert "  --eval_strategy epoch \\\n" in out
+    out = apply(RUN, rename_flag_edit(launch.flag("fp16"), "--bf16"))
+    assert "  --bf16 \\\n" in out
+    eq = "python t.py --run_name=a\n"
+    assert apply(eq, replace_flag_value_edit(one(eq).flag("run_name"), "my run")) == \
+        "python t.py --run_name='my run'\n"
+    bare = "python t.py --fp16\n"
+    assert apply(bare, replace_flag_value_edit(one(bare).flag("fp16"), "false")) == \
+        "python t.py --fp16 false\n"
+
+
+MD = """# Training
+
+Run it:
+
+```bash
+$ torchrun --nproc_per_node 4 train.py \\
+    --fp16
+```
+
+```console
+$ python train.py --bf16
+some output
+```
+
+```python
+python notreal.py
+```
+"""
+
+
+def test_markdown_blocks_keep_positions():
+    blocks = extract_shell_blocks(MD)
+    assert [offset for _, offset in blocks] == [5, 10]
+    assert blocks[1][0].split("\n")[1] == ""  # output blanked
+    launches = markdown_launches(MD, "README.md")
+    assert [launch.launcher for launch in launches] == ["torchrun", "python"]
+    fp16 = launches[0].flag("fp16")
+    assert fp16.name_span.line == 7 and fp16.name_span.column == 5
+    assert launches[0].world_size() == 4
+    bf16 = launches[1].flag("bf16")
+    assert (bf16.name_span.line, bf16.name_span.column) == (11, 19)
+    assert MD.split("\n")[10][18:24] == "--bf16"
+    out = apply(MD, rename_flag_edit(bf16, "fp16"))
+    assert "$ python train.py --fp16\n" in out
+
+
+def test_crlf_and_comments_after_continuation():
+    text = "torchrun --nproc_per_node 2 t.py \\\r\n  --fp16 \\\r\n  --seed 3 # note\r\n"
+    launch = one(text)
+    assert launch.flag("seed").value == "3"
+    assert launch.flag("fp16").name_span.line == 2

@@ -1,0 +1,493 @@
+"""A small JSON parser that keeps the position of every key and value.
+
+It accepts what Python's ``json`` module (and so DeepSpeed) accepts, including ``NaN`` and
+``Infinity`` (reported as problems, as they are not standard JSON), reports duplicate keys
+instead of crashing, raises ``ReadError`` with the exact position on invalid JSON and never
+recurses (a nesting limit turns absurd depth into a ``ReadError``).
+
+It also builds minimal text edits that keep the file's layout: replace a value, remove a key
+(with its comma) and insert a key in the indentation style already used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from trainlint.diagnostics import Edit, Span
+from trainlint.sources.errors import LineIndex, ReadError, ReadProblem
+
+__all__ = [
+    "JsonNode",
+    "JsonDocument",
+    "ReadError",
+    "parse_json",
+    "replace_value_edit",
+    "remove_key_edit",
+    "insert_key_edit",
+    "json_text",
+]
+
+MAX_DEPTH = 500
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_CHUNK = re.compile(r'([^"\\\x00-\x1f]*)(["\\\x00-\x1f])')
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_CONSTANTS = {
+    "true": ("bool", True),
+    "false": ("bool", False),
+    "null": ("null", None),
+    "NaN": ("number", float("nan")),
+    "Infinity": ("number", float("inf")),
+    "-Infinity": ("number", float("-inf")),
+}
+
+
+class JsonDocument:
+    """The text a tree was read from, with its line index and the problems found."""
+
+    __slots__ = ("text", "path", "index", "problems", "root")
+
+    def __init__(self, text: str, path: str, line_offset: int = 0) -> None:
+        self.text = text
+        self.path = path
+        self.index = LineIndex(text, path, line_offset)
+        self.problems: list[ReadProblem] = []
+        self.root: JsonNode | None = None
+
+    def span(self, start: int, end: int) -> Span:
+        return self.index.span(start, end)
+
+
+class JsonNode:
+    """One JSON value.
+
+    ``kind`` is ``"object"``, ``"array"``, ``"string"``, ``"number"``, ``"bool"`` or ``"null"``.
+    Scalars hold their Python ``value``; objects keep their ``members`` (value nodes in written
+    order, each with ``key`` and ``key_span``); arrays their ``items``. ``start``/``end`` are
+    character offsets into the document's text.
+    """
+
+    __slots__ = (
+        "kind", "value", "start", "end", "doc", "parent", "key", "key_start", "key_end",
+        "members", "items", "_index",
+    )
+
+    def __init__(self, kind: str, doc: JsonDocument, start: int, value: Any = None) -> None:
+        self.kind = kind
+        self.value = value
+        self.start = start
+        self.end = start
+        self.doc = doc
+        self.parent: JsonNode | None = None
+        self.key: str | None = None  # set when this node is the value of an object member
+        self.key_start = -1
+        self.key_end = -1
+        self.members: list[JsonNode] = []
+        self.items: list[JsonNode] = []
+        self._index: dict[str, JsonNode] | None = None
+
+    # -- shape ---------------------------------------------------------------------------
+    @property
+    def is_mapping(self) -> bool:
+        return self.kind == "object"
+
+    @property
+    def is_sequence(self) -> bool:
+        return self.kind == "array"
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.kind not in ("object", "array")
+
+    @property
+    def path(self) -> str:
+        return self.doc.path
+
+    @property
+    def problems(self) -> list[ReadProblem]:
+        return self.doc.problems
+
+    @property
+    def raw(self) -> str:
+        """The text as written (with quotes for strings)."""
+        return self.doc.text[self.start:self.end]
+
+    @property
+    def span(self) -> Span:
+        return self.doc.span(self.start, self.end)
+
+    @property
+    def key_span(self) -> Span | None:
+        """Where the key of this member is written (with its quotes), or None."""
+        if self.key is None:
+            return None
+        return self.doc.span(self.key_start, self.key_end)
+
+    @property
+    def key_path(self) -> str:
+        """``zero_optimization.offload_optimizer.device``; array items as numbers."""
+        parts: list[str] = []
+        node: JsonNode | None = self
+        while node is not None and node.parent is not None:
+            if node.key is not None:
+                parts.append(node.key)
+            else:
+                parts.append(str(node.parent.items.index(node)))
+            node = node.parent
+        return ".".join(reversed(parts))
+
+    # -- access --------------------------------------------------------------------------
+    def get(self, key: str) -> JsonNode | None:
+        """The member for ``key`` (the last one when a key is duplicated, as ``json`` does)."""
+        if self.kind != "object":
+            return None
+        if self._index is None:
+            self._index = {m.key: m for m in self.members}  # type: ignore[misc]
+        return self._index.get(key)
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def keys(self) -> list[str]:
+        return list(dict.fromkeys(m.key for m in self.members))  # type: ignore[misc]
+
+    def get_path(self, path: str | list[str] | tuple[str, ...]) -> JsonNode | None:
+        """``node.get_path("zero_optimization.stage")``; a number indexes an array."""
+        parts = path.split(".") if isinstance(path, str) else list(path)
+        node: JsonNode | None = self
+        for part in parts:
+            if node is None:
+                return None
+            if node.kind == "object":
+                node = node.get(part)
+            elif node.kind == "array" and part.lstrip("-").isdigit():
+                i = int(part)
+                node = node.items[i] if -len(node.items) <= i < len(node.items) else None
+            else:
+                return None
+        return node
+
+    def to_python(self) -> Any:
+        """The value ``json.loads`` gives for this node (last duplicate key wins)."""
+        if self.kind == "object":
+            return {m.key: m.to_python() for m in self.members}
+        if self.kind == "array":
+            return [i.to_python() for i in self.items]
+        return self.value
+
+    def walk(self) -> Iterator[JsonNode]:
+        """This node and all below it, in document order."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.members if node.kind == "object" else node.items))
+
+    def __repr__(self) -> str:
+        where = f"{self.span.line}:{self.span.column}"
+        if self.is_scalar:
+            return f"JsonNode({self.kind} {self.raw} @{where})"
+        return f"JsonNode({self.kind} @{where})"
+
+
+def _err(doc: JsonDocument, msg: str, pos: int) -> ReadError:
+    line, col = doc.index.position(pos)
+    return ReadError(msg, line, col, doc.path)
+
+
+def _scan_string(doc: JsonDocument, pos: int) -> tuple[str, int]:
+    """``pos`` is at the opening quote; returns (value, offset after the closing quote)."""
+    text = doc.text
+    begin = pos
+    pos += 1
+    chunks: list[str] = []
+    append = chunks.append
+    match = _CHUNK.match
+    while True:
+        m = match(text, pos)
+        if m is None:
+            raise _err(doc, "Unterminated string", begin)
+        content, term = m.groups()
+        if content:
+            append(content)
+        pos = m.end()
+        if term == '"':
+            break
+        if term != "\\":
+            raise _err(doc, "Invalid control character in string", pos - 1)
+        if pos >= len(text):
+            raise _err(doc, "Unterminated string", begin)
+        esc = text[pos]
+        if esc != "u":
+            if esc not in _ESCAPES:
+                raise _err(doc, f"Invalid \\escape: {esc!r}", pos - 1)
+            append(_ESCAPES[esc])
+            pos += 1
+            continue
+        code = _hex4(doc, pos + 1)
+        pos += 5
+        if 0xD800 <= code <= 0xDBFF and text[pos:pos + 2] == "\\u":
+            low = _hex4(doc, pos + 2)
+            if 0xDC00 <= low <= 0xDFFF:
+                code = 0x10000 + (((code - 0xD800) << 10) | (low - 0xDC00))
+                pos += 6
+        append(chr(code))
+    return "".join(chunks), pos
+
+
+def _hex4(doc: JsonDocument, pos: int) -> int:
+    esc = doc.text[pos:pos + 4]
+    if len(esc) == 4 and all(c in "0123456789abcdefABCDEF" for c in esc):
+        return int(esc, 16)
+    raise _err(doc, "Invalid \\uXXXX escape", pos - 2)
+
+
+def _scalar(doc: JsonDocument, pos: int) -> JsonNode:
+    text = doc.text
+    ch = text[pos] if pos < len(text) else ""
+    if ch == '"':
+        value, end = _scan_string(doc, pos)
+        node = JsonNode("string", doc, pos, value)
+        node.end = end
+        return node
+    m = _NUMBER.match(text, pos)
+    if m is not None:
+        integer, frac, exp = m.groups()
+        value: Any = float(integer + (frac or "") + (exp or "")) if frac or exp else int(integer)
+        node = JsonNode("number", doc, pos, value)
+        node.end = m.end()
+        return node
+    for word, (kind, value) in _CONSTANTS.items():
+        if text.startswith(word, pos):
+            node = JsonNode(kind, doc, pos, value)
+            node.end = pos + len(word)
+            if kind == "number":
+                doc.problems.append(ReadProblem(
+                    "non-standard-number",
+                    f"{word} is not valid JSON (Python's json accepts it, other tools do not)",
+                    doc.span(node.start, node.end),
+                ))
+            return node
+    if text.startswith("//", pos) or text.startswith("/*", pos):
+        raise _err(doc, "Comments are not allowed in JSON", pos)
+    if ch == "":
+        raise _err(doc, "Expecting value, found end of file", pos)
+    if ch == "'":
+        raise _err(doc, "Strings must use double quotes in JSON", pos)
+    raise _err(doc, "Expecting value", pos)
+
+
+def _key(doc: JsonDocument, pos: int, obj: JsonNode) -> tuple[str, int, int, int]:
+    """At a key: returns (key, key_start, key_end, offset of the value)."""
+    text = doc.text
+    if pos >= len(text) or text[pos] != '"':
+        if pos < len(text) and text[pos] == "}":
+            raise _err(doc, "Trailing comma is not allowed in JSON", _prev_comma(text, pos))
+        if text.startswith("//", pos) or text.startswith("/*", pos):
+            raise _err(doc, "Comments are not allowed in JSON", pos)
+        raise _err(doc, "Expecting property name enclosed in double quotes", pos)
+    key, end = _scan_string(doc, pos)
+    colon = _WS.match(text, end).end()
+    if colon >= len(text) or text[colon] != ":":
+        raise _err(doc, "Expecting ':' delimiter", colon)
+    return key, pos, end, _WS.match(text, colon + 1).end()
+
+
+def _prev_comma(text: str, pos: int) -> int:
+    i = text.rfind(",", 0, pos)
+    return i if i != -1 else pos
+
+
+def parse_json(
+    text: str, path: str = "<json>", *, max_depth: int = MAX_DEPTH, line_offset: int = 0
+) -> JsonNode:
+    """Parse ``text``; the root node's ``doc.problems`` lists duplicate keys and NaN/Infinity."""
+    doc = JsonDocument(text, path, line_offset)
+    n = len(text)
+    ws = _WS.match
+    pos = ws(text, 0).end()
+    if text.startswith("\ufeff"):
+        pos = ws(text, 1).end()
+    stack: list[JsonNode] = []
+    pending: list[tuple[str, int, int] | None] = []  # key of the value being parsed per level
+    seen: list[dict[str, JsonNode] | None] = []
+    while True:
+        # -- a value starts at pos ---------------------------------------------------------
+        ch = text[pos] if pos < n else ""
+        node: JsonNode
+        if ch == "{" or ch == "[":
+            if len(stack) >= max_depth:
+                raise _err(doc, f"Nesting deeper than {max_depth} levels", pos)
+            container = JsonNode("object" if ch == "{" else "array", doc, pos)
+            inner = ws(text, pos + 1).end()
+            close = "}" if ch == "{" else "]"
+            if inner < n and text[inner] == close:
+                container.end = inner + 1
+                pos = inner + 1
+                node = container
+            else:
+                stack.append(container)
+                if ch == "{":
+                    key, ks, ke, pos = _key(doc, inner, container)
+                    pending.append((key, ks, ke))
+                    seen.append({})
+                else:
+                    pending.append(None)
+                    seen.append(None)
+                    pos = inner
+                    if pos < n and text[pos] == ",":
+                        raise _err(doc, "Expecting value", pos)
+                continue
+        else:
+            node = _scalar(doc, pos)
+            pos = node.end
+        # -- a value ended: attach it and read what follows --------------------------------
+        while True:
+            if not stack:
+                end = ws(text, pos).end()
+                if end != n:
+                    raise _err(doc, "Extra data after the JSON value", end)
+                doc.root = node
+                return node
+            parent = stack[-1]
+            node.parent = parent
+            if parent.kind == "object":
+                key, ks, ke = pending[-1]  # type: ignore[misc]
+                node.key, node.key_start, node.key_end = key, ks, ke
+                keys = seen[-1]
+                assert keys is not None
+                first = keys.get(key)
+                if first is not None:
+                    doc.problems.append(ReadProblem(
+                        "duplicate-key",
+                        f"Duplicate key {key!r}: the later value wins in Python's json, "
+                        "DeepSpeed refuses the file",
+                        doc.span(ks, ke),
+                        related=doc.span(first.key_start, first.key_end),
+                    ))
+                else:
+                    keys[key] = node
+                parent.members.append(node)
+                close = "}"
+            else:
+                parent.items.append(node)
+                close = "]"
+            pos = ws(text, pos).end()
+            ch = text[pos] if pos < n else ""
+            if ch == ",":
+                pos = ws(text, pos + 1).end()
+                if parent.kind == "object":
+                    key, ks, ke, pos = _key(doc, pos, parent)
+                    pending[-1] = (key, ks, ke)
+                elif pos < n and text[pos] == "]":
+                    raise _err(doc, "Trailing comma is not allowed in JSON", _prev_comma(text, pos))
+                break  # parse the next value
+            if ch == close:
+                parent.end = pos + 1
+                pos += 1
+                stack.pop()
+                pending.pop()
+                seen.pop()
+                node = parent
+                continue
+            if ch == "":
+                raise _err(doc, f"Expecting ',' or '{close}', found end of file", pos)
+            if text.startswith("//", pos) or text.startswith("/*", pos):
+                raise _err(doc, "Comments are not allowed in JSON", pos)
+            raise _err(doc, f"Expecting ',' delimiter or '{close}'", pos)
+
+
+# -- edits ----------------------------------------------------------------------------------
+
+
+def json_text(value: Any) -> str:
+    """A Python value as compact JSON text for an edit (``True`` -> ``true``)."""
+    import json
+
+    return json.dumps(value)
+
+
+def replace_value_edit(node: JsonNode, new_json_text: str) -> Edit:
+    """Replace the value ``node`` with ``new_json_text`` (already JSON, e.g. ``'"auto"'``)."""
+    return node.span.edit(new_json_text)
+
+
+def _member(obj: JsonNode, key: str | JsonNode) -> JsonNode:
+    if isinstance(key, JsonNode):
+        return key
+    node = obj.get(key)
+    if node is None:
+        raise KeyError(key)
+    return node
+
+
+def remove_key_edit(obj: JsonNode, key: str | JsonNode) -> Edit:
+    """Remove a member (by key, or the member node itself) with its comma.
+
+    A member on a line of its own is removed with its whole line; the last member takes the
+    comma before it away; the only member leaves ``{}``.
+    """
+    member = _member(obj, key)
+    doc = obj.doc
+    text = doc.text
+    idx = doc.index
+    i = obj.members.index(member)
+    if len(obj.members) == 1:
+        return doc.index.edit(obj.start + 1, obj.end - 1, "")
+    if i + 1 < len(obj.members):
+        nxt = obj.members[i + 1]
+        start, end = member.key_start, nxt.key_start
+        ls = idx.line_start(start)
+        nls = idx.line_start(end)
+        if not text[ls:start].strip() and not text[nls:end].strip() and nls > ls:
+            start, end = ls, nls
+        return idx.edit(start, end, "")
+    prev = obj.members[i - 1]
+    return idx.edit(prev.end, member.end, "")
+
+
+def _indent_of(text: str, idx: LineIndex, offset: int) -> str:
+    ls = idx.line_start(offset)
+    line = text[ls:offset]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _indent_unit(text: str) -> str:
+    best = None
+    for m in re.finditer(r"\n([ \t]+)\S", text):
+        w = m.group(1)
+        if best is None or len(w) < len(best):
+            best = w
+    return best or "  "
+
+
+def insert_key_edit(obj: JsonNode, key: str, value_text: str) -> Edit:
+    """Add ``"key": value_text`` after the last member, in the object's own style.
+
+    Multi-line objects get a new line with the members' indentation (continuation lines of a
+    multi-line ``value_text`` are indented to match); one-line objects get ``, "key": value``.
+    """
+    doc = obj.doc
+    text = doc.text
+    idx = doc.index
+    key_text = json_text(key)
+    if obj.members:
+        last = obj.members[-1]
+        sep = text[last.key_end:last.start]  # '": "' style between key and value
+        sep = sep if sep.strip() == ":" else ": "
+        multiline = idx.line_start(last.key_start) != idx.line_start(obj.start)
+        if multiline:
+            indent = _indent_of(text, idx, last.key_start)
+            value_text = value_text.replace("\n", "\n" + indent)
+            return idx.edit(last.end, last.end, f",\n{indent}{key_text}{sep}{value_text}")
+        return idx.edit(last.end, last.end, f", {key_text}{sep}{value_text}")
+    inner = text[obj.start + 1:obj.end - 1]
+    if "\n" in inner:
+        outer = _indent_of(text, idx, obj.start)
+        indent = outer + _indent_unit(text)
+        value_text = value_text.replace("\n", "\n" + indent)
+        return idx.edit(obj.start + 1, obj.end - 1, f"\n{indent}{key_text}: {value_text}\n{outer}")
+    return idx.edit(obj.start + 1, obj.end - 1, f"{key_text}: {value_text}")

@@ -1,0 +1,1105 @@
+"""Launch lines in shell scripts (and in Markdown code blocks), with exact positions.
+
+The reader is a small POSIX-shell lexer, not a shell: it joins backslash continuations while
+every word keeps its place in the file, understands quotes, comments, ``;``/``&&``/``||``/
+``|``/``&``, redirections and here-documents, keeps ``VAR=value`` and ``export VAR=value``
+definitions and substitutes ``$VAR``/``${VAR}``/``${VAR:-default}`` in later words (the
+position stays at the use site, the definition is noted), and recognises the launchers
+``python[3] script.py``, ``python -m torch.distributed.run|launch``, ``torchrun``,
+``accelerate launch`` and ``deepspeed``.
+
+Edits on flags keep the continuation layout: removing a flag never removes a trailing
+backslash that other lines need, and a flag alone on its continuation line goes with its line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainlint.diagnostics import Edit, Span
+from trainlint.sources.errors import LineIndex, ReadProblem
+
+__all__ = [
+    "Assignment",
+    "Expansion",
+    "Flag",
+    "Command",
+    "LaunchCommand",
+    "ShellScript",
+    "parse_shell",
+    "find_launches",
+    "extract_shell_blocks",
+    "markdown_launches",
+    "replace_flag_value_edit",
+    "rename_flag_edit",
+    "remove_flag_edit",
+    "shell_quote",
+]
+
+# -- lexing ---------------------------------------------------------------------------------
+
+_META = set(" \t\n;&|<>()")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
+_OPS = ("&&", "||", ";;", ";", "&", "|", "(", ")")
+_REDIR = re.compile(r"[0-9]*(?:<<<|<<-|<<|>>|>&|<&|&>>|&>|>\||<>|<|>)")
+_DIGIT_REDIR = re.compile(r"[0-9]+[<>]")
+
+
+@dataclass
+class _Part:
+    kind: str  # "lit", "var", "unres"
+    text: str  # literal text, variable name, or raw text of an unresolvable expansion
+    quoted: bool = False
+    op: str = ""  # ${name<op>arg}
+    arg: str = ""
+    start: int = 0
+    end: int = 0
+
+
+@dataclass
+class _Word:
+    parts: list[_Part]
+    start: int
+    end: int
+    quoted: bool  # any quoting in the word
+
+
+@dataclass
+class _Op:
+    op: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``NAME=value`` (a shell variable, an ``export``, or an env prefix of one command)."""
+
+    name: str
+    value: str | None  # None when it could not be resolved statically
+    name_span: Span
+    value_span: Span
+    span: Span
+    exported: bool = False
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """A ``$VAR`` use inside a word: where it is used and where the variable was defined."""
+
+    name: str
+    span: Span
+    definition: Assignment | None
+
+
+@dataclass
+class _XWord:
+    """A word after substitution."""
+
+    text: str
+    start: int
+    end: int
+    raw: str
+    unresolved: bool
+    expansions: list[Expansion]
+    from_split: bool = False  # one of several words a single unquoted expansion split into
+
+
+class _Lexer:
+    def __init__(self, text: str, index: LineIndex) -> None:
+        self.text = text
+        self.index = index
+        self.n = len(text)
+
+    def tokens(self) -> list[_Word | _Op]:
+        text, n = self.text, self.n
+        out: list[_Word | _Op] = []
+        heredocs: list[tuple[str, bool]] = []
+        pos = 0
+        while pos < n:
+            c = text[pos]
+            if c == "\\" and text.startswith("\n", pos + 1):
+                pos += 2
+                continue
+            if c == "\\" and text.startswith("\r\n", pos + 1):
+                pos += 3
+                continue
+            if c in " \t\r":
+                pos += 1
+                continue
+            if c == "#":
+                end = text.find("\n", pos)
+                pos = n if end == -1 else end
+                continue
+            if c == "\n":
+                out.append(_Op("\n", pos, pos + 1))
+                pos += 1
+                if heredocs:
+                    pos = self._skip_heredocs(pos, heredocs)
+                    heredocs = []
+                continue
+            if c in "<>" or (c == "&" and text.startswith(">", pos + 1)) or (
+                c.isdigit() and _DIGIT_REDIR.match(text, pos)
+            ):
+                m = _REDIR.match(text, pos)
+                assert m is not None
+                op = m.group()
+                out.append(_Op("redir", pos, m.end()))
+                pos = m.end()
+                if op.endswith("<<") or op.endswith("<<-"):
+                    # a here-document: its delimiter word follows, its body after the newline
+                    while pos < n and text[pos] in " \t":
+                        pos += 1
+                    word = self._word(pos)
+                    out.append(word)
+                    pos = word.end
+                    heredocs.append(("".join(p.text for p in word.parts), op.endswith("-")))
+                continue
+            for op in _OPS:
+                if text.startswith(op, pos):
+                    out.append(_Op(op, pos, pos + len(op)))
+                    pos += len(op)
+                    break
+            else:
+                word = self._word(pos)
+                out.append(word)
+                pos = word.end
+        return out
+
+    def _skip_heredocs(self, pos: int, heredocs: list[tuple[str, bool]]) -> int:
+        text = self.text
+        for delim, strip_tabs in heredocs:
+            while pos < self.n:
+                end = text.find("\n", pos)
+                line = text[pos:] if end == -1 else text[pos:end]
+                pos = self.n if end == -1 else end + 1
+                if (line.lstrip("\t") if strip_tabs else line).rstrip("\r") == delim:
+                    break
+        return pos
+
+    def _word(self, pos: int) -> _Word:
+        text, n = self.text, self.n
+        start = pos
+        parts: list[_Part] = []
+        quoted = False
+        lit: list[str] = []
+        lit_start = pos
+
+        def flush(at: int) -> None:
+            nonlocal lit, lit_start
+            if lit:
+                parts.append(_Part("lit", "".join(lit), start=lit_start, end=at))
+                lit = []
+            lit_start = at
+
+        while pos < n:
+            c = text[pos]
+            if c in _META:
+                break
+            if c == "\\":
+                if text.startswith("\n", pos + 1):
+                    pos += 2
+                    continue
+                if pos + 1 < n:
+                    lit.append(text[pos + 1])
+                    quoted = True
+                pos += 2
+                continue
+            if c == "'":
+                quoted = True
+                end = text.find("'", pos + 1)
+                end = n if end == -1 else end
+                lit.append(text[pos + 1:end])
+                pos = end + 1
+                continue
+            if c == '"':
+                quoted = True
+                pos = self._double(pos + 1, parts, lit, flush)
+                continue
+            if c == "$" and text.startswith("$'", pos):
+                quoted = True
+                end = pos + 2
+                while end < n and text[end] != "'":
+                    end += 2 if text[end] == "\\" else 1
+                lit.append(text[pos + 2:end].encode("latin-1", "backslashreplace")
+                           .decode("unicode_escape", "replace"))
+                pos = end + 1
+                continue
+            if c == "$" or c == "`":
+                flush(pos)
+                part, pos = self._dollar(pos, quoted=False)
+                parts.append(part)
+                lit_start = pos
+                continue
+            lit.append(c)
+            pos += 1
+        flush(pos)
+        return _Word(parts, start, min(pos, n), quoted)
+
+    def _double(self, pos: int, parts: list[_Part], lit: list[str], flush) -> int:
+        text, n = self.text, self.n
+        while pos < n:
+            c = text[pos]
+            if c == '"':
+                return pos + 1
+            if c == "\\" and pos + 1 < n and text[pos + 1] in '$`"\\\n':
+                if text[pos + 1] != "\n":
+                    lit.append(text[pos + 1])
+                pos += 2
+                continue
+            if c == "$" or c == "`":
+                nxt = text[pos + 1] if pos + 1 < n else ""
+                if c == "$" and not (nxt == "{" or nxt == "(" or _NAME.match(nxt or " ")
+                                     or nxt in "@*#?$!0123456789-"):
+                    lit.append(c)
+                    pos += 1
+                    continue
+                flush(pos)
+                part, pos = self._dollar(pos, quoted=True)
+                parts.append(part)
+                continue
+            lit.append(c)
+            pos += 1
+        return n
+
+    def _matching(self, pos: int, open_: str, close: str) -> int:
+        """Offset after the ``close`` that balances the ``open_`` just before ``pos``."""
+        text, n = self.text, self.n
+        depth = 1
+        while pos < n:
+            c = text[pos]
+            if c == "\\":
+                pos += 2
+                continue
+            if c == "'" and open_ == "(":
+                end = text.find("'", pos + 1)
+                pos = n if end == -1 else end + 1
+                continue
+            if c == open_:
+                depth += 1
+            elif c == close:
+                depth -= 1
+                if depth == 0:
+                    return pos + 1
+            pos += 1
+        return n
+
+    def _dollar(self, pos: int, quoted: bool) -> tuple[_Part, int]:
+        text, n = self.text, self.n
+        start = pos
+        if text[pos] == "`":
+            end = pos + 1
+            while end < n and text[end] != "`":
+                end += 2 if text[end] == "\\" else 1
+            end = min(end + 1, n)
+            return _Part("unres", text[start:end], quoted, start=start, end=end), end
+        nxt = text[pos + 1] if pos + 1 < n else ""
+        if nxt == "(":
+            end = self._matching(pos + 2, "(", ")")
+            return _Part("unres", text[start:end], quoted, start=start, end=end), end
+        if nxt == "{":
+            end = self._matching(pos + 2, "{", "}")
+            inner = text[pos + 2:end - 1]
+            m = _NAME.match(inner)
+            if m is not None:
+                rest = inner[m.end():]
+                for op in (":-", ":=", "-", "="):
+                    if rest.startswith(op):
+                        return _Part("var", m.group(), quoted, op=op, arg=rest[len(op):],
+                                     start=start, end=end), end
+                if rest == "":
+                    return _Part("var", m.group(), quoted, start=start, end=end), end
+            return _Part("unres", text[start:end], quoted, start=start, end=end), end
+        m = _NAME.match(text, pos + 1)
+        if m is not None:
+            return _Part("var", m.group(), quoted, start=start, end=m.end()), m.end()
+        if nxt and nxt in "@*#?$!0123456789-":
+            return _Part("unres", text[start:pos + 2], quoted, start=start, end=pos + 2), pos + 2
+        return _Part("lit", "$", quoted, start=start, end=pos + 1), pos + 1
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+@dataclass
+class Flag:
+    """One option: ``--k v``, ``--k=v``, a bare ``--k`` (value None), ``--k v1 v2``.
+
+    ``name`` is written without its dashes (``per_device_train_batch_size``); ``key`` also
+    turns ``-`` into ``_`` as HfArgumentParser and torchrun accept both spellings.
+    ``value`` is the value after quote removal and ``$VAR`` substitution; ``value_span`` covers
+    the value as written (with quotes). ``raw`` is the text from the name to the last value.
+    """
+
+    name: str
+    value: str | None
+    name_span: Span
+    value_span: Span | None
+    raw: str
+    prefix: str = "--"
+    inline: bool = False  # --k=v
+    extra_values: list[tuple[str, Span]] = field(default_factory=list)
+    unresolved: bool = False
+    expansions: list[Expansion] = field(default_factory=list)
+    from_expansion: bool = False  # produced by splitting one unquoted $VAR: cannot be edited
+    start: int = 0
+    end: int = 0
+    name_end: int = 0
+    value_start: int = -1
+    value_end: int = -1
+    _index: LineIndex | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def span(self) -> Span:
+        assert self._index is not None
+        return self._index.span(self.start, self.end)
+
+    @property
+    def values(self) -> list[str]:
+        return ([self.value] if self.value is not None else []) + [v for v, _ in self.extra_values]
+
+    @property
+    def definitions(self) -> list[Assignment]:
+        """Where the variables used in this flag were defined."""
+        return [e.definition for e in self.expansions if e.definition is not None]
+
+    def literal(self) -> Any:
+        """The value as the simplest Python literal: a bare flag is True; "8" -> 8,
+        "2e-5" -> 2e-05, "true"/"false" -> bool; anything else stays a string."""
+        if self.value is None:
+            return True
+        v = self.value
+        low = v.lower()
+        if low in ("true", "false"):
+            return low == "true"
+        try:
+            return int(v)
+        except ValueError:
+            pass
+        try:
+            return float(v)
+        except ValueError:
+            return v
+
+
+@dataclass
+class Command:
+    """One simple command: its words (after substitution) and env prefix."""
+
+    words: list[_XWord]
+    env: dict[str, Assignment]
+    start: int
+    end: int
+    span: Span
+
+
+@dataclass
+class LaunchCommand:
+    """A recognised launch: the launcher, its own options, the script and the script's
+    flags. ``launcher`` is ``"python"``, ``"torchrun"`` (also ``python -m
+    torch.distributed.run``), ``"torch.distributed.launch"``, ``"accelerate"`` or
+    ``"deepspeed"``. ``env`` holds the exported variables and the command's env prefix."""
+
+    launcher: str
+    launcher_args: dict[str, Flag]
+    script: tuple[str, Span] | None
+    module: str | None
+    script_args: list[Flag]
+    env: dict[str, Assignment]
+    span: Span
+    path: str
+    launcher_span: Span
+    positionals: list[tuple[str, Span]] = field(default_factory=list)
+    launcher_flags: list[Flag] = field(default_factory=list)  # every launcher option, in order
+
+    def flags(self, name: str) -> list[Flag]:
+        """Every script flag with this name (``-``/``_`` spellings alike), in order."""
+        key = name.lstrip("-").replace("-", "_")
+        return [f for f in self.script_args if f.key == key]
+
+    def flag(self, name: str) -> Flag | None:
+        """The script flag that wins (argparse keeps the last one)."""
+        found = self.flags(name)
+        return found[-1] if found else None
+
+    def repeated_flags(self) -> dict[str, list[Flag]]:
+        seen: dict[str, list[Flag]] = {}
+        for f in self.script_args:
+            seen.setdefault(f.key, []).append(f)
+        return {k: v for k, v in seen.items() if len(v) > 1}
+
+    def launcher_arg(self, name: str) -> Flag | None:
+        return self.launcher_args.get(name.lstrip("-").replace("-", "_"))
+
+    @property
+    def config_file(self) -> Flag | None:
+        """``accelerate launch --config_file`` (also ``--config-file``)."""
+        return self.launcher_arg("config_file") if self.launcher == "accelerate" else None
+
+    def world_size(self) -> int | None:
+        v = self.world_size_value()
+        return v.value if v is not None else None
+
+    def world_size_value(self):
+        """The number of processes with where it is written (a ``trainlint.setup.Value``,
+        origin FLAG), or None when the line does not say (e.g. accelerate reading its
+        config file, ``--nproc_per_node gpu`` without ``CUDA_VISIBLE_DEVICES``)."""
+        from trainlint.setup import FLAG, Value
+
+        def val(n: int, flag: Flag | None, note: str = "") -> Value:
+            if flag is None:
+                return Value(value=n, origin=FLAG, span=self.launcher_span, note=note,
+                             name=self.launcher)
+            return Value(value=n, origin=FLAG, span=flag.value_span or flag.name_span,
+                         key_span=flag.name_span, note=note, name=flag.name)
+
+        visible = _count_visible(self.env)
+        cvd = self.env.get("CUDA_VISIBLE_DEVICES")
+        if self.launcher == "python":
+            return val(1, None, "a plain python run is one process")
+        if self.launcher in ("torchrun", "torch.distributed.launch"):
+            nproc_flag = self.launcher_arg("nproc_per_node")
+            nproc: int | None
+            raw = nproc_flag.value if nproc_flag is not None else "1"
+            if raw is not None and raw.isdigit():
+                nproc = int(raw)
+            elif raw in ("gpu", "auto", "cuda") and visible is not None:
+                nproc = visible
+            else:
+                return None
+            nnodes = _nnodes(self.launcher_arg("nnodes"))
+            if nnodes is None:
+                return None
+            if nnodes == 1:
+                if nproc_flag is None:
+                    return val(1, None, "torchrun starts one process per node by default")
+                if raw is not None and not raw.isdigit() and cvd is not None:
+                    return Value(value=nproc, origin=FLAG, span=cvd.value_span,
+                                 key_span=cvd.name_span, name="CUDA_VISIBLE_DEVICES",
+                                 note=f"--{nproc_flag.name} {raw}")
+                return val(nproc, nproc_flag)
+            return val(nproc * nnodes, nproc_flag, f"x {nnodes} nodes")
+        if self.launcher == "accelerate":
+            f = self.launcher_arg("num_processes")
+            if f is not None and f.value is not None and f.value.isdigit():
+                return val(int(f.value), f)
+            return None
+        if self.launcher == "deepspeed":
+            inc = self.launcher_arg("include")
+            if inc is not None and inc.value:
+                total = 0
+                for host in inc.value.split("@"):
+                    if ":" not in host:
+                        return None
+                    total += len([s for s in host.split(":", 1)[1].split(",") if s])
+                return val(total, inc)
+            g = self.launcher_arg("num_gpus")
+            nodes_flag = self.launcher_arg("num_nodes")
+            nodes = 1
+            if nodes_flag is not None:
+                if not (nodes_flag.value or "").lstrip("-").isdigit():
+                    return None
+                nodes = int(nodes_flag.value)  # type: ignore[arg-type]
+                nodes = 1 if nodes == -1 and self.launcher_arg("hostfile") is None else nodes
+                if nodes < 1:
+                    return None
+            elif self.launcher_arg("hostfile") is not None:
+                return None
+            if g is not None and g.value is not None and g.value.isdigit():
+                return val(int(g.value) * nodes, g, f"x {nodes} nodes" if nodes > 1 else "")
+            if visible is not None and nodes == 1 and cvd is not None:
+                return Value(value=visible, origin=FLAG, span=cvd.value_span,
+                             key_span=cvd.name_span, name="CUDA_VISIBLE_DEVICES")
+            return None
+        return None
+
+
+def _count_visible(env: dict[str, Assignment]) -> int | None:
+    a = env.get("CUDA_VISIBLE_DEVICES")
+    if a is None or a.value is None:
+        return None
+    return len([x for x in a.value.split(",") if x.strip()])
+
+
+def _nnodes(flag: Flag | None) -> int | None:
+    if flag is None:
+        return 1
+    raw = flag.value or ""
+    if raw.isdigit():
+        return int(raw)
+    if ":" in raw:
+        lo, _, hi = raw.partition(":")
+        if lo.isdigit() and lo == hi:
+            return int(lo)
+    return None
+
+
+@dataclass
+class ShellScript:
+    """A parsed shell file: every simple command, the launches among them, the variables
+    defined at the end, and problems (unresolved variables in launch lines)."""
+
+    path: str
+    commands: list[Command]
+    launches: list[LaunchCommand]
+    variables: dict[str, Assignment]
+    problems: list[ReadProblem]
+    index: LineIndex
+
+
+# Launcher options that take no value (from the launchers' argparse definitions:
+# torch.distributed.run / launch, accelerate.commands.launch, deepspeed.launcher.runner).
+_BOOL_OPTS = {
+    "torchrun": {"standalone", "m", "module", "no_python", "run_path", "virtual_local_rank",
+                 "h", "help"},
+    "torch.distributed.launch": {"standalone", "m", "module", "no_python", "run_path",
+                                 "virtual_local_rank", "use_env", "h", "help"},
+    "accelerate": {"quiet", "q", "cpu", "multi_gpu", "tpu", "enable_cpu_affinity",
+                   "dynamo_use_fullgraph", "dynamo_use_dynamic",
+                   "dynamo_use_regional_compilation", "use_deepspeed", "use_fsdp",
+                   "use_parallelism_config", "use_megatron_lm", "same_network", "m", "module",
+                   "no_python", "tpu_cluster", "no_tpu_cluster", "tpu_use_sudo",
+                   "downcast_bf16", "fp8_use_autocast_during_eval", "debug", "h", "help"},
+    "deepspeed": {"no_ssh_check", "force_multi", "no_python", "module", "no_local_rank",
+                  "no_ssh", "save_pid", "enable_each_rank_log", "bind_cores_to_rank",
+                  "elastic_training", "h", "help"},
+}
+_SHORT = {
+    "accelerate": {"m": "module", "q": "quiet"},
+    "torchrun": {"m": "module"},
+    "torch.distributed.launch": {"m": "module"},
+    "deepspeed": {"H": "hostfile", "i": "include", "e": "exclude"},
+}
+_PY = re.compile(r"(?:.*/)?python(?:[0-9]+(?:\.[0-9]+)*)?$")
+_WRAPPERS = {"nohup", "exec", "time", "env", "sudo", "srun", "mpirun", "numactl", "taskset",
+             "stdbuf", "nice", "ionice", "timeout", "uv", "poetry", "conda", "pipenv", "run",
+             "xvfb-run", "command", "builtin"}
+_RESERVED_LEAD = {"then", "do", "else", "elif", "if", "while", "until", "!", "{", "time"}
+_PY_OPTS_WITH_ARG = {"-W", "-X", "--check-hash-based-pycs"}
+_TORCH_MODULES = {"torch.distributed.run": "torchrun",
+                  "torch.distributed.launch": "torch.distributed.launch",
+                  "accelerate.commands.launch": "accelerate",
+                  "deepspeed.launcher.runner": "deepspeed"}
+
+
+def _basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def _is_launcher(words: list[_XWord], i: int) -> bool:
+    w = _basename(words[i].text)
+    if _PY.match(words[i].text) or w in ("torchrun", "deepspeed"):
+        return True
+    return w == "accelerate" and i + 1 < len(words) and words[i + 1].text == "launch"
+
+
+def _is_flag_word(text: str) -> bool:
+    if not text.startswith("-") or text == "-":
+        return False
+    if text == "--":
+        return True
+    body = text.lstrip("-")
+    if not body:
+        return False
+    try:
+        float(text)
+        return False  # a negative number is a value
+    except ValueError:
+        return True
+
+
+class _Builder:
+    def __init__(self, text: str, path: str, line_offset: int) -> None:
+        self.text = text
+        self.path = path
+        self.index = LineIndex(text, path, line_offset)
+        self.vars: dict[str, Assignment] = {}
+        self.exported: dict[str, Assignment] = {}
+        self.unresolved_vars: set[str] = set()
+        self.problems: list[ReadProblem] = []
+
+    # -- substitution -----------------------------------------------------------------------
+    def expand(self, word: _Word) -> list[_XWord]:
+        # bash expands $VAR before a command's own VAR=value prefix takes effect
+        out: list[str] = []
+        unresolved = False
+        expansions: list[Expansion] = []
+        split_value: str | None = None
+        for part in word.parts:
+            if part.kind == "lit":
+                out.append(part.text)
+                continue
+            if part.kind == "unres":
+                out.append(part.text)
+                unresolved = True
+                continue
+            name = part.text
+            span = self.index.span(part.start, part.end)
+            definition = self.vars.get(name)
+            expansions.append(Expansion(name, span, definition))
+            if definition is not None and definition.value is not None:
+                value = definition.value
+                if part.op in (":-", ":=") and value == "":
+                    value = part.arg
+            elif definition is None and part.op in (":-", ":=", "-", "="):
+                value = part.arg
+                if "$" in value or "`" in value:
+                    unresolved = True
+            else:
+                out.append(self.text[part.start:part.end])
+                unresolved = True
+                continue
+            out.append(value)
+            if not part.quoted and len(word.parts) == 1 and len(value.split()) > 1:
+                split_value = value
+        raw = self.text[word.start:word.end]
+        if split_value is not None and not unresolved:
+            return [
+                _XWord(piece, word.start, word.end, raw, False, expansions, from_split=True)
+                for piece in split_value.split()
+            ]
+        return [_XWord("".join(out), word.start, word.end, raw, unresolved, expansions)]
+
+    def assignment(self, word: _Word, exported: bool) -> Assignment | None:
+        first = word.parts[0] if word.parts else None
+        if first is None or first.kind != "lit" or first.quoted:
+            return None
+        raw_first = self.text[first.start:first.end]
+        m = _ASSIGN.match(raw_first)
+        if m is None or m.start() != 0 or first.start != word.start:
+            return None
+        name = m.group(1)
+        eq_end = first.start + m.end()
+        value_word = _Word(
+            [_Part("lit", first.text[len(m.group(0)):], False, start=eq_end, end=first.end)]
+            + word.parts[1:] if len(first.text) > len(m.group(0)) else word.parts[1:],
+            eq_end, word.end, word.quoted,
+        )
+        xs = self.expand(value_word)
+        value = None if any(x.unresolved for x in xs) else " ".join(x.text for x in xs)
+        if m.group(2) == "+=" and value is not None:
+            prev = self.vars.get(name)
+            value = (prev.value or "") + value if prev is not None else value
+        return Assignment(
+            name=name, value=value,
+            name_span=self.index.span(word.start, word.start + len(name)),
+            value_span=self.index.span(eq_end, word.end),
+            span=self.index.span(word.start, word.end),
+            exported=exported,
+        )
+
+    # -- commands ---------------------------------------------------------------------------
+    def run(self) -> ShellScript:
+        tokens = _Lexer(self.text, self.index).tokens()
+        commands: list[Command] = []
+        launches: list[LaunchCommand] = []
+        current: list[_Word] = []
+        skip_next_word = False
+        for tok in tokens + [_Op("\n", len(self.text), len(self.text))]:
+            if isinstance(tok, _Op):
+                if tok.op == "redir":
+                    skip_next_word = True
+                    continue
+                if current:
+                    cmd = self.command(current)
+                    if cmd is not None:
+                        commands.append(cmd)
+                        launch = self.launch(cmd)
+                        if launch is not None:
+                            launches.append(launch)
+                current = []
+                continue
+            if skip_next_word:
+                skip_next_word = False
+                continue
+            current.append(tok)
+        return ShellScript(self.path, commands, launches, dict(self.vars), self.problems,
+                           self.index)
+
+    def command(self, words: list[_Word]) -> Command | None:
+        # leading reserved words: `do torchrun ...`, `then python ...`
+        while words and not words[0].quoted and self._lit(words[0]) in _RESERVED_LEAD:
+            words = words[1:]
+        if not words:
+            return None
+        head = self._lit(words[0])
+        if head in ("for", "select", "case"):
+            if len(words) > 1:
+                name = self._lit(words[1])
+                if name:
+                    self.vars.pop(name, None)  # a loop variable: unknown value
+            return None
+        if head in ("export", "declare", "typeset", "local", "readonly"):
+            exported = head == "export" or any(self._lit(w).startswith("-") and "x" in
+                                               self._lit(w) for w in words[1:])
+            for w in words[1:]:
+                a = self.assignment(w, exported)
+                if a is not None:
+                    self.vars[a.name] = a
+                    if exported:
+                        self.exported[a.name] = a
+                elif exported and _NAME.fullmatch(self._lit(w) or "") and \
+                        self._lit(w) in self.vars:
+                    prev = self.vars[self._lit(w)]
+                    self.exported[prev.name] = prev
+            return None
+        env: dict[str, Assignment] = {}
+        i = 0
+        while i < len(words):
+            a = self.assignment(words[i], exported=True)
+            if a is None:
+                break
+            env[a.name] = a
+            i += 1
+        if i == len(words):  # only assignments: shell variables
+            for a in env.values():
+                self.vars[a.name] = Assignment(a.name, a.value, a.name_span, a.value_span, a.span,
+                                               exported=a.name in self.exported)
+                if a.name in self.exported:
+                    self.exported[a.name] = self.vars[a.name]
+            return None
+        xwords: list[_XWord] = []
+        for w in words[i:]:
+            xwords.extend(self.expand(w))
+        start, end = words[0].start, words[-1].end
+        full_env = dict(self.exported)
+        full_env.update(env)
+        return Command(xwords, full_env, start, end, self.index.span(start, end))
+
+    def _lit(self, word: _Word) -> str:
+        if len(word.parts) == 1 and word.parts[0].kind == "lit":
+            return word.parts[0].text
+        return ""
+
+    # -- launches ---------------------------------------------------------------------------
+    def launch(self, cmd: Command) -> LaunchCommand | None:
+        words = cmd.words
+        env = dict(cmd.env)
+        i = 0
+        if not _is_launcher(words, 0):
+            if _basename(words[0].text) not in _WRAPPERS:
+                return None
+            for j in range(1, len(words)):
+                if _is_launcher(words, j):
+                    i = j
+                    break
+                if _basename(words[0].text) == "env":
+                    m = _ASSIGN.match(words[j].text)
+                    if m is not None:
+                        env[m.group(1)] = Assignment(
+                            m.group(1), words[j].text[m.end():],
+                            self.index.span(words[j].start, words[j].start + len(m.group(1))),
+                            self.index.span(words[j].start + m.end(), words[j].end),
+                            self.index.span(words[j].start, words[j].end), True)
+            else:
+                return None
+        head = words[i]
+        base = _basename(head.text)
+        module: str | None = None
+        launcher_flags: list[Flag] = []
+        j = i + 1
+        if _PY.match(head.text):
+            launcher = "python"
+            while j < len(words):
+                t = words[j].text
+                if t == "-m" and j + 1 < len(words):
+                    module = words[j + 1].text
+                    j += 2
+                    break
+                if t.startswith("-m") and len(t) > 2 and not t.startswith("--"):
+                    module = t[2:]
+                    j += 1
+                    break
+                if t == "-c":
+                    return None
+                if t in _PY_OPTS_WITH_ARG:
+                    j += 2
+                    continue
+                if t.startswith("-") and t != "-":
+                    j += 1
+                    continue
+                break
+            if module in _TORCH_MODULES:
+                launcher = _TORCH_MODULES[module]
+                module = None
+        elif base == "accelerate":
+            launcher = "accelerate"
+            j = i + 2
+        else:
+            launcher = base
+        launcher_span = self.index.span(head.start, words[j - 1].end if j > i else head.end)
+        if launcher != "python":
+            launcher_flags, j = self.launcher_options(words, j, launcher)
+        script: tuple[str, Span] | None = None
+        launcher_args = {}
+        for f in launcher_flags:
+            key = _SHORT.get(launcher, {}).get(f.key, f.key)
+            launcher_args[key] = f
+        if module is None and j < len(words):
+            target = words[j]
+            if "module" in launcher_args:
+                module = target.text
+            else:
+                script = (target.text, self.index.span(target.start, target.end))
+            j += 1
+        script_args, positionals = self.script_flags(words[j:])
+        for f in script_args:
+            if f.unresolved:
+                self.problems.append(ReadProblem(
+                    "unresolved-variable",
+                    f"--{f.name} uses a value that cannot be resolved statically",
+                    f.value_span or f.name_span,
+                ))
+        return LaunchCommand(
+            launcher=launcher, launcher_args=launcher_args, script=script, module=module,
+            script_args=script_args, env=env, span=cmd.span, path=self.path,
+            launcher_span=launcher_span, positionals=positionals,
+            launcher_flags=launcher_flags,
+        )
+
+    def _flag(self, word: _XWord) -> Flag:
+        text = word.text
+        prefix = "--" if text.startswith("--") else "-"
+        body = text[len(prefix):]
+        flag = Flag(name=body, value=None, name_span=self.index.span(word.start, word.end),
+                    value_span=None, raw=self.text[word.start:word.end], prefix=prefix,
+                    unresolved=word.unresolved, expansions=list(word.expansions),
+                    from_expansion=word.from_split, start=word.start, end=word.end,
+                    name_end=word.end, _index=self.index)
+        if "=" in body:
+            name, _, value = body.partition("=")
+            flag.name = name
+            flag.value = value
+            flag.inline = True
+            raw = self.text[word.start:word.end]
+            eq = raw.find("=")
+            if eq != -1 and not word.from_split:
+                flag.name_end = word.start + eq
+                flag.value_start, flag.value_end = word.start + eq + 1, word.end
+                flag.name_span = self.index.span(word.start, flag.name_end)
+                flag.value_span = self.index.span(flag.value_start, word.end)
+            else:
+                flag.value_start, flag.value_end = word.start, word.end
+                flag.value_span = flag.name_span
+        return flag
+
+    def _add_value(self, flag: Flag, word: _XWord) -> None:
+        span = self.index.span(word.start, word.end)
+        if flag.value is None:
+            flag.value = word.text
+            flag.value_span = span
+            flag.value_start, flag.value_end = word.start, word.end
+        else:
+            flag.extra_values.append((word.text, span))
+        flag.unresolved = flag.unresolved or word.unresolved
+        flag.expansions.extend(word.expansions)
+        flag.from_expansion = flag.from_expansion or word.from_split
+        flag.end = word.end
+        flag.raw = self.text[flag.start:flag.end]
+
+    def launcher_options(self, words: list[_XWord], j: int, launcher: str) -> tuple[list[Flag], int]:
+        flags: list[Flag] = []
+        bools = _BOOL_OPTS.get(launcher, set())
+        while j < len(words):
+            t = words[j].text
+            if t == "--":
+                j += 1
+                break
+            if not _is_flag_word(t):
+                break
+            f = self._flag(words[j])
+            flags.append(f)
+            j += 1
+            if f.inline or f.key in bools:
+                continue
+            if j < len(words) and not _is_flag_word(words[j].text) \
+                    and not words[j].text.endswith(".py"):
+                self._add_value(f, words[j])
+                j += 1
+        return flags, j
+
+    def script_flags(self, words: list[_XWord]) -> tuple[list[Flag], list[tuple[str, Span]]]:
+        flags: list[Flag] = []
+        positionals: list[tuple[str, Span]] = []
+        current: Flag | None = None
+        only_positionals = False
+        for w in words:
+            if not only_positionals and w.text == "--":
+                only_positionals = True
+                current = None
+                continue
+            if not only_positionals and _is_flag_word(w.text):
+                current = self._flag(w)
+                flags.append(current)
+                if current.inline:
+                    current = None
+                continue
+            if current is not None:
+                self._add_value(current, w)
+            else:
+                positionals.append((w.text, self.index.span(w.start, w.end)))
+        return flags, positionals
+
+
+def parse_shell(text: str, path: str = "<shell>", *, line_offset: int = 0) -> ShellScript:
+    """Read a shell file: commands, variables and launch lines."""
+    return _Builder(text, path, line_offset).run()
+
+
+def find_launches(text: str, path: str = "<shell>") -> list[LaunchCommand]:
+    return parse_shell(text, path).launches
+
+
+# -- Markdown -------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*$")
+_SHELL_LANGS = {"bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession",
+                "terminal"}
+_PROMPT = re.compile(r"^(\s*)(\$|>)( |$)")
+
+
+def extract_shell_blocks(md_text: str) -> list[tuple[str, int]]:
+    """The fenced ```bash/sh/shell/console blocks of a Markdown text, as ``(text,
+    line_offset)``: line ``k`` of ``text`` is line ``k + line_offset`` of the file, and
+    columns are unchanged (``$ `` prompts are blanked with spaces, output lines of console
+    blocks are emptied)."""
+    lines = md_text.split("\n")
+    out: list[tuple[str, int]] = []
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        fence, lang = m.group(2), m.group(3).lower().strip("{}.")
+        start = i + 1
+        j = start
+        while j < len(lines):
+            close = lines[j].strip()
+            if close.startswith(fence[0] * len(fence)) and not close.strip(fence[0]):
+                break
+            j += 1
+        if lang in _SHELL_LANGS:
+            body = lines[start:j]
+            out.append(("\n".join(_strip_prompts(body, lang == "console")), start))
+        i = j + 1
+    return out
+
+
+def _strip_prompts(body: list[str], console: bool) -> list[str]:
+    prompted = console or any(re.match(r"^\s*\$ ", line) for line in body)
+    if not prompted:
+        return body
+    out: list[str] = []
+    continuing = False
+    for line in body:
+        m = _PROMPT.match(line)
+        if m is not None and (m.group(2) == "$" or continuing):
+            line = line[: m.start(2)] + " " * (m.end(3) - m.start(2)) + line[m.end(3):]
+            out.append(line)
+        elif continuing:
+            out.append(line)
+        else:
+            out.append("")
+            continuing = False
+            continue
+        continuing = line.rstrip().endswith("\\")
+    return out
+
+
+def markdown_launches(md_text: str, path: str) -> list[LaunchCommand]:
+    """Launch lines in a Markdown file's shell blocks, with positions in the Markdown file."""
+    launches: list[LaunchCommand] = []
+    for text, offset in extract_shell_blocks(md_text):
+        launches.extend(parse_shell(text, path, line_offset=offset).launches)
+    return launches
+
+
+# -- edits ----------------------------------------------------------------------------------
+
+_SAFE_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+
+
+def shell_quote(value: str) -> str:
+    """``value`` as one shell word (quoted only when needed)."""
+    if value and _SAFE_WORD.match(value):
+        return value
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+def _editable(flag: Flag) -> LineIndex:
+    if flag.from_expansion or flag._index is None:
+        raise ValueError(f"--{flag.name} comes from a variable expansion; edit the definition")
+    return flag._index
+
+
+def replace_flag_value_edit(flag: Flag, new: str) -> Edit:
+    """Replace the flag's value (``--k v`` or ``--k=v``) by ``new`` (quoted when needed); a
+    bare flag gets `` new`` after its name. Extra values (``--k a b``) are replaced too."""
+    idx = _editable(flag)
+    word = shell_quote(new)
+    if flag.value_start < 0:
+        return idx.edit(flag.name_end, flag.name_end, " " + word)
+    return idx.edit(flag.value_start, flag.end if flag.extra_values else flag.value_end, word)
+
+
+def rename_flag_edit(flag: Flag, new_name: str) -> Edit:
+    """``--old`` -> ``--new`` (``new_name`` with or without dashes); the value stays."""
+    idx = _editable(flag)
+    if not new_name.startswith("-"):
+        new_name = flag.prefix + new_name
+    return idx.edit(flag.start, flag.name_end, new_name)
+
+
+def remove_flag_edit(flag: Flag) -> Edit:
+    """Remove the flag, its value(s) and the blanks before them, keeping continuations.
+
+    * alone on a continuation line (``  --k v \\``): the whole line goes;
+    * the last thing of a command, after a line ending in ``\\``: the previous line's
+      `` \\`` goes with it, so the command still ends where it did;
+    * first on its line with more words after it: removed up to the next word, so the
+      indentation stays;
+    * otherwise: removed with the blanks before it.
+    """
+    idx = _editable(flag)
+    text = idx.text
+    start, end = flag.start, flag.end
+    ls = idx.line_start(start)
+    before = text[ls:start]
+    le = idx.line_end(end)
+    after = text[end:le]
+    after_s = after.strip()
+    if not before.strip():
+        if after_s == "\\":  # alone on a continuation line
+            return idx.edit(ls, min(le + 1, len(text)), "")
+        if after_s == "" or after_s.startswith("#") or after_s[0] in ";|&)":
+            # the command's last word on this line: does the previous line continue into it?
+            if ls >= 2 and text[ls - 1] == "\n":
+                prev_end = ls - 1
+                if text[prev_end - 1:prev_end] == "\r":
+                    prev_end -= 1
+                if text[prev_end - 1:prev_end] == "\\":
+                    cut = prev_end - 1
+                    while cut > 0 and text[cut - 1] in " \t":
+                        cut -= 1
+                    prev_ls = idx.line_start(cut)
+                    if text[prev_ls:cut].strip():
+                        if after_s == "":
+                            return idx.edit(cut, le, "")
+                        return idx.edit(cut, end, "")
+            if after_s == "":
+                return idx.edit(ls, min(le + 1, len(text)), "")
+            return idx.edit(start, end + len(after) - len(after.lstrip()), "")
+        nxt = end + len(after) - len(after.lstrip())
+        return idx.edit(start, nxt, "")
+    cut = start
+    while cut > ls and text[cut - 1] in " \t":
+        cut -= 1
+    return idx.edit(cut, end, "")
