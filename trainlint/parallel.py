@@ -46,9 +46,10 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def lint_one(path: str, explicit: bool, text: str, settings: Any) -> tuple[list[Any], bool, list[str]]:
-    """Findings of one stand-alone file, whether it was kept (parsed), and the other files its
-    setups declared."""
+def lint_one(path: str, explicit: bool, text: str, settings: Any) -> tuple[list[Any], dict[str, str], list[str]]:
+    """Findings of one stand-alone file, the files read for it (path -> text: the file when it
+    was kept, and any config its setup pulled in from outside the run), and the other files
+    its setups declared."""
     from trainlint.engine import _filter, run_rules
     from trainlint.resolve import Workspace, read_file
 
@@ -57,7 +58,7 @@ def lint_one(path: str, explicit: bool, text: str, settings: Any) -> tuple[list[
     deps: set[str] = set()
     diagnostics = _filter(run_rules(ws, settings, declared=deps), ws, settings)
     deps.discard(path)
-    return diagnostics, path in ws.files, sorted(deps)
+    return diagnostics, {p: f.text.text for p, f in ws.files.items()}, sorted(deps)
 
 
 def _init_worker(settings: Any) -> None:
@@ -65,7 +66,7 @@ def _init_worker(settings: Any) -> None:
     _SETTINGS = settings
 
 
-def _work(unit: Unit) -> tuple[list[Any], bool, list[str]]:
+def _work(unit: Unit) -> tuple[list[Any], dict[str, str], list[str]]:
     return lint_one(unit.path, unit.explicit, unit.text, _SETTINGS)
 
 
@@ -148,7 +149,7 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
         todo.append((u, key))
 
     n_jobs = jobs if jobs is not None else default_jobs()
-    results: list[tuple[list[Any], bool, list[str]]]
+    results: list[tuple[list[Any], dict[str, str], list[str]]]
     if n_jobs > 1 and len(todo) > min_files:
         results = _pool_map([u for u, _ in todo], settings, n_jobs)
     else:
@@ -156,15 +157,16 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
 
     known = {u.path for u in units} | {p for p, _ in rest}
     redo: list[str] = []
-    for (u, key), (diags, was_kept, deps) in zip(todo, results):
-        if any(d in known for d in deps):
+    for (u, key), (diags, read, deps) in zip(todo, results):
+        if any(d in known for d in deps) or any(p != u.path and p in known for p in read):
             redo.append(u.path)
             continue
         diagnostics.extend(diags)
-        if was_kept:
-            kept.append(u.path)
+        kept.extend(read)
+        texts.update(read)
         if cache is not None and key is not None:
-            cache.put(key, was_kept, [d.model_dump(mode="json") for d in diags], deps)
+            if set(read) <= {u.path}:
+                cache.put(key, u.path in read, [d.model_dump(mode="json") for d in diags], deps)
     if cache is not None:
         cache.save()
 
@@ -214,7 +216,7 @@ def _walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:
     return [(norm(p), e) for p, e in walk(paths, settings.exclude)]
 
 
-def _pool_map(units: list[Unit], settings: Any, jobs: int) -> list[tuple[list[Any], bool, list[str]]]:
+def _pool_map(units: list[Unit], settings: Any, jobs: int) -> list[tuple[list[Any], dict[str, str], list[str]]]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
