@@ -186,35 +186,42 @@ def _mixed_project(root: Path, n: int = 70) -> None:
         "notes/README.md": "Run `python train.py`.\n",
     })
     (root / "latin1.py").write_bytes(b"# Trainer\nx = '\xe9'\n")
+    # a config outside the checked folder, pulled in by linking
+    (root.parent / "ext_ds.json").write_text('{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}, '
+                                             '"train_micro_batch_size_per_gpu": 4}\n')
+    write_files(root, {"external.py": BAD.replace("output_dir='o'", "output_dir='o', deepspeed='../ext_ds.json'")})
 
 
 def test_parallel_equals_serial(tmp_path):
     from trainlint.parallel import lint_split
 
-    _mixed_project(tmp_path)
-    settings = load_settings(tmp_path, {"gpu": "A100"})
-    serial = lint([tmp_path], settings, jobs=1)
+    root = tmp_path / "proj"
+    _mixed_project(root)
+    settings = load_settings(root, {"gpu": "A100"})
+    serial = lint([root], settings, jobs=1)
     assert len(serial.files) > 60 and serial.diagnostics
-    pooled = lint_split([tmp_path], settings, {}, jobs=2, min_files=0)
+    assert any(d.path.endswith("ext_ds.json") for d in serial.diagnostics)  # read through linking
+    pooled = lint_split([root], settings, {}, jobs=2, min_files=0)
     assert _dump(pooled) == _dump(serial)
-    in_process = lint_split([tmp_path], settings, {}, jobs=1)
+    in_process = lint_split([root], settings, {}, jobs=1)
     assert _dump(in_process) == _dump(serial)
-    auto = lint([tmp_path], settings, jobs=None)  # > 50 stand-alone scripts: the pool
+    auto = lint([root], settings, jobs=None)  # > 50 stand-alone scripts: the pool
     assert _dump(auto) == _dump(serial)
     # explicit files (no pre-filter) and a missing one
-    names = [tmp_path / "unrelated.py", tmp_path / "launch" / "train.py", tmp_path / "missing.py",
-             *sorted((tmp_path / "gen").rglob("*.py"))[:55]]
+    names = [root / "unrelated.py", root / "launch" / "train.py", root / "missing.py", root / "external.py",
+             *sorted((root / "gen").rglob("*.py"))[:55]]
     assert _dump(lint_split(names, settings, {}, jobs=2, min_files=0)) == _dump(lint(names, settings, jobs=1))
 
 
 def test_standalone_split(tmp_path):
     from trainlint.parallel import split
 
-    _mixed_project(tmp_path, n=3)
-    settings = load_settings(tmp_path)
-    units, rest, _ = split([tmp_path], settings, {})
-    alone = {os.path.relpath(u.path, tmp_path) for u in units}
-    rest_names = {os.path.relpath(p, tmp_path) for p, _ in rest}
+    root = tmp_path / "proj"
+    _mixed_project(root, n=3)
+    settings = load_settings(root)
+    units, rest, _ = split([root], settings, {})
+    alone = {os.path.relpath(u.path, root) for u in units}
+    rest_names = {os.path.relpath(p, root) for p, _ in rest}
     assert os.path.join("launch", "train.py") in rest_names  # named by run.sh and README.md
     assert "uses_config.py" in rest_names  # names launch/ds.json
     assert "broken.py" in alone and "suppressed.py" in alone
