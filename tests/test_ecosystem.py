@@ -261,11 +261,22 @@ def test_cache_hit_miss_and_invalidation(tmp_path, monkeypatch):
     fourth, stats = _cached([project], other)
     assert stats == (0, 7) and {d.code[:3] for d in fourth.diagnostics} == {"TL1"}
 
+    # a changed version pin in the project: another namespace
+    write_files(project, {"pyproject.toml": "[tool.trainlint]\n", "requirements.txt": "transformers==4.46.0\n"})
+    pinned = load_settings(project, {"gpu": "A100"})
+    _, stats = _cached([project], pinned)
+    assert stats[0] == 0
+    _, stats = _cached([project], pinned)
+    assert stats == (7, 0)
+    (project / "requirements.txt").write_text("transformers==4.40.0\n")
+    _, stats = _cached([project], pinned)
+    assert stats == (0, 7)
+
     # a changed trainlint (code or knowledge data): another namespace
     from trainlint import cache as cache_mod
 
     monkeypatch.setattr(cache_mod, "code_fingerprint", lambda: "changed")
-    _, stats = _cached([project], settings)
+    _, stats = _cached([project], pinned)
     assert stats == (0, 7)
 
 

@@ -9,7 +9,8 @@ file alone. Its key is a SHA-256 over everything the result can depend on:
   (size and mtime of every ``.py``/``.json`` under the package: a changed rule or knowledge
   table is a new namespace), every setting (selection, options, target GPU and world size,
   transformers version, ``base``, the project root), and the installed transformers and trl
-  versions (the default target version);
+  versions (the default target version), and the hashes of the requirements files and
+  pyproject.toml at the project root (where a pinned version comes from otherwise);
 - the commit that ``--base`` names in the file's git repository (``lr-not-scaled`` compares
   with the file at that revision), or "no repository";
 - the files the setup declared besides the script (``Setup.files``): their paths and content
@@ -80,6 +81,24 @@ def _dist_version(name: str) -> str:
         return ""
     except Exception:  # noqa: BLE001 - broken metadata: no version
         return ""
+
+
+def project_pins(root: Path | None) -> dict[str, str]:
+    """Hashes of the files a version pin can come from when no version is installed or given
+    (``trainlint.knowledge.versions.find_pin``: requirements files and pyproject.toml at the
+    project root)."""
+    if root is None:
+        return {}
+    root = Path(root)
+    candidates = sorted(root.glob("requirements*.txt")) + sorted((root / "requirements").glob("*.txt")) \
+        + [root / "pyproject.toml"]
+    out: dict[str, str] = {}
+    for p in candidates:
+        try:
+            out[str(p.relative_to(root))] = _sha(p.read_bytes())
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def cache_dir(settings: Any) -> Path:
@@ -164,6 +183,7 @@ class FindingsCache:
             "settings": settings.model_dump(mode="json"),
             "transformers": _dist_version("transformers"),
             "trl": _dist_version("trl"),
+            "pins": project_pins(settings.project_root),
         }
         namespace = _sha(json.dumps(payload, sort_keys=True, default=str))[:32]
         cache = cls(folder=cache_dir(settings), namespace=namespace, git=_GitBase(settings.base))

@@ -47,20 +47,12 @@ def _region(line: int, column: int, end_line: int | None = None, end_column: int
 
 
 def _first_section(doc: str) -> str:
-    """The *What it does* paragraph of a rule's documentation."""
-    lines = doc.strip().splitlines()
-    body: list[str] = []
-    started = False
-    for line in lines:
-        if line.startswith("#"):
-            if started and body:
-                break
-            started = True
-            continue
-        if started or not any(line.startswith("#") for line in lines):
-            body.append(line)
-    text = " ".join(x.strip() for x in body if x.strip())
-    return text or doc.strip()
+    """The *What it does* paragraph of a rule's documentation (else its first paragraph)."""
+    import re
+
+    m = re.search(r"^#+ What it does[^\n]*\n(.*?)(?=^#|\Z)", doc, re.M | re.S)
+    text = m.group(1) if m else doc.strip().split("\n\n", 1)[0]
+    return " ".join(text.split())
 
 
 def rule_descriptor(rule: Any) -> dict[str, Any]:
