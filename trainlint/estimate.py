@@ -167,7 +167,7 @@ def _where(pf: PythonFile, node: ast.AST) -> str:
     return f"{Path(pf.path).name}:{getattr(node, 'lineno', 1)}"
 
 
-def _argparse_default(pf: PythonFile, attr: str) -> tuple[Any, ast.AST] | None:
+def _argparse_default(pf: PythonFile, attr: str) -> tuple[Any, str] | None:
     """``default=`` of ``parser.add_argument("--attr", ...)`` (or ``dest="attr"``), or a
     dataclass field's default (HfArgumentParser)."""
     spellings = {f"--{attr}", f"--{attr.replace('_', '-')}", attr}
@@ -183,8 +183,8 @@ def _argparse_default(pf: PythonFile, attr: str) -> tuple[Any, ast.AST] | None:
         d = pf.keyword(cs.node, "default")
         if d is None:
             return None
-        r = pf.resolve(d.value, cs.scope)
-        return (r.value, d.value) if r.value is not UNKNOWN else None
+        value, where = resolve_expr(pf, d.value, cs.scope)
+        return (value, where) if value is not UNKNOWN else None
     for node in ast.walk(pf.tree):
         if not isinstance(node, ast.ClassDef):
             continue
@@ -197,8 +197,8 @@ def _argparse_default(pf: PythonFile, attr: str) -> tuple[Any, ast.AST] | None:
                     if d is None:
                         return None
                     v = d.value
-                r = pf.resolve(v, pf.module_scope)
-                return (r.value, v) if r.value is not UNKNOWN else None
+                value, where = resolve_expr(pf, v, pf.module_scope)
+                return (value, where) if value is not UNKNOWN else None
     return None
 
 
@@ -213,7 +213,19 @@ def resolve_expr(pf: PythonFile, expr: ast.AST | None, scope: Scope) -> tuple[An
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
         found = _argparse_default(pf, expr.attr)
         if found is not None:
-            return found[0], f"default of --{expr.attr} ({_where(pf, found[1])})"
+            return found[0], f"default of --{expr.attr} ({found[1]})"
+    if isinstance(expr, ast.Call) and pf.qualname(expr.func) in ("os.environ.get", "os.getenv") \
+            and expr.args and isinstance(expr.args[0], ast.Constant) and isinstance(expr.args[0].value, str):
+        # what the run would see: the variable as set here, else its default
+        import os
+
+        var = expr.args[0].value
+        if var in os.environ:
+            return os.environ[var], f"${var}"
+        if len(expr.args) > 1:
+            value, where = resolve_expr(pf, expr.args[1], scope)
+            return value, f"{where}, ${var} unset" if where else ""
+        return UNKNOWN, ""
     if isinstance(expr, ast.Name):
         b = pf.binding_of(expr.id, scope)
         if b is not None and b.kind in ("assign", "annassign") and isinstance(b.value, ast.Attribute):
