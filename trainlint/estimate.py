@@ -493,9 +493,18 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
     src = f"config.json in {Path(info.from_config).parent}" if info.from_config else "trainlint's model table"
     notes: list[str] = [f"model {ref.name!r} ({ref.where}): {info.params:,} parameters ({src})"]
     assumed: set[str] = set()
-    sites = [s for s in setup.sites]
+    sites = list(setup.sites)
     site = sites[0] if sites else None
     kw: dict[str, Any] = {}
+
+    def sv(name: str) -> tuple[Any, str]:
+        """The value of ``name`` in the first site that writes it (launch-line flags, an args
+        file or the Python call)."""
+        for st in sites:
+            v = _site_value(st, name, pfs)
+            if v[0] is not None:
+                return v
+        return None, ""
 
     ds, ds_note = _deepspeed_config(setup, sites, pfs)
     acc = setup.extra.get("accelerate") or accelerate
@@ -505,12 +514,14 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
     for name in ("bf16", "fp16"):
         if site is None:
             break
-        v, where = _site_value(site, name, pfs)
+        v, where = sv(name)
         if v is True:
             precision, pnote = name, where
             break
         if v is UNKNOWN:
             assumed.add("precision")
+    if precision is None and any(st.open_ended for st in sites):
+        assumed.add("precision")  # a **kwargs may set it
     if precision is None and ds is not None:
         for name in ("bf16", "fp16"):
             v = ds.precision_enabled(name)
@@ -551,7 +562,7 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
         opt = _DS_OPTIMIZERS.get(t.lower().replace("_", ""), "adamw_torch")
         notes.append(f"optimizer {t} ({ds_note}: optimizer.type)")
     elif site is not None:
-        v, where = _site_value(site, "optim", pfs)
+        v, where = sv("optim")
         if isinstance(v, str):
             opt = v
             notes.append(f"optimizer {v} ({where})")
@@ -596,7 +607,7 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
     gc = False
     for name in ("gradient_checkpointing", "activation_checkpointing"):
         if site is not None:
-            v, where = _site_value(site, name, pfs)
+            v, where = sv(name)
             if v is True:
                 gc = True
                 notes.append(f"gradient checkpointing ({where})")
@@ -611,7 +622,7 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
     kw["gradient_checkpointing"] = gc
 
     # batch
-    mb_v, mb_where = (_site_value(site, "per_device_train_batch_size", pfs) if site is not None else (None, ""))
+    mb_v, mb_where = sv("per_device_train_batch_size")
     if isinstance(mb_v, int) and not isinstance(mb_v, bool) and mb_v > 0:
         kw["micro_batch"] = mb_v
         notes.append(f"micro batch {mb_v} ({mb_where})")
@@ -624,7 +635,7 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
             assumed.add("micro_batch")
         notes.append(f"micro batch {DEFAULT_MICRO_BATCH} (the per_device_train_batch_size default)"
                      if mb_v is None else f"micro batch {DEFAULT_MICRO_BATCH} assumed (not static)")
-    ga, ga_where = (_site_value(site, "gradient_accumulation_steps", pfs) if site is not None else (None, ""))
+    ga, _ = sv("gradient_accumulation_steps")
     if isinstance(ga, int) and not isinstance(ga, bool) and ga > 0:
         kw["grad_accum"] = ga
 
@@ -647,7 +658,9 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
     world = setup.world_size_value
     if world is not None:
         kw["world_size"] = world
-        notes.append(f"world size {world} ({setup.world_size.where() if setup.world_size else ''})")
+        sw = setup.world_size
+        notes.append(f"world size {world} ({sw.name + ', ' if sw is not None and sw.name else ''}"
+                     f"{sw.where() if sw is not None else ''})")
     elif gpus:
         kw["world_size"] = gpus
         notes.append(f"world size {gpus} (--gpus)")
