@@ -73,6 +73,15 @@ class PinMemoryDisabled(Rule):
             options={"gpu": "H100"},
             note="through a dict",
         ),
+        Case(
+            files={
+                "run.sh": "torchrun --nproc_per_node 2 train.py --output_dir o --dataloader_pin_memory False\n",
+                "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                            "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n",
+            },
+            options={"gpu": "H100"},
+            note="a launch-line flag (no fix)",
+        ),
         # must not flag
         Case(
             """

@@ -13,7 +13,7 @@ from trainlint.rules.base import Case, Rule
 from trainlint.setup import PYTHON, ArgsSite, Setup
 from trainlint.sources.python import CallSite, PythonFile, Scope
 
-PARSE_METHODS = {"parse_args_into_dataclasses", "parse_json_file", "parse_yaml_file", "parse_dict", "parse_args"}
+PARSE_METHODS = {"parse_args_into_dataclasses", "parse_json_file", "parse_yaml_file", "parse_dict"}  # HfArgumentParser
 NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "ImageProcessor", "GenerationConfig")
 
 
@@ -198,6 +198,18 @@ class Zero3ModelBeforeConfig(Rule):
             """,
             note="HfDeepSpeedConfig after the model",
         ),
+        Case(
+            files={
+                "run.sh": "torchrun --nproc_per_node 8 train.py --output_dir o --deepspeed ds.json\n",
+                "ds.json": '{"zero_optimization": {"stage": 3}}\n',
+                "train.py": "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n"
+                            "model = AutoModelForCausalLM.from_pretrained('big')\n"
+                            "parser = HfArgumentParser(TrainingArguments)\n"
+                            "(args,) = parser.parse_args_into_dataclasses()\n"
+                            "Trainer(model=model, args=args)\n",
+            },
+            note="the arguments come from a launch line",
+        ),
         # must not flag
         Case(
             files={
@@ -265,7 +277,7 @@ class Zero3ModelBeforeConfig(Rule):
             if stage != 3:
                 continue
             parses = [cs for cs in pf.calls if isinstance(cs.node.func, ast.Attribute)
-                      and cs.node.func.attr in PARSE_METHODS and "Argument" in pf.source_of(cs.node.func)]
+                      and cs.node.func.attr in PARSE_METHODS]
             for parse in parses:
                 ld = next((ld for ld in loads if _before(ld, parse)), None)
                 if ld is not None:
