@@ -162,9 +162,11 @@ def effective(setup: Setup, site: ArgsSite, name: str) -> Any:
     if v is not None:
         return v.value
     if name == "eval_strategy" and site.get("evaluation_strategy") is not None:
+        # the old name sets it where it exists; where it is removed, the intent is unclear
         fields = fields_for(setup, site.class_name) or {}
         if "evaluation_strategy" in fields:
             return site.get("evaluation_strategy").value  # type: ignore[union-attr]
+        return UNKNOWN
     if site.open_ended:
         return UNKNOWN
     fields = fields_for(setup, site.class_name)
