@@ -73,6 +73,8 @@ def _class_fields(pf: PythonFile, name: str, seen: set[str] | None = None) -> se
         return None
     cd = defs[0]
     out: set[str] = set()
+    if any(isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "__init__" for stmt in cd.body):
+        return None  # its own __init__ decides what it accepts
     for stmt in cd.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             out.add(stmt.target.id)
@@ -85,6 +87,11 @@ def _class_fields(pf: PythonFile, name: str, seen: set[str] | None = None) -> se
         elif pf.library_class(base) is None and not (isinstance(base, ast.Name) and base.id == "object"):
             return None
     return out
+
+
+def local_class_accepts_anything(pf: PythonFile, func: ast.AST) -> bool:
+    """Whether ``func`` names a local class whose fields/``__init__`` cannot be read."""
+    return isinstance(func, ast.Name) and func.id in pf.local_classes and _class_fields(pf, func.id) is None
 
 
 def _parser_extra_fields(setup: Setup) -> set[str] | None:

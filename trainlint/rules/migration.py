@@ -16,6 +16,7 @@ from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
+    local_class_accepts_anything,
     python_keyword,
     remove_edit,
     rename_key_edit,
@@ -412,6 +413,13 @@ class UnknownArgument(Rule):
             """, flags=False),
         Case("""
             from transformers import TrainingArguments
+            class MyArgs(TrainingArguments):
+                def __init__(self, lerning_rate=None, **kw):
+                    super().__init__(learning_rate=lerning_rate, **kw)
+            args = MyArgs(output_dir="o", lerning_rate=1e-4)
+            """, flags=False, note="its own __init__ decides"),
+        Case("""
+            from transformers import TrainingArguments
             def build(**kw):
                 return TrainingArguments(output_dir="o", **kw)
             """, flags=False),
@@ -688,6 +696,13 @@ class TrainerTokenizerArgument(Rule):
             from mylib import Trainer
             trainer = Trainer(model=m, tokenizer=tok)
             """, options=V524, flags=False),
+        Case("""
+            from transformers import Trainer
+            class MyTrainer(Trainer):
+                def __init__(self, *args, tokenizer=None, **kwargs):
+                    super().__init__(*args, processing_class=tokenizer, **kwargs)
+            trainer = MyTrainer(model=m, tokenizer=tok)
+            """, options=V524, flags=False, note="the subclass takes tokenizer= itself"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -707,7 +722,7 @@ class TrainerTokenizerArgument(Rule):
                         and isinstance(stmt.targets[0], ast.Name):
                     names.add(stmt.targets[0].id)
                 kw = pf.keyword(tc.site.node, "tokenizer")
-                if kw is None:
+                if kw is None or local_class_accepts_anything(pf, tc.site.node.func):
                     continue
                 if pf.keyword(tc.site.node, "processing_class") is not None:
                     from trainlint.fixing.python_edits import remove_argument
