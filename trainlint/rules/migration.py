@@ -9,7 +9,7 @@ are Python rules on Trainer calls, imports and ``from_pretrained`` keywords.
 from __future__ import annotations
 
 import ast
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.knowledge import training_args as ta
@@ -110,10 +110,6 @@ def _shown(value: Value) -> str:
     if value.origin == "flag":
         return value.key_text or f"--{value.name}"
     return value.name
-
-
-def _where_class(site: ArgsSite) -> str:
-    return site.class_name
 
 
 def _replacement_fix(setup: Setup, site: ArgsSite, value: Value, valid: frozenset[str]
