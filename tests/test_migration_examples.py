@@ -89,13 +89,6 @@ def test_misspelt_keyword_gets_did_you_mean(tmp_path):
 
 
 def test_misspelt_flag_gets_did_you_mean(tmp_path):
-    from trainlint.rules.migration import UnknownArgument  # noqa: F401 - the rule exists
-
-    try:
-        import trainlint.linking  # noqa: F401
-    except ImportError:
-        pytest.skip("launch-line flags become ArgsSites with trainlint.linking (branch `setup`); "
-                    "unskip once it is merged")
     write_files(tmp_path, {
         "run.sh": "python train.py --output_dir out --learning_rat 1e-4\n",
         "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
@@ -110,10 +103,6 @@ def test_misspelt_flag_gets_did_you_mean(tmp_path):
 
 
 def test_removed_flag_is_renamed_in_the_launch_line(tmp_path):
-    try:
-        import trainlint.linking  # noqa: F401
-    except ImportError:
-        pytest.skip("needs launch-line ArgsSites from trainlint.linking (branch `setup`)")
     write_files(tmp_path, {
         "run.sh": "python train.py \\\n  --output_dir out \\\n  --evaluation_strategy epoch\n",
         "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"

@@ -47,8 +47,9 @@ def run_rules(ws: Workspace, settings: Settings) -> list[Diagnostic]:
     rules = [cls(settings, settings.options_for(cls))
              for cls in select_rules(settings.select + settings.extend_select, settings.ignore)
              if not cls.produced_by_engine]
+    setups = build_setups(ws, settings)  # linking may read more files and add input problems
     out: list[Diagnostic] = list(ws.problems)
-    for setup in build_setups(ws, settings):
+    for setup in setups:
         for rule in rules:
             try:
                 out.extend(rule.check(setup))

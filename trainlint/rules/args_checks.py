@@ -1,9 +1,12 @@
-"""TL203-TL223: TrainingArguments combinations that raise at construction or at Trainer init
+"""TL205-TL223: TrainingArguments combinations that raise at construction or at Trainer init
 (pitfalls catalog section 2), each with the condition the target version uses.
 
 Values are the site's written values, else the target version's defaults (from the generated
 field data); a value that is not statically known is never guessed, and a site with an
 unresolved ``**kwargs`` (or an unresolved flag) is only judged on what it writes.
+
+A01, A02 and A06 (strategy mismatch, save/eval step multiples, fp16 with bf16) are TL505-TL507
+in ``cross_file.py``.
 """
 
 from __future__ import annotations
@@ -77,142 +80,6 @@ class _SiteRule(Rule):
 
     def eff(self, setup: Setup, site: ArgsSite, name: str) -> Any:
         return effective(setup, site, name)
-
-
-class LoadBestStrategyMismatch(_SiteRule):
-    """
-    ## What it does
-    Flags `load_best_model_at_end=True` when `save_strategy` is not `"best"` and differs from
-    `eval_strategy` (defaults included: `eval_strategy` defaults to `"no"`, `save_strategy`
-    to `"steps"`).
-
-    ## Why is this bad?
-    `TrainingArguments.__post_init__` raises `ValueError: --load_best_model_at_end requires the
-    save and eval strategy to match`.
-
-    ## Example
-    ```python
-    TrainingArguments(output_dir="o", load_best_model_at_end=True, eval_strategy="epoch")
-    ```
-
-    ## Use instead
-    ```python
-    TrainingArguments(output_dir="o", load_best_model_at_end=True, eval_strategy="epoch",
-                      save_strategy="epoch")
-    ```
-
-    ## Fix safety
-    No automatic fix: which cadence is wanted is the user's choice.
-
-    ## References
-    - pitfalls catalog A01; transformers `TrainingArguments.__post_init__` (4.40 to 5.24)
-    """
-
-    code = "TL203"
-    name = "load-best-strategy-mismatch"
-    severity = Severity.ERROR
-    summary = "load_best_model_at_end with different save and eval strategies"
-    cases = [
-        Case(TA + "a = TrainingArguments(output_dir='o', load_best_model_at_end=True, eval_strategy='epoch')\n"),
-        Case(TA + "a = TrainingArguments(output_dir='o', load_best_model_at_end=True, evaluation_strategy='steps', "
-                  "save_strategy='epoch')\n", options=V440),
-        Case(TA + "a = TrainingArguments(output_dir='o', load_best_model_at_end=True, eval_strategy='epoch', "
-                  "save_strategy='epoch')\n", flags=False),
-        Case(TA + "a = TrainingArguments(output_dir='o', load_best_model_at_end=True, eval_strategy='steps', "
-                  "save_strategy='best', metric_for_best_model='loss')\n", flags=False),
-        Case(TA + "def f(**kw):\n    return TrainingArguments(output_dir='o', load_best_model_at_end=True, **kw)\n",
-             flags=False),
-    ]
-
-    def site_check(self, setup, site):
-        if self.eff(setup, site, "load_best_model_at_end") is not True:
-            return
-        ev = strategy(self.eff(setup, site, "eval_strategy"))
-        sv = strategy(self.eff(setup, site, "save_strategy"))
-        if not isinstance(ev, str) or not isinstance(sv, str) or sv == "best" or ev == sv:
-            return
-        yield self.diagnostic(
-            _span(site, "load_best_model_at_end"),
-            f"load_best_model_at_end=True requires the save and eval strategies to match, but "
-            f"{_desc(site, 'eval_strategy', ev)} and {_desc(site, 'save_strategy', sv)}: "
-            f"TrainingArguments raises ValueError",
-            related=_related(site, "eval_strategy", "evaluation_strategy", "save_strategy"))
-
-
-class SaveStepsNotMultiple(_SiteRule):
-    """
-    ## What it does
-    Flags `load_best_model_at_end=True` with both strategies `"steps"` when `save_steps` is not
-    a multiple of `eval_steps` (a ratio below 1 mixed with an absolute count is never accepted;
-    two ratios are compared with the library's integer scaling).
-
-    ## Why is this bad?
-    `ValueError: --load_best_model_at_end requires the saving steps to be a round multiple of
-    the evaluation steps`: the best checkpoint could otherwise be one that was never saved.
-
-    ## Example
-    ```python
-    TrainingArguments(output_dir="o", load_best_model_at_end=True, eval_strategy="steps",
-                      eval_steps=300, save_steps=500)
-    ```
-
-    ## Use instead
-    ```python
-    TrainingArguments(output_dir="o", load_best_model_at_end=True, eval_strategy="steps",
-                      eval_steps=250, save_steps=500)
-    ```
-
-    ## Fix safety
-    No automatic fix.
-
-    ## References
-    - pitfalls catalog A02; transformers `TrainingArguments.__post_init__`
-    """
-
-    code = "TL204"
-    name = "save-steps-not-multiple-of-eval-steps"
-    severity = Severity.ERROR
-    summary = "save_steps not a multiple of eval_steps with load_best_model_at_end"
-    cases = [
-        Case(TA + "a = TrainingArguments(output_dir='o', load_best_model_at_end=True, eval_strategy='steps', "
-                  "eval_steps=300, save_steps=500)\n"),
-        Case(TA + "a = TrainingArguments(output_dir='o', load_best_model_at_end=True, eval_strategy='steps', "
-                  "eval_steps=0.1, save_steps=500)\n"),
-        Case(TA + "a = TrainingArguments(output_dir='o', load_best_model_at_end=True, eval_strategy='steps', "
-                  "eval_steps=250)\n", flags=False, note="save_steps defaults to 500"),
-        Case(TA + "a = TrainingArguments(output_dir='o', load_best_model_at_end=True, eval_strategy='steps', "
-                  "eval_steps=0.1, save_steps=0.2)\n", flags=False),
-    ]
-
-    def site_check(self, setup, site):
-        if self.eff(setup, site, "load_best_model_at_end") is not True:
-            return
-        ev = strategy(self.eff(setup, site, "eval_strategy"))
-        sv = strategy(self.eff(setup, site, "save_strategy"))
-        if ev != "steps" or sv != "steps":
-            return
-        es = self.eff(setup, site, "eval_steps")
-        if es is None or es == 0:
-            es = self.eff(setup, site, "logging_steps")
-        ss = self.eff(setup, site, "save_steps")
-        if not is_num(es) or not is_num(ss) or es <= 0 or ss <= 0:
-            return
-        if ss % es == 0:
-            return
-        bad = False
-        if es < 1 or ss < 1:
-            if not (es < 1 and ss < 1):
-                bad = True
-            elif round(ss * 1_000_000) % round(es * 1_000_000) != 0:
-                bad = True
-        else:
-            bad = True
-        if bad:
-            yield self.diagnostic(
-                _span(site, "save_steps", "eval_steps"),
-                f"load_best_model_at_end=True needs save_steps to be a multiple of eval_steps, but "
-                f"{_desc(site, 'save_steps', ss)} and eval_steps={es!r}: TrainingArguments raises ValueError",
-                related=_related(site, "eval_steps", "load_best_model_at_end"))
 
 
 class EvalStepsMissing(_SiteRule):
@@ -352,48 +219,6 @@ class NonIntegerSteps(_SiteRule):
                 continue
             yield self.diagnostic(v.key_span or v.span, f"{name}={v.value!r} is above 1 but not a whole number: "
                                   f"TrainingArguments raises ValueError")
-
-
-class Fp16AndBf16(_SiteRule):
-    """
-    ## What it does
-    Flags `fp16=True` together with `bf16=True` (or `fp16_full_eval` with `bf16_full_eval`).
-
-    ## Why is this bad?
-    `ValueError: At most one of fp16 and bf16 can be True, but not both`.
-
-    ## Example
-    ```python
-    TrainingArguments(output_dir="o", fp16=True, bf16=True)
-    ```
-
-    ## Use instead
-    ```python
-    TrainingArguments(output_dir="o", bf16=True)
-    ```
-
-    ## Fix safety
-    No automatic fix: which precision to keep depends on the GPU (see `fp16-on-bf16-hardware`).
-
-    ## References
-    - pitfalls catalog A06; transformers `TrainingArguments.__post_init__`
-    """
-
-    code = "TL208"
-    name = "fp16-and-bf16"
-    severity = Severity.ERROR
-    summary = "fp16 and bf16 both enabled"
-    cases = [
-        Case(TA + "a = TrainingArguments(output_dir='o', fp16=True, bf16=True)\n"),
-        Case(TA + "a = TrainingArguments(output_dir='o', fp16_full_eval=True, bf16_full_eval=True)\n"),
-        Case(TA + "a = TrainingArguments(output_dir='o', fp16=False, bf16=True)\n", flags=False),
-    ]
-
-    def site_check(self, setup, site):
-        for a, b in (("fp16", "bf16"), ("fp16_full_eval", "bf16_full_eval")):
-            if site.known(a) is True and site.known(b) is True:
-                yield self.diagnostic(_span(site, b), f"{a}=True and {b}=True: at most one can be True, "
-                                      "TrainingArguments raises ValueError", related=_related(site, a))
 
 
 class Bf16UnsupportedGpu(_SiteRule):

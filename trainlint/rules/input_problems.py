@@ -102,3 +102,90 @@ class UnreadableFile(Rule):
     severity = Severity.ERROR
     summary = "a file that cannot be read as text"
     produced_by_engine = True
+
+
+class InvalidConfig(Rule):
+    """
+    ## What it does
+    Reports a configuration file (DeepSpeed or HF args JSON, accelerate or args YAML, a shell
+    launch script) that cannot be read as its kind: invalid JSON or YAML, nesting too deep, an
+    alias bomb; and problems that a lenient reader would hide: a key written twice in one
+    object, `NaN`/`Infinity` in JSON.
+
+    ## Why is this bad?
+    The launcher or the library fails on it at start-up (DeepSpeed rejects duplicate keys,
+    `json.load` accepts `NaN` but strict parsers do not), or, worse, silently keeps the last of
+    two duplicate keys. trainlint cannot check the settings of a file it cannot read.
+
+    ## Example
+    ```json
+    {"train_micro_batch_size_per_gpu": 8, "train_micro_batch_size_per_gpu": 16}
+    ```
+
+    ## Use instead
+    ```json
+    {"train_micro_batch_size_per_gpu": 16}
+    ```
+
+    ## Fix safety
+    No fix.
+
+    ## References
+    - https://www.json.org/ (no NaN, no Infinity)
+    - DeepSpeed `runtime/config_utils.py` `dict_raise_error_on_duplicate_keys`
+    - pitfalls catalog D07 (duplicate keys)
+    """
+
+    code = "TL003"
+    name = "invalid-config"
+    severity = Severity.ERROR
+    summary = "a config file that cannot be read, or has duplicate keys or NaN"
+    produced_by_engine = True
+    cases = [
+        Case(files={"ds_config.json": '{"zero_optimization": {"stage": 2,}, "train_batch_size": 8}\n'}),
+        Case(files={"ds_config.json": '{"zero_optimization": {"stage": 2, "stage": 3}}\n'}),
+        Case(files={"ds_config.json": '{"zero_optimization": {"stage": 2}, "train_batch_size": 8}\n'},
+             flags=False),
+    ]
+
+
+class MissingReference(Rule):
+    """
+    ## What it does
+    Reports a file that the setup refers to but that does not exist: the script of a launch
+    line, `--deepspeed ds_config.json`, `TrainingArguments(deepspeed="ds_config.json")`,
+    `accelerate launch --config_file ...`, accelerate's `deepspeed_config_file`, an args file
+    passed to the script. Paths are taken relative to the file that names them.
+
+    ## Why is this bad?
+    The run fails when it starts (often after the model has been downloaded and loaded), and
+    trainlint cannot check the settings that file would hold.
+
+    ## Example
+    ```bash
+    torchrun --nproc_per_node 2 train.py --deepspeed ds_zero2.json   # no ds_zero2.json
+    ```
+
+    ## Use instead
+    Point to the file that exists, relative to where the command runs.
+
+    ## Fix safety
+    No fix.
+
+    ## References
+    - design.md section 1 ("A referenced file that is missing is itself a finding")
+    """
+
+    code = "TL004"
+    name = "missing-reference"
+    severity = Severity.ERROR
+    summary = "a launch line or config refers to a file that does not exist"
+    produced_by_engine = True
+    cases = [
+        Case(files={"run.sh": "torchrun --nproc_per_node 2 train.py --deepspeed ds_zero2.json\n",
+                    "train.py": "from transformers import TrainingArguments\n"}),
+        Case(files={"run.sh": "torchrun --nproc_per_node 2 train.py --deepspeed ds.json\n",
+                    "train.py": "from transformers import TrainingArguments\n",
+                    "ds.json": '{"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 1}}\n'},
+             flags=False),
+    ]

@@ -1,18 +1,135 @@
-"""Which reader parses which file kind (all but Python, which ``trainlint.resolve`` parses)."""
+"""Which reader parses which file kind (all but Python, which ``trainlint.resolve`` parses).
+
+``READERS`` maps a kind (``trainlint.sources.kinds``) to ``function(path, text) -> document``;
+the document is stored in ``ParsedFile.doc``. A reader raises ``ReadError`` on input it cannot
+read: that becomes a TL003 ``invalid-config`` finding at the error's position and the file is
+kept without a document. What a reader notices but can read past (``ReadProblem``: duplicate
+keys, NaN/Infinity in JSON) becomes a finding too.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
+
+from trainlint.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.resolve import ParsedFile, Workspace
 
+
+@dataclass
+class MarkdownDoc:
+    """The launch lines found in a Markdown file's shell code blocks."""
+
+    path: str
+    launches: list
+    problems: list
+
+
+def _shell(path: str, text: str):
+    from trainlint.sources.shell import parse_shell
+
+    return parse_shell(text, path)
+
+
+def _markdown(path: str, text: str) -> MarkdownDoc:
+    from trainlint.sources.shell import extract_shell_blocks, parse_shell
+
+    launches, problems = [], []
+    for block, offset in extract_shell_blocks(text):
+        script = parse_shell(block, path, line_offset=offset)
+        launches.extend(script.launches)
+        problems.extend(script.problems)
+    return MarkdownDoc(path, launches, problems)
+
+
+def _deepspeed(path: str, text: str):
+    from trainlint.sources.deepspeed import DeepSpeedConfig
+
+    return DeepSpeedConfig.parse(text, path)
+
+
+def _accelerate(path: str, text: str):
+    from trainlint.sources.accelerate import AccelerateConfig
+
+    return AccelerateConfig.parse(text, path)
+
+
+def _hf_args(path: str, text: str):
+    from trainlint.sources.argsfile import ArgsFile
+
+    return ArgsFile.parse(text, path)
+
+
+def _json(path: str, text: str):
+    from trainlint.sources.jsondoc import parse_json
+
+    return parse_json(text, path)
+
+
+def _yaml(path: str, text: str):
+    from trainlint.sources.yamldoc import parse_yaml
+
+    return parse_yaml(text, path)
+
+
 # kind -> function(path, text) -> document; a reader raises ``ReadError`` on bad input.
-READERS: dict[str, Callable[[str, str], Any]] = {}
+READERS: dict[str, Callable[[str, str], Any]] = {
+    "shell": _shell,
+    "markdown": _markdown,
+    "deepspeed": _deepspeed,
+    "accelerate": _accelerate,
+    "hf_args": _hf_args,
+    "json": _json,
+    "yaml": _yaml,
+}
+
+# Reader problems that become findings: kind -> severity. ``unresolved-variable`` is not a
+# problem of the file (the value is simply unknown to rules).
+PROBLEM_SEVERITY = {
+    "duplicate-key": Severity.ERROR,  # DeepSpeed raises on duplicates; json/yaml keep the last silently
+    "non-standard-number": Severity.ERROR,  # NaN/Infinity: not JSON; strict parsers reject it
+}
+
+
+def invalid_config(path: str, message: str, span=None, line: int = 1, column: int = 1,
+                   severity: Severity = Severity.ERROR, related=()) -> Diagnostic:
+    if span is not None:
+        line, column, end_line, end_column = span.line, span.column, span.end_line, span.end_column
+    else:
+        end_line, end_column = line, column + 1
+    if (end_line, end_column) <= (line, column):
+        end_line, end_column = line, column + 1
+    return Diagnostic(code="TL003", name="invalid-config", severity=severity, message=message, path=path,
+                      line=max(1, line), column=max(1, column), end_line=max(1, end_line),
+                      end_column=max(1, end_column), related=list(related))
+
+
+def problem_findings(doc: Any, path: str) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for p in getattr(doc, "problems", None) or []:
+        severity = PROBLEM_SEVERITY.get(p.kind)
+        if severity is None:
+            continue
+        related = [p.related.related("first written here")] if p.related is not None else []
+        out.append(invalid_config(path, p.message, span=p.span, severity=severity, related=related))
+    return out
 
 
 def parse_into(ws: Workspace, pf: ParsedFile) -> None:
+    from trainlint.sources.errors import ReadError
+
     reader = READERS.get(pf.kind)
     if reader is None:
         return
-    pf.doc = reader(pf.path, pf.text.text)
+    try:
+        pf.doc = reader(pf.path, pf.text.text)
+    except ReadError as e:
+        what = {"hf_args": "args file", "deepspeed": "DeepSpeed config", "accelerate": "accelerate config",
+                "shell": "shell script", "markdown": "Markdown file"}.get(pf.kind, pf.kind.upper())
+        ws.problems.append(invalid_config(pf.path, f"cannot read this {what}: {e.message}",
+                                          line=e.line, column=e.column))
+        pf.doc = None
+        return
+    ws.problems.extend(problem_findings(pf.doc, pf.path))
