@@ -127,10 +127,10 @@ def qualified_calls(setup: Setup, qualname: str) -> list[tuple[Any, ast.Call]]:
     return out
 
 
-def transformers_major(setup: Setup) -> int:
+def transformers_major(setup: Setup, settings: Any = None) -> int:
     """The targeted transformers major version: ``setup.transformers_version`` when the setup
-    carries one, else the newest (5)."""
-    v = getattr(setup, "transformers_version", None)
+    carries one, else ``--transformers-version`` when given, else the newest (5)."""
+    v = getattr(setup, "transformers_version", None) or getattr(settings, "transformers_version", None)
     if v is None:
         return 5
     text = v if isinstance(v, str) else ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)

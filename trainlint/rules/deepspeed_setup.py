@@ -423,7 +423,7 @@ class OptimizerTwice(Rule):
         opt = cfg.node("optimizer")
         if opt is None or not opt.is_mapping:
             return
-        major = transformers_major(setup)
+        major = transformers_major(setup, self.settings)
         for site in setup.sites:
             v = site.get("optim")
             if v is None or not isinstance(v.value, str) or v.value.lower() in OPTIM_DEFAULTS:
