@@ -551,17 +551,21 @@ class CpuRamEfficientWithoutSync(Rule):
         Case(files={"acc.yaml": FSDP_YAML + "  fsdp_cpu_ram_efficient_loading: false\n  fsdp_sync_module_states: false\n"},
              flags=False),
         Case(files={"acc.yaml": FSDP_YAML + "  fsdp_cpu_ram_efficient_loading: true\n"}, flags=False),
+        Case(files={"acc.yaml": FSDP_YAML + "  fsdp_sync_module_states: 'false'\n"}, flags=False,
+             note="a quoted string is truthy for the launcher; the plugin then forces sync on with a warning"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         acc = _fsdp(setup)
         if acc is None:
             return
+        # the launcher's own test: ``if args.fsdp_cpu_ram_efficient_loading and not
+        # args.fsdp_sync_module_states`` on the values as YAML gives them (a quoted "false" is truthy)
         sync = fsdp_get(acc, "sync_module_states")
-        if _truthy(sync) is not False or sync.span is None:  # type: ignore[union-attr]
+        if sync is None or sync.span is None or bool(sync.value):
             return
         load = fsdp_get(acc, "cpu_ram_efficient_loading")
-        if load is not None and _truthy(load) is not True:
+        if load is not None and not load.value:
             return
         how = f"cpu_ram_efficient_loading in {where(load)}" if load is not None else \
             "cpu_ram_efficient_loading (on by default in accelerate launch)"
