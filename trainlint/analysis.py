@@ -649,23 +649,6 @@ def collator_call(pf: PythonFile, tc: TrainerCall) -> tuple[ast.Call, Scope] | N
     return _call_through(pf, expr, tc.site.scope)
 
 
-def transformers_version(settings) -> tuple[int, int]:
-    """The targeted transformers version: ``--transformers-version``, else the installed one
-    (package metadata, no import), else the newest this build knows (5.24)."""
-    text = getattr(settings, "transformers_version", None)
-    if not text:
-        try:
-            from importlib.metadata import version
-
-            text = version("transformers")
-        except Exception:  # noqa: BLE001 - not installed
-            text = "5.24.0"
-    parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in str(text).split(".")[:2]]
-    while len(parts) < 2:
-        parts.append(0)
-    return parts[0], parts[1]
-
-
 def _is_self_assign(stmt: ast.stmt, call: ast.Call) -> bool:
     """``model = model.to(device)``."""
     return isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1 \

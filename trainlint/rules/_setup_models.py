@@ -127,19 +127,6 @@ def qualified_calls(setup: Setup, qualname: str) -> list[tuple[Any, ast.Call]]:
     return out
 
 
-def transformers_major(setup: Setup, settings: Any = None) -> int:
-    """The targeted transformers major version: ``setup.transformers_version`` when the setup
-    carries one, else ``--transformers-version`` when given, else the newest (5)."""
-    v = getattr(setup, "transformers_version", None) or getattr(settings, "transformers_version", None)
-    if v is None:
-        return 5
-    text = v if isinstance(v, str) else ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
-    try:
-        return int(text.split(".")[0])
-    except ValueError:
-        return 5
-
-
 def ds_used_by_trainer(setup: Setup) -> bool:
     """The DeepSpeed config reaches TrainingArguments (``deepspeed=`` / ``--deepspeed``, or an
     accelerate config of a launch that runs a Trainer script)."""

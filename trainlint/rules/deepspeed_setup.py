@@ -7,7 +7,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_models import (
-    ds_used_by_trainer, method_calls, model_facts, norm_type, qualified_calls, single_model, transformers_major,
+    ds_used_by_trainer, method_calls, model_facts, norm_type, qualified_calls, single_model,
     uses_hf_trainer,
 )
 from trainlint.rules._setup_util import as_int, effective, located, where
@@ -423,7 +423,7 @@ class OptimizerTwice(Rule):
         opt = cfg.node("optimizer")
         if opt is None or not opt.is_mapping:
             return
-        major = transformers_major(setup, self.settings)
+        major = setup.transformers_tuple()[0]
         for site in setup.sites:
             v = site.get("optim")
             if v is None or not isinstance(v.value, str) or v.value.lower() in OPTIM_DEFAULTS:

@@ -11,8 +11,7 @@ from trainlint.analysis import (
     class_method,
     local_trainer_class,
     trainer_contexts,
-    transformers_version,
-)
+    )
 from trainlint.diagnostics import Diagnostic, Severity, Span
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
@@ -220,7 +219,7 @@ class ComputeLossIgnoresNumItems(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if transformers_version(self.settings) < (4, 46):
+        if setup.transformers_tuple() < (4, 46):
             return
         for ctx in trainer_contexts(setup):
             pf, tc = ctx.pf, ctx.trainer

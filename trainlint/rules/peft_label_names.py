@@ -12,8 +12,7 @@ from trainlint.analysis import (
     keyword_nodes,
     site_is_closed,
     trainer_contexts,
-    transformers_version,
-)
+    )
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
 from trainlint.rules.base import Case, Rule
@@ -172,7 +171,7 @@ class PeftLossMetricWithoutLabelNames(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if transformers_version(self.settings) >= FIXED_IN:
+        if setup.transformers_tuple() >= FIXED_IN:
             return
         for ctx in trainer_contexts(setup):
             pf, tc, flow = ctx.pf, ctx.trainer, ctx.flow
