@@ -7,7 +7,6 @@ import pytest
 from trainlint.knowledge.gpus import (
     GIB,
     Gpu,
-    all_gpus,
     gpu_from_nvidia_smi,
     is_ampere_or_newer,
     lookup_gpu,

@@ -16,6 +16,9 @@ fail-on = "info"            # lowest severity that makes the exit code 1
 [tool.trainlint.lr-not-scaled]  # options of one rule, by its name
 rule = "sqrt"
 ```
+
+Command-line options override the file; an explicit ``--select`` replaces the file's
+``select`` and ``ignore`` (``--ignore`` on the command line still applies).
 """
 
 from __future__ import annotations
@@ -118,7 +121,11 @@ def load_settings(start: Path | None = None, overrides: dict[str, Any] | None = 
                 raise ConfigError(f"{path}: unknown key [tool.trainlint] {key!r}")
         data["project_root"] = path.parent
         data["config_path"] = path
-    for key, value in (overrides or {}).items():
+    overrides = dict(overrides or {})
+    if overrides.get("select") and "ignore" in data and not overrides.get("ignore"):
+        # an explicit --select is what the user wants to see: it replaces the file's selection
+        data.pop("ignore")
+    for key, value in overrides.items():
         if value is None or value == [] or value == ():
             continue
         data[key.replace("_", "-") if key.replace("_", "-") in _TOP_KEYS else key] = value

@@ -96,15 +96,18 @@ def run_rules(ws: Workspace, settings: Settings) -> list[Diagnostic]:
     rules = [cls(settings, settings.options_for(cls))
              for cls in select_rules(settings.select + settings.extend_select, settings.ignore)
              if not cls.produced_by_engine]
-    out: list[Diagnostic] = list(ws.problems)
+    linking_error: Diagnostic | None = None
     try:
-        setups = build_setups(ws, settings)
+        setups = build_setups(ws, settings)  # linking may read more files and add input problems
     except ConfigError:
         raise
     except Exception as exc:  # noqa: BLE001 - linking failed: check each script on its own
         first = sorted(ws.files)[0] if ws.files else "."
-        out.append(internal_error(first, "linking the files of the setup", exc))
+        linking_error = internal_error(first, "linking the files of the setup", exc)
         setups = _single_file_setups(ws, settings)
+    out: list[Diagnostic] = list(ws.problems)
+    if linking_error is not None:
+        out.append(linking_error)
     for setup in setups:
         for rule in rules:
             try:
@@ -116,9 +119,11 @@ def run_rules(ws: Workspace, settings: Settings) -> list[Diagnostic]:
 
 
 def _single_file_setups(ws: Workspace, settings: Settings) -> list:
+    from trainlint.resolve import target_gpu
     from trainlint.setup import Setup
 
-    return [Setup(root=Path(f.path).parent, scripts=[f.doc], sites=f.doc.sites, files=[f.path])
+    gpu = target_gpu(settings)
+    return [Setup(root=Path(f.path).parent, scripts=[f.doc], sites=f.doc.sites, files=[f.path], gpu=gpu)
             for f in ws.files.values() if f.kind == "python" and f.doc is not None]
 
 

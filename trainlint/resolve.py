@@ -147,62 +147,7 @@ def read_workspace(paths: list[Path], settings: Settings, overlay: dict[str, str
             ws.unparsable.add(path)
             continue
         read_file(ws, path, explicit)
-    try:
-        check_references(ws)
-    except Exception as exc:  # noqa: BLE001 - a bug here must not stop the run
-        from trainlint.engine import internal_error
-
-        ws.problems.append(internal_error(".", "checking referenced files", exc))
     return ws
-
-
-def _launches(pf: ParsedFile) -> list:
-    if pf.kind == "shell":
-        return list(getattr(pf.doc, "launches", None) or [])
-    if pf.kind == "markdown" and isinstance(pf.doc, list):
-        return pf.doc
-    return []
-
-
-def _missing(referrer: str, ref: str) -> list[str] | None:
-    """The places looked in when ``ref`` (written in ``referrer``) exists in none of them; None
-    when it exists or cannot be judged (variables, ``~``, globs, URLs)."""
-    if not ref or any(c in ref for c in "$`~*?[{") or "://" in ref:
-        return None
-    if os.path.isabs(ref):
-        return None if os.path.lexists(ref) else [ref]
-    places = [os.path.normpath(os.path.join(os.path.dirname(referrer) or ".", ref)), os.path.normpath(ref)]
-    if any(os.path.lexists(p) for p in places):
-        return None
-    return list(dict.fromkeys(places))
-
-
-def check_references(ws: Workspace) -> None:
-    """TL004: a launch line that runs a script, or passes a DeepSpeed / accelerate config,
-    that does not exist (relative to the launching file's folder or to the working folder,
-    where launch lines are usually run from)."""
-    for pf in list(ws.files.values()):
-        for launch in _launches(pf):
-            refs = []
-            if launch.script is not None and launch.module is None:
-                refs.append(("runs the script", launch.script[0], launch.script[1]))
-            flags = [launch.flag("deepspeed")]
-            flags += [launch.launcher_arg(n) for n in ("config_file", "deepspeed_config_file")]
-            for flag in flags:
-                if flag is None or flag.value is None or flag.unresolved or flag.from_expansion:
-                    continue
-                if flag.value_span is None or flag.value.lower() in ("true", "false", "default"):
-                    continue
-                refs.append((f"passes --{flag.name}", flag.value, flag.value_span))
-            for what, ref, span in refs:
-                looked = _missing(pf.path, ref)
-                if looked is None:
-                    continue
-                d = input_problem("TL004", "missing-reference", pf.path,
-                                  f"this launch line {what} `{ref}`, which does not exist "
-                                  f"(looked for {' and '.join(looked)})", span.line, span.column)
-                ws.problems.append(d.model_copy(update={"end_line": span.end_line,
-                                                        "end_column": span.end_column}))
 
 
 def target_gpu(settings: Settings):

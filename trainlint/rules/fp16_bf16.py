@@ -86,9 +86,22 @@ class Fp16OnBf16Hardware(Rule):
             unsafe=True,
             fixed='from transformers import TrainingArguments\nprecision = {"bf16": True}\nargs = TrainingArguments(output_dir="out", **precision)\n',
         ),
+        Case(files={"run.sh": "torchrun --nproc_per_node 2 run.py \\\n  --output_dir out \\\n  --fp16 \\\n"
+                              "  --deepspeed ds.json\n",
+                    "run.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                              "parser = HfArgumentParser((TrainingArguments,))\n",
+                    "ds.json": '{\n  "fp16": {"enabled": true},\n  "train_micro_batch_size_per_gpu": "auto"\n}\n'},
+             options={"gpu": "A100"}, note="flag and DeepSpeed section (switched together: tests/test_setup_examples.py)"),
+        Case(files={"accelerate.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+                                       "mixed_precision: fp16  # fast\nnum_processes: 2\n"},
+             options={"gpu": "H100"}, unsafe=True,
+             fixed="compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+                   "mixed_precision: bf16  # fast\nnum_processes: 2\n", fixed_path="accelerate.yaml"),
         # must not flag
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\n",
              flags=False, options={"gpu": "V100"}, note="V100 has no bf16"),
+        Case(files={"ds.json": '{"fp16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": 8}\n'},
+             flags=False, options={"gpu": "A100"}, note="auto follows TrainingArguments"),
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\n",
              flags=False, note="no target GPU: never guess"),
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\n",
@@ -103,25 +116,60 @@ class Fp16OnBf16Hardware(Rule):
         gpu = setup.gpu
         if gpu is None or not gpu.bf16 or not is_ampere_or_newer(gpu):
             return
+        places = list(self.fp16_places(setup))
+        if not places:
+            return
+        # one fix switches every place of the setup, so the files never end up disagreeing
+        all_edits: list[Edit] = []
+        for _, _, edits in places:
+            all_edits.extend(edits or [])
+        for v, what, _ in places:
+            yield self.diagnostic(
+                v.key_span or v.span,  # type: ignore[arg-type]
+                f"{what} on {gpu.describe()}, which supports bf16: bf16 has fp32's range, "
+                f"needs no loss scaling and is as fast here; fp16 can overflow to inf/NaN",
+                edits=all_edits or None,
+                fix_message="switch every fp16 setting of the setup to bf16",
+            )
+
+    def fp16_places(self, setup: Setup):
+        """(value, description, edits switching it to bf16) for every place that turns fp16 on:
+        TrainingArguments values (script, flags, args file), accelerate ``mixed_precision`` and
+        DeepSpeed ``fp16.enabled``."""
         for site in setup.sites:
             for fp16_name, bf16_name in _PAIRS:
                 v = site.get(fp16_name)
                 if v is None or v.value is not True:
                     continue
-                edits = self._switch(v, site.get(bf16_name), bf16_name)
-                yield self.diagnostic(
-                    v.key_span or v.span,  # type: ignore[arg-type]
-                    f"{fp16_name}=True on {gpu.describe()}, which supports bf16: bf16 has fp32's range, "
-                    f"needs no loss scaling and is as fast here; fp16 can overflow to inf/NaN",
-                    edits=edits,
-                    fix_message=f"use {bf16_name}=True",
-                )
-        yield from self.check_configs(setup, gpu)
+                what = {"flag": f"--{fp16_name}", "argsfile": f'"{fp16_name}": true'}.get(v.origin, f"{fp16_name}=True")
+                yield v, what, self._switch(v, site.get(bf16_name), bf16_name)
+        acc = setup.extra.get("accelerate")
+        if acc is not None:
+            mp = acc.mixed_precision
+            if mp is not None and mp.value == "fp16" and mp.span is not None:
+                yield mp, "accelerate mixed_precision: fp16", [mp.span.edit("bf16")]
+        cfg = setup.extra.get("deepspeed")
+        if cfg is not None:
+            fp = cfg.value("fp16.enabled")
+            if fp is not None and fp.value is True:
+                yield fp, 'DeepSpeed "fp16": {"enabled": true}', self._ds_switch(cfg, fp)
 
-    def check_configs(self, setup: Setup, gpu) -> Iterable[Diagnostic]:
-        """fp16 set by accelerate or DeepSpeed configs (added with the setup readers)."""
-        for hook in setup.extra.get("precision_settings", []):
-            yield from hook(self, gpu)
+    @staticmethod
+    def _ds_switch(cfg, fp: Value) -> list[Edit] | None:
+        from trainlint.sources.jsondoc import JsonNode, insert_key_edit
+
+        section = cfg.node("fp16")
+        if not isinstance(section, JsonNode) or fp.span is None:
+            return None
+        bf = cfg.node("bf16") or cfg.node("bfloat16")
+        if bf is None:
+            if section.keys() == ["enabled"] and section.key_span is not None:
+                return [section.key_span.edit('"bf16"')]  # the section only switches precision
+            return [fp.span.edit("false"), insert_key_edit(cfg.root, "bf16", '{"enabled": true}')]
+        bf_en = bf.get("enabled") if bf.is_mapping else None
+        if bf_en is None:
+            return None
+        return [fp.span.edit("false"), bf_en.span.edit("true")]
 
     @staticmethod
     def _switch(fp16: Value, bf16: Value | None, bf16_name: str) -> list[Edit] | None:

@@ -155,6 +155,19 @@ class LrNotScaled(Rule):
             rule_options={"reference-batch-size": 8, "reference-learning-rate": 2e-5, "rule": "linear"},
             note="4 GPUs: effective batch 32 against the configured reference 8",
         ),
+        Case(
+            files={"run.sh": "torchrun --nproc_per_node 4 run.py \\\n  --per_device_train_batch_size 8 \\\n"
+                             "  --learning_rate 2e-5\n",
+                   "run.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                             "parser = HfArgumentParser((TrainingArguments,))\n"},
+            git_base={"run.sh": "torchrun --nproc_per_node 1 run.py \\\n  --per_device_train_batch_size 8 \\\n"
+                                "  --learning_rate 2e-5\n",
+                      "run.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "parser = HfArgumentParser((TrainingArguments,))\n"},
+            unsafe=True, fixed_path="run.sh",
+            fixed="torchrun --nproc_per_node 4 run.py \\\n  --per_device_train_batch_size 8 \\\n  --learning_rate 4e-5\n",
+            note="world size 1 -> 4 on the launch line, learning rate unchanged",
+        ),
         # must not flag
         Case(
             """
@@ -224,7 +237,16 @@ class LrNotScaled(Rule):
         if opts.reference_batch_size and opts.reference_learning_rate:
             return BatchLr(opts.reference_batch_size, 1, 1, opts.reference_learning_rate, "the configured reference")
         pf = next((s for s in setup.scripts if s.path == site.path), None)
-        if site.call is None or pf is None:
+        if site.call is None:
+            # launch-line flags or an args file: the same file at the base revision
+            from trainlint.linking import site_at_revision
+
+            found = site_at_revision(setup, site, self.settings.base)
+            if found is None:
+                return None
+            base_site, base_world = found
+            return batch_lr(base_site, base_world or world, self.settings.base)
+        if pf is None:
             return None
         from trainlint.sources.python import parse_python
         from trainlint.vcs import read_at_revision
@@ -238,7 +260,11 @@ class LrNotScaled(Rule):
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         # pair the site with the one at the same position among calls of the same class
-        index = [s for s in pf.sites if s.class_name == site.class_name].index(site)
+        # (by the call: a launch line may have replaced the site by a copy with its flag values)
+        index = next((i for i, s in enumerate(s for s in pf.sites if s.class_name == site.class_name)
+                      if s.call is site.call), None)
+        if index is None:
+            return None
         same = [s for s in base.sites if s.class_name == site.class_name]
         if index >= len(same):
             return None

@@ -337,8 +337,11 @@ class PaddingMaxLength(Rule):
             for use in find_padding(pf):
                 tok_text = pf.source_of(use.tokenizer)
                 edits = self._fix(pf, use)
-                message = (f'`padding="max_length"` in a `{tok_text}` call pads every example to the maximum '
-                           f"length at preprocessing, so most of each batch is padding (wasted compute and "
+                kw = pf.keyword(use.call.node, "max_length")
+                length = pf.resolve(kw.value, use.call.scope).value if kw is not None else None
+                to = f"max_length={length} tokens" if isinstance(length, int) else "the maximum length"
+                message = (f'`padding="max_length"` in a `{tok_text}` call pads every example to {to} '
+                           f"at preprocessing, so most of each batch is padding (wasted compute and "
                            f"memory); drop it and let a collator pad each batch to its longest example")
                 yield self.diagnostic(pf.span(use.value_node), message, edits=edits,
                                       fix_message="remove the padding and pad per batch (dynamic padding)")

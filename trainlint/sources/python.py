@@ -137,6 +137,19 @@ class TrainerCall:
 _TRAINER_POSITIONAL = ("model", "args", "data_collator", "train_dataset", "eval_dataset")
 
 
+@dataclass
+class CliOption:
+    """One ``parser.add_argument(...)`` of an argparse parser."""
+
+    dest: str
+    names: list[str]  # option strings as written: ["--deepspeed"]
+    default: ast.expr | None  # the default expression (a synthetic constant for store_true/false)
+    call: ast.Call
+    parser: str  # the parser variable's name
+    has_no_default: bool = False  # no default= and not a store_true/false: argparse gives None
+    action: str | None = None
+
+
 class _Resolved:
     __slots__ = ("value", "node", "shared")
 
@@ -160,6 +173,7 @@ class PythonFile:
         self.calls: list[CallSite] = []
         self.statements: list[tuple[ast.stmt, Scope]] = []
         self.scope_of_def: dict[ast.AST, Scope] = {}
+        self._cli_options: dict[str, CliOption] | None = None
         self._index()
         self.args_calls: list[TrainingArgsCall] = []
         self.trainer_calls: list[TrainerCall] = []
@@ -447,8 +461,67 @@ class PythonFile:
             qn = self.qualname(expr)
             if qn and qn.startswith("transformers.") and expr.attr.isupper():
                 return _Resolved(expr.attr.lower(), expr)
+            opt = self.cli_option(expr, scope)
+            if opt is not None:
+                # ``args.X`` of ``args = parser.parse_args()``: the add_argument default (a launch
+                # flag may override it: trainlint.linking does that per launch line)
+                if opt.default is None:  # no default: it comes from the command line, unknown here
+                    return _Resolved(UNKNOWN, expr)
+                inner = self.resolve(opt.default, self.module_scope, _depth + 1)
+                return _Resolved(inner.value, inner.node, inner.shared)
             return _Resolved(UNKNOWN, expr)
         return _Resolved(UNKNOWN, expr)
+
+    # -- argparse -----------------------------------------------------------------------
+
+    def argparse_options(self) -> dict[str, CliOption]:
+        """Options declared with ``parser.add_argument(...)`` on an ``argparse.ArgumentParser``
+        (by dest). Cached."""
+        if self._cli_options is not None:
+            return self._cli_options
+        found: dict[str, CliOption] = {}
+        for cs in self.calls:
+            f = cs.node.func
+            if not (isinstance(f, ast.Attribute) and f.attr == "add_argument" and isinstance(f.value, ast.Name)):
+                continue
+            b = self.binding_of(f.value.id, cs.scope)
+            if b is None or not isinstance(b.value, ast.Call) or self.qualname(b.value.func) != "argparse.ArgumentParser":
+                continue
+            names = [a.value for a in cs.node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if len(names) != len(cs.node.args) or not names:
+                continue
+            kws = {kw.arg: kw.value for kw in cs.node.keywords if kw.arg}
+            dest_node = kws.get("dest")
+            if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+                dest = dest_node.value
+            else:
+                longs = [n for n in names if n.startswith("--")]
+                dest = (longs[0] if longs else names[0]).lstrip("-").replace("-", "_")
+            action = kws.get("action")
+            action_name = action.value if isinstance(action, ast.Constant) else None
+            default = kws.get("default")
+            no_default = default is None and action_name not in ("store_true", "store_false")
+            if default is None and action_name in ("store_true", "store_false"):
+                default = ast.copy_location(ast.Constant(action_name == "store_false"), cs.node)
+            found[dest] = CliOption(dest=dest, names=names, default=default, call=cs.node,
+                                    parser=f.value.id, has_no_default=no_default, action=action_name)
+        self._cli_options = found
+        return found
+
+    def cli_option(self, expr: ast.AST, scope: Scope) -> CliOption | None:
+        """The option read by ``args.X`` when ``args = parser.parse_args()`` (bound once)."""
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+            return None
+        b = self.binding_of(expr.value.id, scope)
+        if b is None or not isinstance(b.value, ast.Call):
+            return None
+        f = b.value.func
+        if not (isinstance(f, ast.Attribute) and f.attr == "parse_args" and isinstance(f.value, ast.Name)):
+            return None
+        opt = self.argparse_options().get(expr.attr)
+        if opt is None or opt.parser != f.value.id:
+            return None
+        return opt
 
     def resolve_dict(self, expr: ast.AST, scope: Scope, _depth: int = 0
                      ) -> list[tuple[str, ast.AST, ast.AST | None, bool]] | None:

@@ -1,176 +1,172 @@
 """Which reader parses which file kind (all but Python, which ``trainlint.resolve`` parses).
 
-Each reader is a function ``(path, text) -> document``. The document put on
-``ParsedFile.doc`` is, by kind:
-
-=============  ================================================================
-``deepspeed``  ``trainlint.sources.deepspeed.DeepSpeedConfig``
-``accelerate`` ``trainlint.sources.accelerate.AccelerateConfig``
-``hf_args``    ``trainlint.sources.argsfile.ArgsFile``
-``json``       ``trainlint.sources.jsondoc.JsonNode`` (the root)
-``yaml``       ``trainlint.sources.yamldoc.YamlNode`` (the root)
-``shell``      ``trainlint.sources.shell.ShellScript``
-``markdown``   ``list[trainlint.sources.shell.LaunchCommand]`` (launch lines in shell blocks)
-=============  ================================================================
-
-Bad input never escapes as an exception: ``parse_into`` turns a reader's ``ReadError`` (and
-the ``RecursionError``/``MemoryError`` of an absurdly nested file) into a TL003
-``invalid-config`` finding at the reader's position, and the problems a reader noticed while
-reading (duplicate keys, NaN/Infinity) into TL005/TL006 warnings. A file that could not be
-read keeps ``doc = None`` and is marked unparsable, so ``fix`` never touches it. Any other
-exception is a reader bug: the caller (``trainlint.resolve.read_file``) reports it as TL000.
+``READERS`` maps a kind (``trainlint.sources.kinds``) to ``function(path, text) -> document``;
+the document is stored in ``ParsedFile.doc``. A reader raises ``ReadError`` on input it cannot
+read: that becomes a TL003 ``invalid-config`` finding at the error's position and the file is
+kept without a document. What a reader notices but can read past (``ReadProblem``: duplicate
+keys, NaN/Infinity in JSON) becomes a finding too.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
+
+from trainlint.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.resolve import ParsedFile, Workspace
 
-# Generic ``json`` and ``yaml`` files (package.json, CI files, tokenizer.json...) found by a
-# folder walk are not training configs: they are not read into documents. A walked ``*.json``
-# is still checked to be JSON (with the C parser: cheap even for a large tokenizer.json),
-# except the files that are JSON-with-comments by convention. A walked generic YAML file is
-# not checked (Helm and Jinja templates are not YAML until rendered).
-GENERIC_KINDS = frozenset({"json", "yaml"})
-JSONC_NAMES = ("tsconfig", "jsconfig", "devcontainer", ".eslintrc", "settings", "launch", "tasks",
-               "extensions", "keybindings", "language-configuration")
+
+@dataclass
+class MarkdownDoc:
+    """The launch lines found in a Markdown file's shell code blocks."""
+
+    path: str
+    launches: list
+    problems: list
 
 
-def _deepspeed(path: str, text: str) -> Any:
-    from trainlint.sources.deepspeed import DeepSpeedConfig
-
-    return DeepSpeedConfig.parse(text, path)
-
-
-def _accelerate(path: str, text: str) -> Any:
-    from trainlint.sources.accelerate import AccelerateConfig
-
-    return AccelerateConfig.parse(text, path)
-
-
-def _hf_args(path: str, text: str) -> Any:
-    from trainlint.sources.argsfile import ArgsFile
-
-    return ArgsFile.parse(text, path)
-
-
-def _json(path: str, text: str) -> Any:
-    from trainlint.sources.jsondoc import parse_json
-
-    return parse_json(text, path)
-
-
-def _yaml(path: str, text: str) -> Any:
-    from trainlint.sources.yamldoc import parse_yaml
-
-    return parse_yaml(text, path)
-
-
-def _shell(path: str, text: str) -> Any:
+def _shell(path: str, text: str):
     from trainlint.sources.shell import parse_shell
 
     return parse_shell(text, path)
 
 
-def _markdown(path: str, text: str) -> Any:
-    from trainlint.sources.shell import markdown_launches
+def _markdown(path: str, text: str) -> MarkdownDoc:
+    from trainlint.sources.shell import extract_shell_blocks, parse_shell
 
-    return markdown_launches(text, path)
+    launches, problems = [], []
+    for block, offset in extract_shell_blocks(text):
+        script = parse_shell(block, path, line_offset=offset)
+        launches.extend(script.launches)
+        problems.extend(script.problems)
+    return MarkdownDoc(path, launches, problems)
+
+
+def _deepspeed(path: str, text: str):
+    from trainlint.sources.deepspeed import DeepSpeedConfig
+
+    return DeepSpeedConfig.parse(text, path)
+
+
+def _accelerate(path: str, text: str):
+    from trainlint.sources.accelerate import AccelerateConfig
+
+    return AccelerateConfig.parse(text, path)
+
+
+def _hf_args(path: str, text: str):
+    from trainlint.sources.argsfile import ArgsFile
+
+    return ArgsFile.parse(text, path)
+
+
+def _json(path: str, text: str):
+    from trainlint.sources.jsondoc import parse_json
+
+    return parse_json(text, path)
+
+
+def _yaml(path: str, text: str):
+    from trainlint.sources.yamldoc import parse_yaml
+
+    return parse_yaml(text, path)
 
 
 # kind -> function(path, text) -> document; a reader raises ``ReadError`` on bad input.
 READERS: dict[str, Callable[[str, str], Any]] = {
+    "shell": _shell,
+    "markdown": _markdown,
     "deepspeed": _deepspeed,
     "accelerate": _accelerate,
     "hf_args": _hf_args,
     "json": _json,
     "yaml": _yaml,
-    "shell": _shell,
-    "markdown": _markdown,
 }
 
-# ReadProblem.kind -> (code, name) of the finding it becomes; kinds not listed here (e.g. the
-# shell reader's ``unresolved-variable``) are for rules to use, not findings of their own.
-PROBLEM_CODES: dict[str, tuple[str, str]] = {
-    "duplicate-key": ("TL005", "duplicate-key"),
-    "non-standard-number": ("TL006", "non-standard-json-number"),
+# Reader problems that become findings: kind -> severity. ``unresolved-variable`` is not a
+# problem of the file (the value is simply unknown to rules).
+PROBLEM_SEVERITY = {
+    "duplicate-key": Severity.ERROR,  # DeepSpeed raises on duplicates; json/yaml keep the last silently
+    "non-standard-number": Severity.ERROR,  # NaN/Infinity: not JSON; strict parsers reject it
 }
 
 
-def _read_error_class() -> type[Exception] | None:
-    try:
-        from trainlint.sources.errors import ReadError
-    except ImportError:  # pragma: no cover - readers not in this build
-        return None
-    return ReadError
+def invalid_config(path: str, message: str, span=None, line: int = 1, column: int = 1,
+                   severity: Severity = Severity.ERROR, related=()) -> Diagnostic:
+    if span is not None:
+        line, column, end_line, end_column = span.line, span.column, span.end_line, span.end_column
+    else:
+        end_line, end_column = line, column + 1
+    if (end_line, end_column) <= (line, column):
+        end_line, end_column = line, column + 1
+    return Diagnostic(code="TL003", name="invalid-config", severity=severity, message=message, path=path,
+                      line=max(1, line), column=max(1, column), end_line=max(1, end_line),
+                      end_column=max(1, end_column), related=list(related))
+
+
+def problem_findings(doc: Any, path: str) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for p in getattr(doc, "problems", None) or []:
+        severity = PROBLEM_SEVERITY.get(p.kind)
+        if severity is None:
+            continue
+        related = [p.related.related("first written here")] if p.related is not None else []
+        out.append(invalid_config(path, p.message, span=p.span, severity=severity, related=related))
+    return out
+
+
+# A generic ``*.json`` found by a folder walk and larger than this (a tokenizer.json, a
+# dataset) is not a training config: it is only checked to be JSON, with the C parser.
+MAX_WALKED_GENERIC_JSON = 1024 * 1024
+
+
+def _what(kind: str) -> str:
+    return {"hf_args": "args file", "deepspeed": "DeepSpeed config", "accelerate": "accelerate config",
+            "shell": "shell script", "markdown": "Markdown file"}.get(kind, kind.upper())
 
 
 def parse_into(ws: Workspace, pf: ParsedFile) -> None:
-    """Parse ``pf`` with the reader of its kind; input problems become findings in
-    ``ws.problems`` (and ``pf.path`` goes into ``ws.unparsable`` when there is no document)."""
-    from trainlint.diagnostics import Severity
-    from trainlint.resolve import input_problem
+    """Parse ``pf`` with its kind's reader. Bad input never raises: a ``ReadError``, or the
+    ``RecursionError``/``MemoryError`` of absurd nesting, is a TL003 finding, and the file is
+    marked unparsable (``fix`` never edits it). Any other exception is a reader bug, which
+    ``resolve.read_file`` reports as TL000 for this file."""
+    from trainlint.sources.errors import ReadError
 
     reader = READERS.get(pf.kind)
     if reader is None:
         return
-    if pf.kind in GENERIC_KINDS and not pf.explicit:
-        if pf.kind == "json":
-            _check_generic_json(ws, pf)
+    if pf.kind == "json" and not pf.explicit and len(pf.text.text) > MAX_WALKED_GENERIC_JSON:
+        _check_json_quickly(ws, pf)
         return
-    read_error = _read_error_class()
     try:
         pf.doc = reader(pf.path, pf.text.text)
+    except ReadError as e:
+        ws.problems.append(invalid_config(pf.path, f"cannot read this {_what(pf.kind)}: {e.message}",
+                                          line=e.line, column=e.column))
+        ws.unparsable.add(pf.path)
+        pf.doc = None
+        return
     except (RecursionError, MemoryError) as e:
+        ws.problems.append(invalid_config(
+            pf.path, f"cannot read this {_what(pf.kind)}: nesting too deep ({type(e).__name__})"))
         ws.unparsable.add(pf.path)
-        ws.problems.append(input_problem(
-            "TL003", "invalid-config", pf.path,
-            f"cannot read {pf.kind} file: nesting too deep ({type(e).__name__})"))
+        pf.doc = None
         return
-    except Exception as e:
-        if read_error is None or not isinstance(e, read_error):
-            raise
-        ws.unparsable.add(pf.path)
-        ws.problems.append(input_problem(
-            "TL003", "invalid-config", pf.path, f"cannot read {pf.kind} file: {e.message}",  # type: ignore[attr-defined]
-            e.line, e.column))  # type: ignore[attr-defined]
-        return
-    for problem in getattr(pf.doc, "problems", None) or []:
-        code_name = PROBLEM_CODES.get(getattr(problem, "kind", ""))
-        if code_name is None:
-            continue
-        span = problem.span
-        d = input_problem(code_name[0], code_name[1], pf.path, problem.message, span.line, span.column,
-                          severity=Severity.WARNING)
-        d = d.model_copy(update={"end_line": span.end_line, "end_column": span.end_column})
-        if problem.related is not None:
-            from trainlint.diagnostics import Related
-
-            d = d.model_copy(update={"related": [Related(
-                path=problem.related.path or pf.path, line=problem.related.line,
-                column=problem.related.column, message="first written here")]})
-        ws.problems.append(d)
+    ws.problems.extend(problem_findings(pf.doc, pf.path))
 
 
-def _check_generic_json(ws: Workspace, pf: ParsedFile) -> None:
+def _check_json_quickly(ws: Workspace, pf: ParsedFile) -> None:
     import json
-    import os
 
-    from trainlint.resolve import input_problem
-
-    name = os.path.basename(pf.path).lower()
-    if name.startswith(JSONC_NAMES) or "/.vscode/" in pf.path.replace(os.sep, "/"):
-        return
     text = pf.text.text
     try:
         json.loads(text[1:] if text.startswith("\ufeff") else text)
     except json.JSONDecodeError as e:
+        ws.problems.append(invalid_config(pf.path, f"cannot read this JSON: {e.msg}", line=e.lineno,
+                                          column=e.colno))
         ws.unparsable.add(pf.path)
-        ws.problems.append(input_problem("TL003", "invalid-config", pf.path,
-                                         f"cannot read JSON file: {e.msg}", e.lineno, e.colno))
     except (RecursionError, MemoryError) as e:
+        ws.problems.append(invalid_config(pf.path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
         ws.unparsable.add(pf.path)
-        ws.problems.append(input_problem("TL003", "invalid-config", pf.path,
-                                         f"cannot read JSON file: nesting too deep ({type(e).__name__})"))

@@ -1,0 +1,140 @@
+"""Reading Python: import-aware names, training calls, value resolution with provenance."""
+
+from __future__ import annotations
+
+import textwrap
+
+from trainlint.setup import UNKNOWN
+from trainlint.sources.python import parse_python
+
+
+def read(code: str):
+    return parse_python("t.py", textwrap.dedent(code))
+
+
+def values(code: str, index: int = 0) -> dict:
+    pf = read(code)
+    return {k: v.value for k, v in pf.args_calls[index].args.values.items()}
+
+
+def test_import_aliases_and_modules():
+    pf = read("""
+        import transformers as tf
+        from transformers import TrainingArguments as TA
+        from trl import SFTConfig, SFTTrainer
+        import transformers.training_args
+        a = tf.TrainingArguments(output_dir="a")
+        b = TA(output_dir="b")
+        c = SFTConfig(output_dir="c")
+        d = transformers.training_args.TrainingArguments(output_dir="d")
+        e = tf.Seq2SeqTrainingArguments("e")
+        SFTTrainer(model=m, args=c)
+    """)
+    assert [c.class_name for c in pf.args_calls] == ["TrainingArguments", "TrainingArguments", "SFTConfig",
+                                                    "TrainingArguments", "Seq2SeqTrainingArguments"]
+    assert pf.args_calls[4].args.values["output_dir"].value == "e"
+    assert pf.trainer_calls[0].class_name == "SFTTrainer"
+    assert pf.trainer_calls[0].args_call is pf.args_calls[2]
+
+
+def test_not_the_library_class():
+    pf = read("""
+        from mypkg import TrainingArguments, Trainer
+        TrainingArguments(x=1); Trainer(model=1)
+    """)
+    assert pf.args_calls == [] and pf.trainer_calls == []
+
+
+def test_subclasses_in_the_file():
+    pf = read("""
+        from dataclasses import dataclass
+        from transformers import Seq2SeqTrainingArguments, Trainer
+        @dataclass
+        class Base(Seq2SeqTrainingArguments):
+            extra: int = 1
+        class Mine(Base):
+            pass
+        class MyTrainer(Trainer):
+            pass
+        MyTrainer(model=m, args=Mine(output_dir="o", logging_steps=3))
+    """)
+    assert pf.args_calls[0].class_name == "Seq2SeqTrainingArguments"
+    assert pf.trainer_calls[0].class_name == "Trainer"
+    assert pf.trainer_calls[0].args_call is pf.args_calls[0]
+
+
+def test_constants_dicts_and_unpacking():
+    v = values("""
+        from transformers import TrainingArguments
+        LR = 2e-5
+        BS = 4 * 2
+        base = dict(output_dir="o", logging_steps=10)
+        extra = {"fp16": True, **{"seed": 3}}
+        args = TrainingArguments(**base, **extra, learning_rate=LR, per_device_train_batch_size=BS,
+                                 weight_decay=-0.1, report_to=["wandb"], num_train_epochs=not False)
+    """)
+    assert v == {"output_dir": "o", "logging_steps": 10, "fp16": True, "seed": 3, "learning_rate": 2e-5,
+                 "per_device_train_batch_size": 8, "weight_decay": -0.1, "report_to": ["wandb"],
+                 "num_train_epochs": True}
+
+
+def test_unknown_is_never_guessed():
+    pf = read("""
+        import os
+        from transformers import TrainingArguments
+        steps = 1
+        if os.environ.get("X"):
+            steps = 100
+        cfg = {"fp16": True}
+        cfg["fp16"] = False
+        def f(bs):
+            return TrainingArguments(output_dir="o", logging_steps=steps, per_device_train_batch_size=bs,
+                                     learning_rate=float(os.environ["LR"]))
+        b = TrainingArguments(output_dir="o", **cfg)
+        c = TrainingArguments(output_dir="o", **load())
+    """)
+    a, b, c = pf.args_calls
+    assert a.args.values["logging_steps"].value is UNKNOWN  # bound twice
+    assert a.args.values["per_device_train_batch_size"].value is UNKNOWN  # a parameter
+    assert a.args.values["learning_rate"].value is UNKNOWN
+    assert "fp16" not in b.args.values and b.args.open_ended  # mutated dict
+    assert c.args.open_ended
+
+
+def test_function_scope_resolution_and_provenance():
+    pf = read("""
+        from transformers import TrainingArguments
+        STEPS = 50
+        def main():
+            STEPS = 1
+            return TrainingArguments(output_dir="o", logging_steps=STEPS)
+    """)
+    v = pf.args_calls[0].args.values["logging_steps"]
+    assert v.value == 1
+    assert (v.span.line, v.span.column) == (5, 13)  # the literal inside main()
+    assert (v.key_span.line, v.key_span.column) == (6, 46)
+    assert (v.use_span.line, v.use_span.column) == (6, 60)
+
+
+def test_shared_constants_are_marked():
+    pf = read("""
+        from transformers import TrainingArguments
+        N = 1
+        a = TrainingArguments(output_dir="a", logging_steps=N, eval_steps=N)
+    """)
+    assert pf.args_calls[0].args.values["logging_steps"].shared
+
+
+def test_columns_count_characters_not_bytes():
+    pf = read("""
+        from transformers import TrainingArguments
+        a = TrainingArguments(output_dir="ünïcödé", logging_steps=1)
+    """)
+    v = pf.args_calls[0].args.values["logging_steps"]
+    line = 'a = TrainingArguments(output_dir="ünïcödé", logging_steps=1)'
+    assert v.span.column == line.index("1)") + 1
+
+
+def test_unbound_canonical_names_still_count():
+    pf = read("args = TrainingArguments(output_dir='o', logging_steps=1)\n")
+    assert pf.args_calls[0].class_name == "TrainingArguments"

@@ -1,0 +1,179 @@
+"""The shipped multi-file examples (glue_cli, flan_t5_multigpu) as linked setups: what is
+found, with both locations, and what ``fix --apply`` changes (only the flagged lines)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import fix_folder, lint_folder, write_files
+
+from trainlint.engine import lint
+from trainlint.resolve import build_setups, read_workspace
+from trainlint.setup import ARGSFILE, FLAG
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+A100 = {"gpu": "A100"}
+
+
+@pytest.fixture
+def glue(tmp_path):
+    dst = tmp_path / "glue_cli"
+    shutil.copytree(EXAMPLES / "glue_cli", dst)
+    return dst
+
+
+@pytest.fixture
+def flan(tmp_path):
+    dst = tmp_path / "flan_t5_multigpu"
+    shutil.copytree(EXAMPLES / "flan_t5_multigpu", dst)
+    return dst
+
+
+def _by(result, code, name):
+    return [d for d in result.diagnostics if d.code == code and Path(d.path).name == name]
+
+
+def test_glue_launch_line_is_one_setup_with_flag_site(glue):
+    from helpers import settings_for
+
+    settings = settings_for(glue, options=A100)
+    ws = read_workspace([glue], settings, {})
+    setups = build_setups(ws, settings)
+    launch = next(s for s in setups if "launch" in s.extra)
+    assert [Path(p).name for p in launch.files] == ["run.sh", "run_glue.py", "ds_zero1.json"]
+    assert launch.world_size.value == 2 and launch.world_size.span.line == 3
+    (site,) = launch.sites
+    assert site.class_name == "TrainingArguments"
+    bs = site.get("per_device_train_batch_size")
+    assert (bs.value, bs.origin, bs.span.line) == (8, FLAG, 8)
+    assert site.get("fp16").value is True and site.get("load_best_model_at_end").value is True
+    args = next(s for s in setups if "args_file" in s.extra)
+    assert args.sites[0].get("logging_steps").origin == ARGSFILE
+    # the script linked by the launch line gets no single-file setup of its own
+    assert sum(1 for s in setups for pf in s.scripts if pf.path.endswith("run_glue.py")) == 1
+
+
+def test_glue_findings(glue):
+    r = lint_folder(glue, options=A100)
+    (fp16,) = _by(r, "TL501", "run.sh")
+    assert fp16.line == 15 and "--fp16" in fp16.message
+    (logging,) = _by(r, "TL201", "run.sh")
+    assert logging.line == 14
+    (mismatch,) = _by(r, "TL301", "ds_zero1.json")
+    assert mismatch.line == 4
+    assert mismatch.message.startswith(
+        "micro batch 16 in ds_zero1.json:4 disagrees with --per_device_train_batch_size 8 in run.sh:8")
+    assert [(Path(x.path).name, x.line) for x in mismatch.related] == [("run.sh", 8)]
+    assert mismatch.fix is not None and mismatch.fix.applicability == "safe"
+    (best,) = _by(r, "TL505", "run.sh")
+    assert "--evaluation_strategy epoch in run.sh:11" in best.message and "--save_strategy steps in run.sh:12" in best.message
+    (both,) = _by(r, "TL507", "args.json")
+    assert both.severity.value == "error" and both.line == 11
+    (args_logging,) = _by(r, "TL201", "args.json")
+    assert args_logging.line == 10
+    assert not [d for d in r.diagnostics if d.code == "TL000"]
+
+
+def test_flan_findings(flan):
+    r = lint_folder(flan, options=A100)
+    (evalb,) = _by(r, "TL202", "train.py")
+    assert evalb.line == 42 and "per_device_eval_batch_size=50" in evalb.message
+    (overlap,) = _by(r, "TL304", "ds_config.json")
+    assert overlap.line == 30 and "3.6 GB" in overlap.message and "4.5 x (2e8 + 2e8) x 2 bytes" in overlap.message
+    (logging,) = _by(r, "TL201", "train.py")
+    assert "4 GPUs" in logging.message  # world size from the accelerate config's num_processes
+    assert not [d for d in r.diagnostics if d.code in ("TL000", "TL004", "TL301")]
+
+
+def _changed_lines(before: str, after: str) -> dict[int, str]:
+    a, b = before.splitlines(), after.splitlines()
+    assert len(a) == len(b), "fixes in these examples keep the line count"
+    return {i + 1: y for i, (x, y) in enumerate(zip(a, b)) if x != y}
+
+
+def test_glue_fix_changes_only_flagged_spans(glue):
+    originals = {p.name: p.read_text() for p in glue.iterdir()}
+    outcome = fix_folder(glue, unsafe=True, options=A100)
+    changed = {Path(p).name: _changed_lines(originals[Path(p).name], t) for p, t in outcome.fixed.items()}
+    assert changed == {
+        "run.sh": {12: "  --save_strategy epoch --save_steps 500 \\", 14: "  --logging_steps 10 \\", 15: "  --bf16 \\"},
+        "ds_zero1.json": {4: '  "train_micro_batch_size_per_gpu": "auto",'},
+        "args.json": {10: '  "logging_steps": 10,', 11: '  "fp16": false,'},
+    }
+
+
+def test_flan_fix_changes_only_flagged_spans(flan):
+    originals = {p.name: p.read_text() for p in flan.iterdir()}
+    outcome = fix_folder(flan, unsafe=True, options=A100)
+    changed = {Path(p).name: _changed_lines(originals[Path(p).name], t) for p, t in outcome.fixed.items()}
+    assert changed["train.py"][39] == "    logging_steps=10,"
+    assert changed["train.py"][42] == "    per_device_eval_batch_size=8,"
+    assert "ds_config.json" not in changed and "accelerate_config.yaml" not in changed
+
+
+def test_fp16_fix_switches_flag_and_deepspeed_together(tmp_path):
+    write_files(tmp_path, {
+        "run.sh": "torchrun --nproc_per_node 2 run.py \\\n  --output_dir out \\\n  --fp16 \\\n  --deepspeed ds.json\n",
+        "run.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                  "parser = HfArgumentParser((TrainingArguments,))\n",
+        "ds.json": '{\n  "fp16": {"enabled": true},\n  "train_micro_batch_size_per_gpu": "auto"\n}\n',
+    })
+    outcome = fix_folder(tmp_path, unsafe=True, select=["TL501"], options=A100)
+    assert outcome.fixed[str(tmp_path / "run.sh")].splitlines()[2] == "  --bf16 \\"
+    assert outcome.fixed[str(tmp_path / "ds.json")] == \
+        '{\n  "bf16": {"enabled": true},\n  "train_micro_batch_size_per_gpu": "auto"\n}\n'
+
+
+def test_argparse_default_links_deepspeed_and_flag_overrides(tmp_path):
+    script = ("import argparse\nfrom transformers import TrainingArguments\n"
+              "parser = argparse.ArgumentParser()\n"
+              "parser.add_argument('--deepspeed', default='ds_default.json')\n"
+              "args = parser.parse_args()\n"
+              "targs = TrainingArguments(output_dir='o', per_device_train_batch_size=8, deepspeed=args.deepspeed)\n")
+    ds = '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 1}}\n'
+    write_files(tmp_path, {"train.py": script, "ds_default.json": ds})
+    r = lint_folder(tmp_path)
+    (d,) = [d for d in r.diagnostics if d.code == "TL301"]
+    assert "ds_default.json:1" in d.message and "per_device_train_batch_size=8 in train.py:6" in d.message
+    # a launch line overriding --deepspeed with a missing file: TL004 at the flag
+    write_files(tmp_path, {"run.sh": "torchrun --nproc_per_node 2 train.py --deepspeed other.json\n"})
+    r = lint_folder(tmp_path)
+    missing = [d for d in r.diagnostics if d.code == "TL004"]
+    assert [(Path(d.path).name, d.line, d.column) for d in missing] == [("run.sh", 1, 50)]
+
+
+def test_args_file_as_only_argument(tmp_path):
+    write_files(tmp_path, {
+        "run.sh": "python run.py cfg/args.json\n",
+        "run.py": "from transformers import HfArgumentParser, Seq2SeqTrainingArguments\n"
+                  "parser = HfArgumentParser((Seq2SeqTrainingArguments,))\n",
+        "cfg/args.json": '{"output_dir": "o", "logging_steps": 1, "predict_with_generate": true,'
+                         ' "per_device_eval_batch_size": 64}\n',
+    })
+    r = lint_folder(tmp_path)
+    codes = {(d.code, Path(d.path).name) for d in r.diagnostics}
+    assert ("TL201", "args.json") in codes and ("TL202", "args.json") in codes
+
+
+def test_invalid_config_and_duplicate_key_are_findings(tmp_path):
+    write_files(tmp_path, {"ds.json": '{"zero_optimization": {"stage": 2,, "x": 1}}\n',
+                           "ds2.json": '{"train_micro_batch_size_per_gpu": 8,\n "train_micro_batch_size_per_gpu": 16,'
+                                       ' "zero_optimization": {"stage": 1}}\n'})
+    r = lint_folder(tmp_path)
+    found = sorted((Path(d.path).name, d.line) for d in r.diagnostics if d.code == "TL003")
+    assert found == [("ds.json", 1), ("ds2.json", 2)]
+    dup = next(d for d in r.diagnostics if d.code == "TL003" and d.path.endswith("ds2.json"))
+    assert dup.related and dup.related[0].line == 1
+
+
+def test_markdown_only_when_explicit(tmp_path):
+    md = "# Train\n```bash\nCUDA_VISIBLE_DEVICES=0,1 python train.py --output_dir o\n```\n"
+    write_files(tmp_path, {"README.md": md, "train.py": "from transformers import Trainer\n"})
+    assert not [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL406"]
+    from helpers import settings_for
+
+    r = lint([tmp_path / "README.md"], settings_for(tmp_path))
+    (d,) = [d for d in r.diagnostics if d.code == "TL406"]
+    assert Path(d.path).name == "README.md" and d.line == 3

@@ -1,0 +1,143 @@
+"""Target version resolution: explicit, [tool.trainlint], installed metadata, project pins, newest."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import pytest
+
+from trainlint.knowledge import training_args as ta
+from trainlint.knowledge import versions as V
+
+
+def write(root: Path, name: str, text: str) -> Path:
+    p = root / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def tf(root, explicit=None, **kw):
+    return V.resolve_transformers_version(explicit, root, use_installed=False, **kw)
+
+
+def test_explicit_wins_over_everything(tmp_path):
+    write(tmp_path, "requirements.txt", "transformers==4.46.0\n")
+    write(tmp_path, "pyproject.toml", '[tool.trainlint]\ntransformers-version = "4.51.0"\n')
+    assert V.resolve_transformers_version("5.0.0", tmp_path) == ("5.0.0", "--transformers-version")
+    assert tf(tmp_path, "4.40.0", explicit_source="config") == ("4.40.0", "config")
+
+
+def test_tool_trainlint_key_before_installed(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.trainlint]\ntransformers-version = "4.51.0"\ntrl-version = "0.19.0"\n')
+    assert V.resolve_transformers_version(None, tmp_path) == ("4.51.0", "pyproject.toml [tool.trainlint]")
+    assert V.resolve_trl_version(None, tmp_path) == ("0.19.0", "pyproject.toml [tool.trainlint]")
+
+
+def test_installed_from_metadata_before_pins(tmp_path):
+    write(tmp_path, "requirements.txt", "transformers==4.46.0\n")
+    try:
+        installed = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("transformers is not installed")
+    assert V.resolve_transformers_version(None, tmp_path) == (installed, "installed")
+
+
+def test_installed_missing_package_falls_through(tmp_path):
+    # trl is not a dependency of trainlint's environment; when absent, a pin decides
+    write(tmp_path, "requirements.txt", "trl==0.16.1\n")
+    try:
+        importlib.metadata.version("trl")
+        pytest.skip("trl is installed here")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    assert V.resolve_trl_version(None, tmp_path) == ("0.16.1", "requirements.txt:1")
+
+
+def test_exact_pin_with_line_number(tmp_path):
+    write(tmp_path, "requirements.txt", "# deps\ntorch>=2.1\ntransformers==4.46.0  # pinned\naccelerate\n")
+    assert tf(tmp_path) == ("4.46.0", "requirements.txt:3")
+
+
+def test_range_takes_the_newest_known_inside_it(tmp_path):
+    write(tmp_path, "requirements.txt", "transformers>=4.40,<5\n")
+    newest_4 = max((v for v in ta.known_versions() if v.startswith("4.")), key=ta.vkey)
+    assert tf(tmp_path) == (newest_4, "requirements.txt:1")
+    assert newest_4.startswith("4.57.")
+
+
+def test_compatible_release_and_wildcard(tmp_path):
+    write(tmp_path, "requirements-train.txt", "Transformers[torch] ~= 4.46.0 ; python_version >= '3.9'\n")
+    v, src = tf(tmp_path)
+    assert v.startswith("4.46.") and v != "4.46.0" and src == "requirements-train.txt:1"
+    write(tmp_path, "requirements-train.txt", "transformers==4.51.*\n")
+    assert tf(tmp_path)[0].startswith("4.51.")
+
+
+def test_unknown_exact_pin_is_kept(tmp_path):
+    write(tmp_path, "requirements.txt", "transformers==4.38.2\n")
+    assert tf(tmp_path) == ("4.38.2", "requirements.txt:1")
+    assert ta.data_version_for("4.38.2") == ta.known_versions()[0]
+
+
+def test_lower_bound_only_takes_newest_known(tmp_path):
+    write(tmp_path, "requirements.txt", "transformers>=4.40\n")
+    assert tf(tmp_path) == (ta.newest(), "requirements.txt:1")
+
+
+def test_unpinned_requirement_is_not_a_pin(tmp_path):
+    write(tmp_path, "requirements.txt", "transformers\n-r other.txt\n--extra-index-url https://x\n")
+    assert tf(tmp_path) == (ta.newest(), "newest known")
+
+
+def test_requirements_folder_and_hashes(tmp_path):
+    write(tmp_path, "requirements/base.txt", "transformers==4.57.1 \\\n    --hash=sha256:abc\n")
+    assert tf(tmp_path) == ("4.57.1", "requirements/base.txt:1")
+
+
+def test_pyproject_dependencies(tmp_path):
+    write(
+        tmp_path,
+        "pyproject.toml",
+        '[project]\nname = "x"\ndependencies = [\n  "torch",\n  "transformers>=4.46,<4.52",\n]\n',
+    )
+    v, src = tf(tmp_path)
+    assert v.startswith("4.51.") and src == "pyproject.toml:5"
+
+
+def test_pyproject_optional_dependencies_and_trl(tmp_path):
+    write(
+        tmp_path,
+        "pyproject.toml",
+        '[project]\nname = "x"\n[project.optional-dependencies]\ntrain = ["trl==0.19.0"]\n',
+    )
+    assert V.resolve_trl_version(None, tmp_path, use_installed=False) == ("0.19.0", "pyproject.toml:4")
+
+
+def test_poetry_caret(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.10"\ntransformers = "^4.46"\n')
+    v, src = tf(tmp_path)
+    assert v.startswith("4.57.") and src == "pyproject.toml:3"
+    write(tmp_path, "pyproject.toml", '[tool.poetry.dependencies]\ntransformers = {version = "~4.46.1"}\n')
+    assert tf(tmp_path)[0].startswith("4.46.")
+
+
+def test_requirements_before_pyproject(tmp_path):
+    write(tmp_path, "requirements.txt", "transformers==4.46.0\n")
+    write(tmp_path, "pyproject.toml", '[project]\nname = "x"\ndependencies = ["transformers==4.51.0"]\n')
+    assert tf(tmp_path) == ("4.46.0", "requirements.txt:1")
+
+
+def test_newest_known_fallback(tmp_path):
+    assert tf(tmp_path) == (ta.newest(), "newest known")
+    assert tf(None) == (ta.newest(), "newest known")
+    assert V.resolve_trl_version(None, tmp_path, use_installed=False) == (ta.trl_newest(), "newest known")
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [("==4.46.0", "4.46.0"), ("<=4.0.0", "4.0.0"), ("==3.0.0", "3.0.0"), ("", None), (">=99", "99")],
+)
+def test_version_from_specifier(spec, expected):
+    assert V.version_from_specifier(spec, ta.known_versions()) == expected

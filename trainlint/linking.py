@@ -1,0 +1,459 @@
+"""Linking files into training setups, with provenance (design.md section 1).
+
+``link_setups(ws, settings)`` follows what the files say about each other:
+
+* a launch line (shell script, or a Markdown code block passed explicitly) runs a script:
+  the script is read, its TrainingArguments calls are resolved with the launch flags
+  overriding ``args.X`` argparse defaults, and when the script builds its TrainingArguments
+  through ``HfArgumentParser`` the launch flags (or the args file given as the only argument)
+  *are* the TrainingArguments values: an ``ArgsSite`` with origin FLAG / ARGSFILE;
+* ``deepspeed=`` (a literal, an argparse default, a flag, an args-file key), ``--deepspeed``,
+  ``accelerate launch --config_file`` and accelerate's ``deepspeed_config_file`` link the
+  DeepSpeed and accelerate configs;
+* the world size comes from the launcher (``--nproc_per_node``, ``--num_processes``,
+  ``--num_gpus``/``--num_nodes``, ``--include``, ``CUDA_VISIBLE_DEVICES``) or the accelerate
+  config (``num_processes``, else ``gpu_ids``).
+
+Paths are relative to the file that names them. A referenced file that is not among the
+checked files is read from disk through ``resolve.read_file`` (parsed once); a missing one is
+a TL004 ``missing-reference`` finding at the reference. Files that nothing links (a DeepSpeed
+config, an accelerate config or an args file on its own, a script no launch line runs) become
+setups of their own, so their single-file rules still run.
+
+``Setup.extra`` keys: ``launch`` (LaunchCommand), ``launch_file``, ``deepspeed``
+(DeepSpeedConfig), ``deepspeed_ref`` (the Value naming it), ``accelerate`` (AccelerateConfig),
+``accelerate_ref``, ``args_file`` (ArgsFile), ``site_refs`` (id(site) -> how to rebuild the site
+at another git revision, for lr-not-scaled).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.setup import ACCELERATE, ARGSFILE, FLAG, PYTHON, ArgsSite, Setup, Value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.config import Settings
+    from trainlint.resolve import ParsedFile, Workspace
+    from trainlint.sources.python import PythonFile
+    from trainlint.sources.shell import Flag, LaunchCommand
+
+ARGS_FILE_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+# -- reading referenced files ---------------------------------------------------------------
+
+
+def _missing(ws: Workspace, ref_path: str, span, what: str) -> None:
+    from trainlint.resolve import input_problem
+
+    d = input_problem("TL004", "missing-reference", span.path,
+                      f"{what} {ref_path!r} does not exist (looked for "
+                      f"{os.path.normpath(os.path.join(os.path.dirname(span.path), ref_path))})",
+                      span.line, span.column)
+    ws.problems.append(d.model_copy(update={"end_line": span.end_line, "end_column": span.end_column}))
+
+
+def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) -> ParsedFile | None:
+    """The file ``ref`` names, relative to ``base_file``'s folder; read once; a TL004 finding
+    at ``span`` when it does not exist. Paths with unresolved shell variables are skipped."""
+    from trainlint.resolve import norm, read_file
+
+    if not ref or "$" in ref or "`" in ref:
+        return None
+    ref_expanded = os.path.expanduser(ref)
+    path = norm(ref_expanded if os.path.isabs(ref_expanded) else os.path.join(os.path.dirname(base_file), ref_expanded))
+    if path in ws.files:
+        return ws.files[path]
+    if not os.path.exists(path) and path not in ws.overlay:
+        if span is not None:
+            _missing(ws, ref, span, what)
+        return None
+    if os.path.isdir(path):
+        return None
+    return read_file(ws, path, explicit=True)
+
+
+def as_deepspeed(pf: ParsedFile | None):
+    from trainlint.sources.deepspeed import DeepSpeedConfig
+
+    if pf is None or pf.doc is None:
+        return None
+    if isinstance(pf.doc, DeepSpeedConfig):
+        return pf.doc
+    root = getattr(pf.doc, "root", pf.doc)
+    if getattr(root, "is_mapping", False) and pf.path.endswith(".json"):
+        return DeepSpeedConfig(root)
+    return None
+
+
+def as_accelerate(pf: ParsedFile | None):
+    from trainlint.sources.accelerate import AccelerateConfig
+
+    if pf is None or pf.doc is None:
+        return None
+    if isinstance(pf.doc, AccelerateConfig):
+        return pf.doc
+    root = getattr(pf.doc, "root", pf.doc)
+    if getattr(root, "is_mapping", False):
+        return AccelerateConfig(root)
+    return None
+
+
+def as_argsfile(pf: ParsedFile | None):
+    from trainlint.sources.argsfile import ArgsFile
+
+    if pf is None or pf.doc is None:
+        return None
+    if isinstance(pf.doc, ArgsFile):
+        return pf.doc
+    root = getattr(pf.doc, "root", pf.doc)
+    if getattr(root, "is_mapping", False):
+        return ArgsFile.from_root(root)
+    return None
+
+
+# -- scripts -----------------------------------------------------------------------------------
+
+
+def hf_parser_class(pf: PythonFile) -> str | None:
+    """The TrainingArguments-like class of ``HfArgumentParser((A, B, TrainingArguments))`` in
+    the script, or None when it does not use HfArgumentParser with one."""
+    for cs in pf.calls:
+        qn = pf.qualname(cs.node.func)
+        name = qn.rsplit(".", 1)[-1] if qn else (cs.node.func.id if isinstance(cs.node.func, ast.Name) else None)
+        if name != "HfArgumentParser" or not cs.node.args:
+            continue
+        first = cs.node.args[0]
+        elts = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
+        for e in elts:
+            lib = pf.library_class(e)
+            if lib is not None and lib[0] == "args":
+                return lib[1]
+    return None
+
+
+def flag_value(flag: Flag, name: str | None = None) -> Value:
+    from trainlint.setup import UNKNOWN
+
+    value: Any = UNKNOWN if flag.unresolved else flag.literal()
+    if flag.extra_values and not flag.unresolved:
+        value = [flag.value, *(v for v, _ in flag.extra_values)]
+    return Value(value=value, origin=FLAG, span=flag.value_span or flag.name_span, key_span=flag.name_span,
+                 name=name or flag.key, key_text=flag.prefix + flag.name,
+                 note="from a variable" if flag.definitions else "")
+
+
+def flag_site(launch: LaunchCommand, class_name: str) -> ArgsSite:
+    """The launch line's script flags as TrainingArguments values (HfArgumentParser)."""
+    values: dict[str, Value] = {}
+    for f in launch.script_args:
+        if f.prefix != "--":
+            continue
+        values[f.key] = flag_value(f)
+    open_ended = any(f.unresolved and f.from_expansion for f in launch.script_args) \
+        or any("$" in text for text, _ in launch.positionals)
+    return ArgsSite(path=launch.path, class_name=class_name, values=values, open_ended=open_ended,
+                    span=launch.span)
+
+
+def _launch_flag(launch: LaunchCommand, names: list[str]) -> Flag | None:
+    for n in reversed(names):
+        if n.startswith("--") or (n.startswith("-") and len(n) > 2):
+            f = launch.flag(n)
+            if f is not None:
+                return f
+    return None
+
+
+def override_sites(pf: PythonFile, launch: LaunchCommand | None) -> list[ArgsSite]:
+    """The script's TrainingArguments sites, with ``args.X`` values replaced by the launch
+    line's flags where the line sets them (the site objects are copied only then)."""
+    if launch is None:
+        return list(pf.sites)
+    out = []
+    for site in pf.sites:
+        if site.call is None:
+            out.append(site)
+            continue
+        cs = site.call.site
+        new_values = None
+        for kw in cs.node.keywords:
+            if not kw.arg:
+                continue
+            opt = pf.cli_option(kw.value, cs.scope)
+            if opt is None:
+                continue
+            f = _launch_flag(launch, opt.names)
+            if f is None:
+                continue
+            if new_values is None:
+                new_values = dict(site.values)
+            v = flag_value(f, kw.arg)
+            if opt.action in ("store_true", "store_false"):
+                v = replace(v, value=opt.action == "store_true")
+            # the flag is the script's own option: a rename would not be understood by argparse
+            new_values[kw.arg] = replace(v, key_span=None, key_text="")
+        out.append(site if new_values is None else replace(site, values=new_values))
+    return out
+
+
+# -- building setups -------------------------------------------------------------------------
+
+
+class _Linker:
+    def __init__(self, ws: Workspace, settings: Settings) -> None:
+        self.ws = ws
+        self.settings = settings
+        self.linked: set[str] = set()
+        self.launched_scripts: set[str] = set()
+
+    # the DeepSpeed config named by a site value (python literal/default, flag, args-file key)
+    def _ds_from_value(self, setup: Setup, v: Value | None, base_file: str) -> bool:
+        if v is None or not isinstance(v.value, str) or not v.value.strip():
+            return False
+        if v.value.strip().startswith("{"):
+            return False  # a JSON string: inline config
+        span = v.span or v.key_span
+        pf = load_referenced(self.ws, base_file, v.value, span, "DeepSpeed config")
+        cfg = as_deepspeed(pf)
+        if cfg is None:
+            return pf is None and span is not None  # missing: reported; stop looking
+        setup.extra["deepspeed"] = cfg
+        setup.extra["deepspeed_ref"] = v
+        self._add_file(setup, cfg.path)
+        return True
+
+    def _add_file(self, setup: Setup, path: str) -> None:
+        if path not in setup.files:
+            setup.files.append(path)
+        self.linked.add(path)
+
+    def _link_deepspeed(self, setup: Setup, candidates: list[tuple[Value | None, str]]) -> None:
+        for v, base in candidates:
+            if self._ds_from_value(setup, v, base):
+                return
+
+    def _link_accelerate_ds(self, setup: Setup) -> None:
+        acc = setup.extra.get("accelerate")
+        if acc is None:
+            return
+        ref = acc.deepspeed_config_file
+        if ref is None or "deepspeed" in setup.extra:
+            return
+        self._ds_from_value(setup, ref, acc.path)
+
+    def launch_setup(self, pf_shell: ParsedFile, launch: LaunchCommand, index: int) -> Setup | None:
+        from trainlint.sources.python import PythonFile
+
+        ws = self.ws
+        setup = Setup(root=Path(pf_shell.path).parent, files=[pf_shell.path])
+        setup.extra["launch"] = launch
+        setup.extra["launch_file"] = pf_shell.path
+        setup.extra["site_refs"] = {}
+        self.linked.add(pf_shell.path)
+        script_pf: PythonFile | None = None
+        if launch.script is not None:
+            name, span = launch.script
+            if not name.endswith(".py"):
+                if launch.launcher == "python":
+                    return None
+            else:
+                sf = load_referenced(ws, pf_shell.path, name, span, "script")
+                if sf is not None and isinstance(sf.doc, PythonFile):
+                    script_pf = sf.doc
+                    setup.scripts.append(script_pf)
+                    self._add_file(setup, sf.path)
+                    self.launched_scripts.add(sf.path)
+        elif launch.module is None:
+            return None
+        # accelerate config
+        if launch.launcher == "accelerate":
+            cf = launch.config_file
+            if cf is not None and cf.value:
+                apf = load_referenced(ws, pf_shell.path, cf.value, cf.value_span or cf.name_span, "accelerate config")
+                acc = as_accelerate(apf)
+                if acc is not None:
+                    setup.extra["accelerate"] = acc
+                    setup.extra["accelerate_ref"] = flag_value(cf)
+                    self._add_file(setup, acc.path)
+        # TrainingArguments sites
+        ds_candidates: list[tuple[Value | None, str]] = []
+        if script_pf is not None:
+            sites = override_sites(script_pf, launch)
+            hf_class = hf_parser_class(script_pf)
+            if hf_class is not None:
+                args_file_site = self._args_file_site(setup, launch, hf_class)
+                if args_file_site is not None:
+                    sites.append(args_file_site)
+                else:
+                    fs = flag_site(launch, hf_class)
+                    setup.extra["site_refs"][id(fs)] = ("launch", pf_shell.path, index)
+                    sites.append(fs)
+            setup.sites = sites
+            for s in sites:
+                v = s.get("deepspeed")
+                if v is not None:
+                    ds_candidates.append((v, s.path if v.origin in (PYTHON, ARGSFILE) else pf_shell.path))
+        if not ds_candidates:
+            f = launch.flag("deepspeed")
+            if f is not None:
+                ds_candidates.append((flag_value(f), pf_shell.path))
+        self._link_deepspeed(setup, ds_candidates)
+        self._link_accelerate_ds(setup)
+        # world size
+        world = launch.world_size_value()
+        if launch.launcher == "python":
+            world = None  # one process; how many GPUs it sees is --gpus (P23)
+        acc = setup.extra.get("accelerate")
+        if world is None and acc is not None and launch.launcher == "accelerate":
+            world = accelerate_world_size(acc)
+        setup.world_size = world
+        return setup
+
+    def _args_file_site(self, setup: Setup, launch: LaunchCommand, class_name: str) -> ArgsSite | None:
+        """``python run.py args.json``: the only argument is an args file."""
+        if launch.script_args or len(launch.positionals) != 1:
+            return None
+        text, span = launch.positionals[0]
+        if not text.endswith(ARGS_FILE_SUFFIXES):
+            return None
+        apf = load_referenced(self.ws, launch.path, text, span, "args file")
+        af = as_argsfile(apf)
+        if af is None:
+            return None
+        setup.extra["args_file"] = af
+        self._add_file(setup, af.path)
+        site = af.as_site(class_name)
+        setup.extra["site_refs"][id(site)] = ("argsfile", af.path, 0)
+        return site
+
+    def script_setup(self, pf: PythonFile) -> Setup:
+        setup = Setup(root=Path(pf.path).parent, scripts=[pf], sites=list(pf.sites), files=[pf.path])
+        self._link_deepspeed(setup, [(s.get("deepspeed"), pf.path) for s in pf.sites])
+        return setup
+
+    def argsfile_setup(self, f: ParsedFile, class_name: str) -> Setup | None:
+        af = as_argsfile(f)
+        if af is None:
+            return None
+        site = af.as_site(class_name)
+        setup = Setup(root=Path(f.path).parent, sites=[site], files=[f.path])
+        setup.extra["args_file"] = af
+        setup.extra["site_refs"] = {id(site): ("argsfile", af.path, 0)}
+        self._link_deepspeed(setup, [(site.get("deepspeed"), f.path)])
+        return setup
+
+    def accelerate_setup(self, f: ParsedFile) -> Setup | None:
+        acc = as_accelerate(f)
+        if acc is None:
+            return None
+        setup = Setup(root=Path(f.path).parent, files=[f.path])
+        setup.extra["accelerate"] = acc
+        self._link_accelerate_ds(setup)
+        setup.world_size = accelerate_world_size(acc)
+        return setup
+
+    def deepspeed_setup(self, f: ParsedFile) -> Setup | None:
+        cfg = as_deepspeed(f)
+        if cfg is None:
+            return None
+        setup = Setup(root=Path(f.path).parent, files=[f.path])
+        setup.extra["deepspeed"] = cfg
+        return setup
+
+
+def accelerate_world_size(acc) -> Value | None:
+    """``num_processes`` of an accelerate config, else the number of ``gpu_ids``."""
+    v = acc.num_processes
+    if v is not None and isinstance(v.value, int) and not isinstance(v.value, bool) and v.value > 0:
+        return v
+    ids = acc.gpu_id_list()
+    if ids:
+        g = acc.gpu_ids
+        return Value(value=len(ids), origin=ACCELERATE, span=g.span, key_span=g.key_span, name="gpu_ids")
+    return None
+
+
+def _same_folder_hf_class(ws: Workspace, path: str) -> str | None:
+    folder = os.path.dirname(path)
+    found = set()
+    for f in ws.files.values():
+        if f.kind == "python" and f.doc is not None and os.path.dirname(f.path) == folder:
+            c = hf_parser_class(f.doc)
+            if c is not None:
+                found.add(c)
+    return found.pop() if len(found) == 1 else None
+
+
+def link_setups(ws: Workspace, settings: Settings) -> list[Setup]:
+    linker = _Linker(ws, settings)
+    setups: list[Setup] = []
+    for f in list(ws.files.values()):
+        if f.kind in ("shell", "markdown") and f.doc is not None:
+            for i, launch in enumerate(f.doc.launches):
+                s = linker.launch_setup(f, launch, i)
+                if s is not None:
+                    setups.append(s)
+    for f in list(ws.files.values()):
+        if f.kind == "python" and f.doc is not None and f.path not in linker.launched_scripts:
+            setups.append(linker.script_setup(f.doc))
+    for f in list(ws.files.values()):
+        if f.kind == "hf_args" and f.path not in linker.linked:
+            s = linker.argsfile_setup(f, _same_folder_hf_class(ws, f.path) or "TrainingArguments")
+            if s is not None:
+                setups.append(s)
+    for f in list(ws.files.values()):
+        if f.kind == "accelerate" and f.path not in linker.linked:
+            s = linker.accelerate_setup(f)
+            if s is not None:
+                setups.append(s)
+    for f in list(ws.files.values()):
+        if f.kind == "deepspeed" and f.path not in linker.linked:
+            s = linker.deepspeed_setup(f)
+            if s is not None:
+                setups.append(s)
+    return setups
+
+
+# -- the same site at another git revision (lr-not-scaled) ----------------------------------------
+
+
+def site_at_revision(setup: Setup, site: ArgsSite, rev: str) -> tuple[ArgsSite, int | None] | None:
+    """The site as it was at git revision ``rev`` (a launch line's flags or an args file), and
+    the world size of that launch line; None when unknown or unchanged."""
+    ref = setup.extra.get("site_refs", {}).get(id(site))
+    if ref is None:
+        return None
+    kind, path, index = ref
+    from trainlint.vcs import read_at_revision
+
+    text = read_at_revision(path, rev)
+    if text is None:
+        return None
+    try:
+        if kind == "launch":
+            from trainlint.sources.shell import markdown_launches, parse_shell
+
+            launches = markdown_launches(text, path) if path.endswith((".md", ".markdown", ".mdx")) \
+                else parse_shell(text, path).launches
+            if index >= len(launches):
+                return None
+            base_launch = launches[index]
+            world = base_launch.world_size() if base_launch.launcher != "python" else None
+            return flag_site(base_launch, site.class_name), world
+        from trainlint.sources.argsfile import ArgsFile
+
+        return ArgsFile.parse(text, path).as_site(site.class_name), None
+    except Exception:  # noqa: BLE001 - an old revision that does not parse has no reference
+        return None
+
+
+def diagnostic_for(code: str, name: str, severity: Severity, span, message: str) -> Diagnostic:
+    return Diagnostic(code=code, name=name, severity=severity, message=message, path=span.path,
+                      line=span.line, column=span.column, end_line=span.end_line, end_column=span.end_column)

@@ -1,0 +1,168 @@
+"""TL121 optim-package-missing."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules.base import Case, Rule
+from trainlint.setup import Setup
+
+_BNB = {"adamw_bnb_8bit", "adamw_8bit", "paged_adamw_32bit", "paged_adamw_8bit", "ademamix", "ademamix_8bit",
+        "paged_ademamix_32bit", "paged_ademamix_8bit", "lion_32bit", "lion_8bit", "paged_lion_32bit",
+        "paged_lion_8bit", "rmsprop_bnb", "rmsprop_bnb_8bit", "rmsprop_bnb_32bit"}
+
+
+def package_for(optim: str) -> str | None:
+    """The pip package an ``optim`` value needs (transformers 5.24 ``trainer_optimizer.py``)."""
+    o = optim.lower()
+    if o in _BNB:
+        return "bitsandbytes"
+    if o.startswith("galore_"):
+        return "galore-torch"
+    if o.startswith("apollo_"):
+        return "apollo-torch"
+    if o in ("lomo", "adalomo"):
+        return "lomo-optim"
+    if o == "grokadamw":
+        return "grokadamw"
+    if o.startswith("schedule_free_"):
+        return "schedulefree"
+    if o in ("adamw_torch_4bit", "adamw_torch_8bit"):
+        return "torchao"
+    if o == "stable_adamw":
+        return "torch-optimi"
+    return None
+
+
+DEP_FILES = ("requirements*.txt", "requirements/*.txt", "pyproject.toml", "setup.py", "setup.cfg",
+             "environment.yml", "environment.yaml")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def dependency_files(script: Path) -> list[Path]:
+    """Dependency files from the script's folder up to the repository root (a folder with
+    ``.git``) or the filesystem root."""
+    found: list[Path] = []
+    d = script.resolve().parent
+    while True:
+        for pattern in DEP_FILES:
+            found.extend(sorted(p for p in d.glob(pattern) if p.is_file()))
+        if (d / ".git").exists() or d.parent == d:
+            break
+        d = d.parent
+    return found
+
+
+def lists_package(files: list[Path], package: str) -> bool:
+    want = _norm(package)
+    token = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for m in token.finditer(text):
+            if _norm(m.group(0)) == want:
+                return True
+    return False
+
+
+class OptimPackageMissing(Rule):
+    """
+    ## What it does
+    Flags an `optim` value that needs an optional package (`adamw_bnb_8bit`, `adamw_8bit`,
+    `paged_*`, `lion_*`, `rmsprop_bnb*`, `ademamix*` need bitsandbytes; `galore_*` galore-torch;
+    `apollo_*` apollo-torch; `lomo`/`adalomo` lomo-optim; `grokadamw` grokadamw;
+    `schedule_free_*` schedulefree; `adamw_torch_4bit/8bit` torchao; `stable_adamw`
+    torch-optimi) when the project's dependency files do not list that package. The files are
+    looked for from the script's folder up to the repository root: `requirements*.txt`,
+    `pyproject.toml`, `setup.py`, `setup.cfg`, `environment.yml`. Without any dependency file
+    the rule is silent.
+
+    ## Why is this bad?
+    The Trainer imports the optimizer's package only when it builds the optimizer, after the
+    model has been downloaded and loaded (and on every node): a missing package is an
+    `ImportError` minutes into the job, on a fresh environment built from these files.
+
+    ## Example
+    ```python
+    args = TrainingArguments(output_dir="out", optim="adamw_bnb_8bit")  # requirements.txt: torch, transformers
+    ```
+
+    ## Use instead
+    Add `bitsandbytes` to `requirements.txt`, or use `optim="adamw_torch_fused"`.
+
+    ## Fix safety
+    No automatic fix: adding a dependency or changing the optimizer is the user's choice.
+
+    ## References
+    - transformers 5.24 `trainer_optimizer.py` (`is_bitsandbytes_available`, `is_galore_torch_available`, ...)
+    - pitfalls catalog P24
+    """
+
+    code = "TL121"
+    name = "optim-package-missing"
+    severity = Severity.ERROR
+    fix_safety = "none"
+    summary = "an optim value whose package the project's dependency files do not list"
+
+    cases = [
+        Case(
+            files={
+                "requirements.txt": "torch\ntransformers>=4.40\n",
+                "train.py": 'from transformers import TrainingArguments\nargs = TrainingArguments(output_dir="o", optim="adamw_bnb_8bit")\n',
+            },
+        ),
+        Case(
+            files={
+                "pyproject.toml": '[project]\nname = "x"\ndependencies = ["transformers", "bitsandbytes"]\n',
+                "src/train.py": 'from transformers import TrainingArguments\nOPT = "galore_adamw"\n'
+                                'args = TrainingArguments(output_dir="o", optim=OPT)\n',
+            },
+            note="found by walking up; bitsandbytes is listed but galore-torch is not",
+        ),
+        # must not flag
+        Case(
+            files={
+                "requirements.txt": "torch\ntransformers\nbitsandbytes==0.45.0\n",
+                "train.py": 'from transformers import TrainingArguments\nargs = TrainingArguments(output_dir="o", optim="paged_adamw_8bit")\n',
+            },
+            flags=False,
+        ),
+        Case(
+            'from transformers import TrainingArguments\nargs = TrainingArguments(output_dir="o", optim="adamw_8bit")\n',
+            flags=False, note="no dependency file: nothing to compare with",
+        ),
+        Case(
+            files={
+                "requirements.txt": "torch\n",
+                "train.py": 'from transformers import TrainingArguments\nargs = TrainingArguments(output_dir="o", optim="adamw_torch_fused")\n',
+            },
+            flags=False,
+        ),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        for site in setup.sites:
+            v = site.get("optim")
+            if v is None or not isinstance(v.value, str):
+                continue
+            package = package_for(v.value)
+            if package is None:
+                continue
+            anchor = Path(site.path)
+            files = dependency_files(anchor)
+            if not files or lists_package(files, package):
+                continue
+            looked = ", ".join(sorted({f.name for f in files}))
+            yield self.diagnostic(
+                v.span or v.key_span,  # type: ignore[arg-type]
+                f"optim={v.value!r} needs the {package} package, which none of the project's dependency files "
+                f"({looked}) lists: the Trainer fails with an ImportError when it builds the optimizer, after "
+                f"loading the model; add {package} or use optim=\"adamw_torch_fused\"")

@@ -1,0 +1,1 @@
+"""trainlint verify: smoke runs of the real training script (never imported by `check`)."""
