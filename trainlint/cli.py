@@ -30,7 +30,9 @@ def selection_options(f):
         click.option("--extend-select", multiple=True, help="Add to the configured selection."),
         click.option("--gpu", help='Target GPU, e.g. "A100-80GB", "H100", "RTX 4090", or "auto" (nvidia-smi).'),
         click.option("--gpus", type=click.IntRange(min=1), help="World size (GPUs) when no launch line says."),
-        click.option("--transformers-version", help="Target transformers version (default: installed, else newest known)."),
+        click.option("--transformers-version", help="Target transformers version (default: [tool.trainlint], the "
+                     "installed package, a pin in requirements*.txt/pyproject.toml, else the newest known)."),
+        click.option("--trl-version", help="Target TRL version (found like --transformers-version)."),
         click.option("--base", help="Git revision that lr-not-scaled compares with (default HEAD)."),
         click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="A pyproject.toml to read [tool.trainlint] from (default: the nearest one)."),
@@ -51,6 +53,7 @@ def _settings(paths: list[Path], **kw):
         "gpu": kw.get("gpu"),
         "gpus": kw.get("gpus"),
         "transformers-version": kw.get("transformers_version"),
+        "trl-version": kw.get("trl_version"),
         "base": kw.get("base"),
         "fail-on": kw.get("fail_on"),
     }

@@ -166,8 +166,48 @@ def target_gpu(settings: Settings):
     return gpu
 
 
+def _project_root(ws: Workspace, settings: Settings) -> Path | None:
+    if settings.project_root is not None:
+        return settings.project_root
+    for path in ws.files:
+        return Path(path).parent
+    return None
+
+
+def target_versions(ws: Workspace, settings: Settings) -> tuple[Value, Value]:
+    """The transformers and TRL versions the check targets, as Values whose ``note`` says where
+    each came from (see ``knowledge.versions``). Resolved once per run; nothing is imported."""
+    from trainlint.knowledge.versions import resolve_transformers_version, resolve_trl_version
+
+    root = _project_root(ws, settings)
+    out = []
+    for explicit, flag, key, resolver in (
+        (settings.transformers_version, "--transformers-version", "transformers-version",
+         resolve_transformers_version),
+        (settings.trl_version, "--trl-version", "trl-version", resolve_trl_version),
+    ):
+        source = flag
+        if explicit and settings.config_path is not None and _configured(settings.config_path, key) == str(explicit):
+            source = "pyproject.toml [tool.trainlint]"
+        rv = resolver(explicit, root, explicit_source=source)
+        out.append(Value(value=rv.version, origin=OPTION, name=flag, note=rv.source))
+    return out[0], out[1]
+
+
+def _configured(path: Path, key: str) -> str | None:
+    from trainlint.config import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    value = data.get("tool", {}).get("trainlint", {}).get(key)
+    return str(value) if value is not None else None
+
+
 def build_setups(ws: Workspace, settings: Settings) -> list[Setup]:
     gpu = target_gpu(settings)
+    tf_version, trl_version = target_versions(ws, settings)
     world = Value(value=settings.gpus, origin=OPTION, name="--gpus", note="--gpus") if settings.gpus else None
     setups: list[Setup] = []
     try:
@@ -178,6 +218,7 @@ def build_setups(ws: Workspace, settings: Settings) -> list[Setup]:
     if linking is not None:
         for s in linking.link_setups(ws, settings):
             s.gpu = gpu
+            s.transformers_version, s.trl_version = tf_version, trl_version
             if s.world_size is None:
                 s.world_size = world
             setups.append(s)
@@ -187,5 +228,5 @@ def build_setups(ws: Workspace, settings: Settings) -> list[Setup]:
             continue
         pf: PythonFile = f.doc
         setups.append(Setup(root=Path(f.path).parent, scripts=[pf], sites=pf.sites, world_size=world, gpu=gpu,
-                            files=[f.path]))
+                            files=[f.path], transformers_version=tf_version, trl_version=trl_version))
     return setups

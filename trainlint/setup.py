@@ -132,6 +132,18 @@ class Setup:
     gpu: Gpu | None = None
     files: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # linked configs by kind
+    # The target library versions (``value`` is the version string, ``note`` where it came
+    # from: "installed", "--transformers-version", "requirements.txt:3", "newest known", ...).
+    transformers_version: Value | None = None
+    trl_version: Value | None = None
+
+    @property
+    def target_transformers(self) -> str | None:
+        return self.transformers_version.value if self.transformers_version is not None else None
+
+    @property
+    def target_trl(self) -> str | None:
+        return self.trl_version.value if self.trl_version is not None else None
 
     @property
     def world_size_value(self) -> int | None:
