@@ -66,7 +66,42 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_ERROR)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Guarded(click.Group):
+    """A crash of trainlint itself is one line on stderr and exit code 2, never a traceback
+    (set ``TRAINLINT_TRACEBACK=1`` to see it)."""
+
+    def invoke(self, ctx: click.Context):
+        import os
+
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit,
+                KeyboardInterrupt):
+            raise
+        except BrokenPipeError:  # `trainlint check | head`: the reader went away
+            _silence_stdout()
+            sys.exit(EXIT_ERROR)
+        except Exception as exc:  # noqa: BLE001 - last resort: report, do not crash
+            if os.environ.get("TRAINLINT_TRACEBACK"):
+                raise
+            from trainlint.engine import internal_error
+
+            d = internal_error(".", "the command", exc)
+            click.echo(f"trainlint: {d.message}", err=True)
+            sys.exit(EXIT_ERROR)
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+@click.group(cls=_Guarded, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trainlint")
 def main() -> None:
     """trainlint: find and fix pitfalls in Hugging Face training setups, before they run."""
@@ -116,8 +151,7 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
 
     from trainlint.config import ConfigError
     from trainlint.engine import fix_outcome
-    from trainlint.fixing.apply import write_atomic
-    from trainlint.sources.files import ReadProblem, read_text
+    from trainlint.fixing.apply import write_fixed
 
     path_list = list(paths) or [Path(".")]
     try:
@@ -131,20 +165,17 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
             old = outcome.original[path].splitlines(keepends=True)
             new = outcome.fixed[path].splitlines(keepends=True)
             sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
+    not_written: set[str] = set()
     if apply_:
         for path, text in sorted(outcome.fixed.items()):
-            try:
-                tf = read_text(path)
-            except ReadProblem as e:
-                click.echo(f"trainlint: not written: {path}: {e.message}", err=True)
-                continue
-            if tf.text != outcome.original[path]:
-                click.echo(f"trainlint: not written: {path} changed while fixing", err=True)
-                continue
-            write_atomic(path, tf.encode(text))
+            problem = write_fixed(path, outcome.original[path], text)
+            if problem is not None:
+                not_written.add(path)
+                click.echo(f"trainlint: not written: {path}: {problem}", err=True)
     for d, error in outcome.reverted:
         click.echo(f"trainlint: fix for {d.code} at {d.path}:{d.line} was not applied: the result did not parse "
                    f"({error})", err=True)
+
     n = len(outcome.applied)
     verb = "Fixed" if apply_ else "Would fix"
     remaining = outcome.remaining
@@ -158,7 +189,7 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
     if any(d.code == "TL000" for d in remaining):
         sys.exit(EXIT_ERROR)
     if apply_:
-        sys.exit(EXIT_FINDINGS if remaining else EXIT_OK)
+        sys.exit(EXIT_FINDINGS if remaining or not_written else EXIT_OK)
     sys.exit(EXIT_FINDINGS if outcome.fixed or remaining else EXIT_OK)
 
 

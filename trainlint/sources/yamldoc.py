@@ -311,6 +311,7 @@ def parse_yaml(
 
     doc = YamlDocument(text, path, line_offset)
     _check_flow_depth(doc)
+    _check_block_depth(doc)
     yaml = YAML(typ="rt")
     try:
         composed = yaml.compose(text)
@@ -362,6 +363,27 @@ def _check_flow_depth(doc: YamlDocument) -> None:
         elif c == "#" and (m.start() == 0 or text[m.start() - 1] in " \t\n"):
             end = text.find("\n", pos)
             pos = n if end == -1 else end
+
+
+_BLOCK_LINE = re.compile(r"^([ ]*)((?:-[ ]+)*)(?=[^ \n#])", re.M)
+
+
+def _check_block_depth(doc: YamlDocument) -> None:
+    """Refuse absurd block nesting (indentation, ``- - - x``) before ruamel's composer
+    recurses into it: its scanner gets slow with depth (seconds for a few thousand levels)."""
+    text = doc.text
+    if text.count("\n") <= MAX_DEPTH and text.count("- ") <= MAX_DEPTH:
+        return
+    indents: list[int] = []
+    for m in _BLOCK_LINE.finditer(text):
+        indent = len(m.group(1))
+        while indents and indents[-1] >= indent:
+            indents.pop()
+        indents.append(indent)
+        depth = len(indents) + m.group(2).count("-")
+        if depth > MAX_DEPTH:
+            line, col = doc.index.position(m.end())
+            raise ReadError(f"Nesting deeper than {MAX_DEPTH} levels", line, col, doc.path)
 
 
 def _check_expansion(doc: YamlDocument, top: Any, max_nodes: int) -> None:
