@@ -69,6 +69,8 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) ->
     ref_expanded = os.path.expanduser(ref)
     path = norm(ref_expanded if os.path.isabs(ref_expanded) else os.path.join(os.path.dirname(base_file), ref_expanded))
     if path in ws.files:
+        # a walked file kept silent as "not a training config" is one after all
+        ws.problems.extend(ws.deferred_problems.pop(path, []))
         return ws.files[path]
     if not os.path.exists(path) and path not in ws.overlay:
         if span is not None:

@@ -42,6 +42,8 @@ class Workspace:
     # files that could not be read or parsed (TL001-TL003, TL000 in a reader): no rule sees
     # their content and ``fix`` never edits them
     unparsable: set[str] = field(default_factory=set)
+    # problems of walked generic JSON/YAML files, reported only if something references them
+    deferred_problems: dict[str, list[Diagnostic]] = field(default_factory=dict)
 
     @property
     def python_files(self) -> list[PythonFile]:

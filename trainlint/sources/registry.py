@@ -9,6 +9,7 @@ keys, NaN/Infinity in JSON) becomes a finding too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -137,36 +138,50 @@ def parse_into(ws: Workspace, pf: ParsedFile) -> None:
     reader = READERS.get(pf.kind)
     if reader is None:
         return
+    # A walked ``*.json``/``*.yaml`` that is not recognisably a training config and is written
+    # in another tool's dialect (JSON with comments like tsconfig.json or VS Code settings, a
+    # Helm/Jinja template) is not ours to judge: its problems are kept aside and reported only
+    # if a launch line or script references it (``linking.load_referenced``). Files named on
+    # the command line, and broken files in no known dialect, are always reported.
+    generic = pf.kind in ("json", "yaml") and not pf.explicit and _other_dialect(pf.text.text)
+    sink = ws.deferred_problems.setdefault(pf.path, []) if generic else ws.problems
     if pf.kind == "json" and not pf.explicit and len(pf.text.text) > MAX_WALKED_GENERIC_JSON:
-        _check_json_quickly(ws, pf)
+        _check_json_quickly(ws, pf, sink)
         return
     try:
         pf.doc = reader(pf.path, pf.text.text)
     except ReadError as e:
-        ws.problems.append(invalid_config(pf.path, f"cannot read this {_what(pf.kind)}: {e.message}",
-                                          line=e.line, column=e.column))
+        sink.append(invalid_config(pf.path, f"cannot read this {_what(pf.kind)}: {e.message}",
+                                   line=e.line, column=e.column))
         ws.unparsable.add(pf.path)
         pf.doc = None
         return
     except (RecursionError, MemoryError) as e:
-        ws.problems.append(invalid_config(
+        sink.append(invalid_config(
             pf.path, f"cannot read this {_what(pf.kind)}: nesting too deep ({type(e).__name__})"))
         ws.unparsable.add(pf.path)
         pf.doc = None
         return
-    ws.problems.extend(problem_findings(pf.doc, pf.path))
+    sink.extend(problem_findings(pf.doc, pf.path))
 
 
-def _check_json_quickly(ws: Workspace, pf: ParsedFile) -> None:
+_JSONC = re.compile(r"^\s*(//|/\*)", re.MULTILINE)
+
+
+def _other_dialect(text: str) -> bool:
+    """JSON with comments (JSONC) or a template (``{{ ... }}``, ``{% ... %}``)."""
+    return bool(_JSONC.search(text)) or "{{" in text or "{%" in text
+
+
+def _check_json_quickly(ws: Workspace, pf: ParsedFile, sink: list[Diagnostic]) -> None:
     import json
 
     text = pf.text.text
     try:
         json.loads(text[1:] if text.startswith("\ufeff") else text)
     except json.JSONDecodeError as e:
-        ws.problems.append(invalid_config(pf.path, f"cannot read this JSON: {e.msg}", line=e.lineno,
-                                          column=e.colno))
+        sink.append(invalid_config(pf.path, f"cannot read this JSON: {e.msg}", line=e.lineno, column=e.colno))
         ws.unparsable.add(pf.path)
     except (RecursionError, MemoryError) as e:
-        ws.problems.append(invalid_config(pf.path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
+        sink.append(invalid_config(pf.path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
         ws.unparsable.add(pf.path)
