@@ -136,3 +136,18 @@ def test_check_path_never_imports_heavy_libraries(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
     assert "HEAVY=\n" in out.stderr or out.stderr.rstrip().endswith("HEAVY="), out.stderr
+
+
+def test_walked_generic_json_is_not_judged_unless_referenced(tmp_path):
+    (tmp_path / "tsconfig.json").write_text('{\n  // comments are fine for TypeScript\n  "a": 1\n}\n')
+    (tmp_path / "other.json").write_text('{\n  // also not a training config\n}\n')
+    out = json.loads(run_cli("check", str(tmp_path), "--format", "json").stdout)
+    assert out == []
+    # named explicitly: reported
+    out = json.loads(run_cli("check", str(tmp_path / "other.json"), "--format", "json").stdout)
+    assert [d["code"] for d in out] == ["TL003"]
+    # referenced by a launch line as a DeepSpeed config: reported
+    (tmp_path / "train.py").write_text("from transformers import Trainer\nTrainer(model=m)\n")
+    (tmp_path / "run.sh").write_text("deepspeed --num_gpus 2 train.py --deepspeed tsconfig.json\n")
+    out = json.loads(run_cli("check", str(tmp_path), "--format", "json").stdout)
+    assert [(Path(d["path"]).name, d["code"]) for d in out if d["code"] == "TL003"] == [("tsconfig.json", "TL003")]

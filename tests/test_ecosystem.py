@@ -35,7 +35,8 @@ BAD = (
 
 
 def _dump(result):
-    return ([d.model_dump(mode="json") for d in result.diagnostics], result.files, result.texts)
+    return ([d.model_dump(mode="json") for d in result.diagnostics], result.files, result.texts,
+            sorted(result.unparsable), result.kinds)
 
 
 # -- SARIF ---------------------------------------------------------------------------------

@@ -47,7 +47,8 @@ def test_bert_imdb_fix_apply_twice(tmp_path):
     assert "fp16=True" in text  # unsafe: not applied without --unsafe-fixes
     # comments and layout elsewhere are kept
     assert "# pads every review to 512 tokens" in text
-    assert '    evaluation_strategy="epoch",  # evaluate every epoch' in text
+    # the migration rules rename the removed argument in place (target: the installed 5.x)
+    assert '    eval_strategy="epoch",  # evaluate every epoch' in text
     before = script.read_bytes()
     second = run_cli("fix", "--apply", str(script), "--gpu", "A100")
     assert second.returncode in (0, 1)

@@ -232,3 +232,14 @@ def test_render_and_json_roundtrip():
     assert set(data["runs"][0]["ranks"][0]) >= {"rank", "status", "steps", "peak_memory_bytes",
                                                 "median_step_s", "samples_per_s", "first_loss",
                                                 "last_loss", "loss_finite", "error"}
+
+
+def test_memory_estimate_hook_uses_the_static_estimate():
+    from pathlib import Path
+
+    from trainlint.verify.compare import memory_estimate_bytes
+
+    root = Path(__file__).resolve().parent.parent
+    est = memory_estimate_bytes(root / "examples" / "bert_imdb" / "train.py", 1)
+    assert isinstance(est, int) and 1 << 30 < est < 80 << 30  # bert-base, batch 32 x 512
+    assert memory_estimate_bytes(root / "examples" / "verify_demo" / "train.py", 2) is None  # local tiny model

@@ -8,7 +8,6 @@ tree themselves.
 from __future__ import annotations
 
 import ast
-import functools
 from dataclasses import dataclass, field
 
 from trainlint.diagnostics import Span
@@ -648,28 +647,6 @@ def collator_call(pf: PythonFile, tc: TrainerCall) -> tuple[ast.Call, Scope] | N
     if expr is None:
         return None
     return _call_through(pf, expr, tc.site.scope)
-
-
-@functools.lru_cache(maxsize=1)
-def _installed_transformers() -> str:
-    """Read once per process: a metadata lookup parses the METADATA file (it was 45% of a
-    whole-corpus run when asked per rule and file)."""
-    try:
-        from importlib.metadata import version
-
-        return version("transformers")
-    except Exception:  # noqa: BLE001 - not installed
-        return "5.24.0"
-
-
-def transformers_version(settings) -> tuple[int, int]:
-    """The targeted transformers version: ``--transformers-version``, else the installed one
-    (package metadata, no import), else the newest this build knows (5.24)."""
-    text = getattr(settings, "transformers_version", None) or _installed_transformers()
-    parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in str(text).split(".")[:2]]
-    while len(parts) < 2:
-        parts.append(0)
-    return parts[0], parts[1]
 
 
 def _is_self_assign(stmt: ast.stmt, call: ast.Call) -> bool:

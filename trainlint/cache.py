@@ -38,7 +38,7 @@ from typing import Any
 from trainlint import __version__
 
 CACHE_DIR_NAME = ".trainlint_cache"
-FORMAT = 1
+FORMAT = 2
 REFERENCE_HINTS = (".json", ".yaml", ".yml", ".sh", ".toml", ".cfg")
 
 
@@ -220,7 +220,8 @@ class FindingsCache:
         self.hits += 1
         return entry
 
-    def put(self, key: str, kept: bool, diagnostics: list[dict[str, Any]], deps: list[str]) -> None:
+    def put(self, key: str, entry: dict[str, Any], deps: list[str]) -> None:
+        """Store ``entry`` (kept, kind, unparsable, diagnostics) with the hashes of ``deps``."""
         dep_hashes: dict[str, str | None] = {}
         for dep in deps:
             try:
@@ -228,7 +229,7 @@ class FindingsCache:
                     dep_hashes[dep] = _sha(f.read())
             except OSError:
                 dep_hashes[dep] = None
-        self.entries[key] = {"kept": kept, "diagnostics": diagnostics, "deps": dep_hashes}
+        self.entries[key] = {**entry, "deps": dep_hashes}
         self.dirty = True
 
     def save(self) -> None:

@@ -30,7 +30,9 @@ def selection_options(f):
         click.option("--extend-select", multiple=True, help="Add to the configured selection."),
         click.option("--gpu", help='Target GPU, e.g. "A100-80GB", "H100", "RTX 4090", or "auto" (nvidia-smi).'),
         click.option("--gpus", type=click.IntRange(min=1), help="World size (GPUs) when no launch line says."),
-        click.option("--transformers-version", help="Target transformers version (default: installed, else newest known)."),
+        click.option("--transformers-version", help="Target transformers version (default: [tool.trainlint], the "
+                     "installed package, a pin in requirements*.txt/pyproject.toml, else the newest known)."),
+        click.option("--trl-version", help="Target TRL version (found like --transformers-version)."),
         click.option("--base", help="Git revision that lr-not-scaled compares with (default HEAD)."),
         click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="A pyproject.toml to read [tool.trainlint] from (default: the nearest one)."),
@@ -60,6 +62,7 @@ def _settings(paths: list[Path], **kw):
         "gpu": kw.get("gpu"),
         "gpus": kw.get("gpus"),
         "transformers-version": kw.get("transformers_version"),
+        "trl-version": kw.get("trl_version"),
         "base": kw.get("base"),
         "fail-on": kw.get("fail_on"),
     }
@@ -100,7 +103,42 @@ class _LazyGroup(click.Group):
         return cmd
 
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+class _Guarded(_LazyGroup):
+    """A crash of trainlint itself is one line on stderr and exit code 2, never a traceback
+    (set ``TRAINLINT_TRACEBACK=1`` to see it)."""
+
+    def invoke(self, ctx: click.Context):
+        import os
+
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit,
+                KeyboardInterrupt):
+            raise
+        except BrokenPipeError:  # `trainlint check | head`: the reader went away
+            _silence_stdout()
+            sys.exit(EXIT_ERROR)
+        except Exception as exc:  # noqa: BLE001 - last resort: report, do not crash
+            if os.environ.get("TRAINLINT_TRACEBACK"):
+                raise
+            from trainlint.engine import internal_error
+
+            d = internal_error(".", "the command", exc)
+            click.echo(f"trainlint: {d.message}", err=True)
+            sys.exit(EXIT_ERROR)
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+@click.group(cls=_Guarded, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trainlint")
 def main() -> None:
     """trainlint: find and fix pitfalls in Hugging Face training setups, before they run."""
@@ -169,8 +207,7 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
 
     from trainlint.config import ConfigError
     from trainlint.engine import fix_outcome
-    from trainlint.fixing.apply import write_atomic
-    from trainlint.sources.files import ReadProblem, read_text
+    from trainlint.fixing.apply import write_fixed
 
     path_list = list(paths) or [Path(".")]
     try:
@@ -184,20 +221,17 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
             old = outcome.original[path].splitlines(keepends=True)
             new = outcome.fixed[path].splitlines(keepends=True)
             sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
+    not_written: set[str] = set()
     if apply_:
         for path, text in sorted(outcome.fixed.items()):
-            try:
-                tf = read_text(path)
-            except ReadProblem as e:
-                click.echo(f"trainlint: not written: {path}: {e.message}", err=True)
-                continue
-            if tf.text != outcome.original[path]:
-                click.echo(f"trainlint: not written: {path} changed while fixing", err=True)
-                continue
-            write_atomic(path, tf.encode(text))
+            problem = write_fixed(path, outcome.original[path], text)
+            if problem is not None:
+                not_written.add(path)
+                click.echo(f"trainlint: not written: {path}: {problem}", err=True)
     for d, error in outcome.reverted:
         click.echo(f"trainlint: fix for {d.code} at {d.path}:{d.line} was not applied: the result did not parse "
                    f"({error})", err=True)
+
     n = len(outcome.applied)
     verb = "Fixed" if apply_ else "Would fix"
     remaining = outcome.remaining
@@ -211,7 +245,7 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
     if any(d.code == "TL000" for d in remaining):
         sys.exit(EXIT_ERROR)
     if apply_:
-        sys.exit(EXIT_FINDINGS if remaining else EXIT_OK)
+        sys.exit(EXIT_FINDINGS if remaining or not_written else EXIT_OK)
     sys.exit(EXIT_FINDINGS if outcome.fixed or remaining else EXIT_OK)
 
 

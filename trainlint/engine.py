@@ -6,11 +6,14 @@ run. Neither imports torch, transformers, accelerate or deepspeed, nor executes 
 
 from __future__ import annotations
 
+import sys
+import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, TypeVar
 
-from trainlint.config import Settings
+from trainlint.config import ConfigError, Settings
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.resolve import Workspace, build_setups, read_workspace
 from trainlint.rules import all_rules, is_selected, select_rules
@@ -19,12 +22,58 @@ from trainlint.suppression import Suppressions
 MAX_FIX_PASSES = 8
 REPORT_URL = "https://github.com/trainlint/trainlint/issues"
 
+# Deeply nested but valid code (a 900-term string concatenation, a long method chain) makes
+# ast's recursive structures deep; the analysis and the rules walk them recursively. The
+# pipeline therefore runs in a thread with a large stack and a raised recursion limit, so such
+# files are analysed instead of failing, and anything deeper ends in a RecursionError that is
+# reported per file (never a crash of the interpreter).
+DEEP_STACK_BYTES = 512 * 1024 * 1024
+DEEP_RECURSION_LIMIT = 20_000
+_deep = threading.local()
+_T = TypeVar("_T")
+
+
+def with_deep_stack(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Call ``fn(*args, **kwargs)`` in a thread with a large stack and a raised recursion
+    limit; exceptions propagate to the caller. Nested calls run directly."""
+    if getattr(_deep, "active", False):
+        return fn(*args, **kwargs)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        _deep.active = True
+        try:
+            box["result"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            box["error"] = exc
+
+    old_limit = sys.getrecursionlimit()
+    try:
+        old_size = threading.stack_size(DEEP_STACK_BYTES)
+    except (ValueError, RuntimeError):  # platform without settable thread stacks
+        return fn(*args, **kwargs)
+    sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
+    try:
+        try:
+            thread = threading.Thread(target=target, name="trainlint", daemon=True)
+            thread.start()
+        finally:
+            threading.stack_size(old_size)
+        thread.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
 
 @dataclass
 class LintResult:
     diagnostics: list[Diagnostic]
     files: list[str]
     texts: dict[str, str] = field(default_factory=dict)
+    unparsable: set[str] = field(default_factory=set)  # never edited by fix
+    kinds: dict[str, str] = field(default_factory=dict)  # path -> reader kind
 
     @property
     def internal_errors(self) -> list[Diagnostic]:
@@ -47,8 +96,18 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     rules = [cls(settings, settings.options_for(cls))
              for cls in select_rules(settings.select + settings.extend_select, settings.ignore)
              if not cls.produced_by_engine]
-    setups = build_setups(ws, settings)  # linking may read more files and add input problems
+    linking_error: Diagnostic | None = None
+    try:
+        setups = build_setups(ws, settings)  # linking may read more files and add input problems
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - linking failed: check each script on its own
+        first = sorted(ws.files)[0] if ws.files else "."
+        linking_error = internal_error(first, "linking the files of the setup", exc)
+        setups = _single_file_setups(ws, settings)
     out: list[Diagnostic] = list(ws.problems)
+    if linking_error is not None:
+        out.append(linking_error)
     for setup in setups:
         if declared is not None:
             declared.update(str(f) for f in setup.files)
@@ -59,6 +118,15 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
                 path = setup.files[0] if setup.files else str(setup.root)
                 out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
     return out
+
+
+def _single_file_setups(ws: Workspace, settings: Settings) -> list:
+    from trainlint.resolve import target_gpu
+    from trainlint.setup import Setup
+
+    gpu = target_gpu(settings)
+    return [Setup(root=Path(f.path).parent, scripts=[f.doc], sites=f.doc.sites, files=[f.path], gpu=gpu)
+            for f in ws.files.values() if f.kind == "python" and f.doc is not None]
 
 
 def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) -> list[Diagnostic]:
@@ -95,10 +163,16 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
         from trainlint.parallel import lint_split
 
         return lint_split(paths, settings, overlay or {}, jobs=jobs, use_cache=cache)
+    return with_deep_stack(_lint, paths, settings, overlay, only)
+
+
+def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None,
+          only: set[str] | None) -> LintResult:
     ws = read_workspace(paths, settings, overlay or {})
     diagnostics = run_rules(ws, settings)
     return LintResult(diagnostics=_filter(diagnostics, ws, settings), files=sorted(ws.files),
-                      texts={p: f.text.text for p, f in ws.files.items()})
+                      texts={p: f.text.text for p, f in ws.files.items()},
+                      unparsable=set(ws.unparsable), kinds={p: f.kind for p, f in ws.files.items()})
 
 
 @dataclass
@@ -112,31 +186,62 @@ class FixOutcome:
 
 def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,
                 overlay: dict[str, str] | None = None) -> FixOutcome:
-    """Compute all fixes in memory, in passes, until nothing more applies."""
+    """Compute all fixes in memory, in passes, until nothing more applies.
+
+    * A file that could not be read or parsed is never edited.
+    * Fixes whose edits overlap wait for a later pass (the rules run again on the new text, so
+      the waiting fix is computed afresh); at most ``MAX_FIX_PASSES`` passes.
+    * A fix whose result does not parse is dropped and listed in ``reverted``; it is not tried
+      again in later passes.
+    """
+    return with_deep_stack(_fix_outcome, paths, settings, unsafe, overlay)
+
+
+def _fix_key(d: Diagnostic) -> tuple:
+    assert d.fix is not None
+    return (d.code, tuple(sorted((e.path, e.line, e.column, e.end_line, e.end_column, e.content)
+                                 for e in d.fix.edits)))
+
+
+def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
+                 overlay: dict[str, str] | None) -> FixOutcome:
     current: dict[str, str] = dict(overlay or {})
-    original: dict[str, str] = {}
     applied: list[Diagnostic] = []
     reverted: list[tuple[Diagnostic, str]] = []
+    refused: set[tuple] = set()  # fixes that broke a file: never tried again
     result = lint(paths, settings, current)
     original = dict(result.texts)
-    unparsable = {d.path for d in result.diagnostics if d.code in ("TL001", "TL002", "TL003")}
+    # never edit a file that did not parse, even when its finding is ignored or suppressed
+    unparsable = set(result.unparsable) | {d.path for d in result.diagnostics
+                                           if d.code in ("TL001", "TL002", "TL003")}
+    seen_states: set[int] = set()
     for _ in range(MAX_FIX_PASSES):
         texts = {**result.texts, **current}
         fixable = [d for d in result.diagnostics
                    if d.fix is not None and (d.fix.applicability == "safe" or unsafe)
-                   and not any(e.path in unparsable for e in d.fix.edits)]
+                   and not any(e.path in unparsable for e in d.fix.edits)
+                   and _fix_key(d) not in refused]
         if not fixable:
             break
         from trainlint.fixing.apply import apply_fix_pass
 
-        pr = apply_fix_pass(fixable, texts)
-        reverted.extend(pr.reverted)
+        pr = apply_fix_pass(fixable, texts, result.kinds)
+        for d, error in pr.reverted:
+            refused.add(_fix_key(d))
+            reverted.append((d, error))
         if not pr.texts:
+            if pr.reverted:
+                continue  # what was deferred behind a refused fix may apply now
             break
+        state = hash(tuple(sorted({**current, **pr.texts}.items())))
+        if state in seen_states:  # fixes that undo each other: stop
+            break
+        seen_states.add(state)
         applied.extend(pr.applied)
         current.update(pr.texts)
         result = lint(paths, settings, current)
-    fixed = {p: t for p, t in current.items() if original.get(p) is not None and t != original[p]}
+    fixed = {p: t for p, t in current.items() if original.get(p) is not None and t != original[p]
+             and p not in unparsable}
     return FixOutcome(original=original, fixed=fixed, applied=applied, reverted=reverted,
                       remaining=result.diagnostics)
 

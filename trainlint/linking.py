@@ -69,6 +69,8 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) ->
     ref_expanded = os.path.expanduser(ref)
     path = norm(ref_expanded if os.path.isabs(ref_expanded) else os.path.join(os.path.dirname(base_file), ref_expanded))
     if path in ws.files:
+        # a walked file kept silent as "not a training config" is one after all
+        ws.problems.extend(ws.deferred_problems.pop(path, []))
         return ws.files[path]
     if not os.path.exists(path) and path not in ws.overlay:
         if span is not None:
@@ -301,9 +303,12 @@ class _Linker:
                 if v is not None:
                     ds_candidates.append((v, s.path if v.origin in (PYTHON, ARGSFILE) else pf_shell.path))
         if not ds_candidates:
-            f = launch.flag("deepspeed")
-            if f is not None:
-                ds_candidates.append((flag_value(f), pf_shell.path))
+            for flag_name in ("deepspeed", "deepspeed_config"):  # the latter: deepspeed.add_config_arguments
+                f = launch.flag(flag_name)
+                if f is not None:
+                    ds_candidates.append((flag_value(f), pf_shell.path))
+        if script_pf is not None:
+            ds_candidates.extend(_initialize_configs(script_pf))
         self._link_deepspeed(setup, ds_candidates)
         self._link_accelerate_ds(setup)
         # world size
@@ -335,7 +340,7 @@ class _Linker:
 
     def script_setup(self, pf: PythonFile) -> Setup:
         setup = Setup(root=Path(pf.path).parent, scripts=[pf], sites=list(pf.sites), files=[pf.path])
-        self._link_deepspeed(setup, [(s.get("deepspeed"), pf.path) for s in pf.sites])
+        self._link_deepspeed(setup, [(s.get("deepspeed"), pf.path) for s in pf.sites] + _initialize_configs(pf))
         return setup
 
     def argsfile_setup(self, f: ParsedFile, class_name: str) -> Setup | None:
@@ -366,6 +371,22 @@ class _Linker:
         setup = Setup(root=Path(f.path).parent, files=[f.path])
         setup.extra["deepspeed"] = cfg
         return setup
+
+
+def _initialize_configs(pf: PythonFile) -> list[tuple[Value | None, str]]:
+    """``deepspeed.initialize(..., config="ds.json")`` (or ``config_params=``) with a path."""
+    out: list[tuple[Value | None, str]] = []
+    for cs in pf.calls:
+        if pf.qualname(cs.node.func) != "deepspeed.initialize":
+            continue
+        for name in ("config", "config_params"):
+            kw = pf.keyword(cs.node, name)
+            if kw is None:
+                continue
+            val = pf.resolve(kw.value, cs.scope).value
+            if isinstance(val, str) and val.endswith(".json"):
+                out.append((Value(value=val, origin=PYTHON, span=pf.span(kw.value), name=name), pf.path))
+    return out
 
 
 def accelerate_world_size(acc) -> Value | None:

@@ -46,19 +46,35 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def lint_one(path: str, explicit: bool, text: str, settings: Any) -> tuple[list[Any], dict[str, str], list[str]]:
-    """Findings of one stand-alone file, the files read for it (path -> text: the file when it
-    was kept, and any config its setup pulled in from outside the run), and the other files
-    its setups declared."""
+@dataclass
+class Outcome:
+    """What linting one stand-alone file gave."""
+
+    diagnostics: list[Any]
+    texts: dict[str, str]  # the files read: the script when kept, configs pulled in from outside
+    kinds: dict[str, str]
+    unparsable: list[str]
+    deps: list[str]  # other files its setups declared
+
+
+def lint_one(path: str, explicit: bool, text: str, settings: Any) -> Outcome:
+    """Lint one stand-alone file as a run of its own (with a deep stack, as ``engine.lint``)."""
+    from trainlint.engine import with_deep_stack
+
+    return with_deep_stack(_lint_one, path, explicit, text, settings)
+
+
+def _lint_one(path: str, explicit: bool, text: str, settings: Any) -> Outcome:
     from trainlint.engine import _filter, run_rules
-    from trainlint.resolve import Workspace, read_file
+    from trainlint.resolve import Workspace, read_entry
 
     ws = Workspace(settings=settings, overlay={path: text})
-    read_file(ws, path, explicit)
+    read_entry(ws, path, explicit)
     deps: set[str] = set()
     diagnostics = _filter(run_rules(ws, settings, declared=deps), ws, settings)
     deps.discard(path)
-    return diagnostics, {p: f.text.text for p, f in ws.files.items()}, sorted(deps)
+    return Outcome(diagnostics, {p: f.text.text for p, f in ws.files.items()},
+                   {p: f.kind for p, f in ws.files.items()}, sorted(ws.unparsable), sorted(deps))
 
 
 def _init_worker(settings: Any) -> None:
@@ -66,7 +82,7 @@ def _init_worker(settings: Any) -> None:
     _SETTINGS = settings
 
 
-def _work(unit: Unit) -> tuple[list[Any], dict[str, str], list[str]]:
+def _work(unit: Unit) -> Outcome:
     return lint_one(unit.path, unit.explicit, unit.text, _SETTINGS)
 
 
@@ -133,6 +149,8 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
 
     diagnostics: list[Any] = []
     kept: list[str] = []
+    kinds: dict[str, str] = {}
+    unparsable: set[str] = set()
     todo: list[tuple[Unit, str | None]] = []
     for u in units:
         key = None
@@ -145,28 +163,37 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
                 diagnostics.extend(Diagnostic.model_validate(d) for d in entry["diagnostics"])
                 if entry["kept"]:
                     kept.append(u.path)
+                    kinds[u.path] = entry["kind"]
+                if entry["unparsable"]:
+                    unparsable.add(u.path)
                 continue
         todo.append((u, key))
 
     n_jobs = jobs if jobs is not None else default_jobs()
-    results: list[tuple[list[Any], dict[str, str], list[str]]]
+    results: list[Outcome]
     if n_jobs > 1 and len(todo) > min_files:
         results = _pool_map([u for u, _ in todo], settings, n_jobs)
     else:
-        results = [lint_one(u.path, u.explicit, u.text, settings) for u, _ in todo]
+        from trainlint.engine import with_deep_stack
+
+        results = with_deep_stack(lambda: [lint_one(u.path, u.explicit, u.text, settings) for u, _ in todo])
 
     known = {u.path for u in units} | {p for p, _ in rest}
     redo: list[str] = []
-    for (u, key), (diags, read, deps) in zip(todo, results):
-        if any(d in known for d in deps) or any(p != u.path and p in known for p in read):
+    for (u, key), out in zip(todo, results):
+        if any(d in known for d in out.deps) or any(p != u.path and p in known for p in out.texts):
             redo.append(u.path)
             continue
-        diagnostics.extend(diags)
-        kept.extend(read)
-        texts.update(read)
-        if cache is not None and key is not None:
-            if set(read) <= {u.path}:
-                cache.put(key, u.path in read, [d.model_dump(mode="json") for d in diags], deps)
+        diagnostics.extend(out.diagnostics)
+        kept.extend(out.texts)
+        texts.update(out.texts)
+        kinds.update(out.kinds)
+        unparsable.update(out.unparsable)
+        if cache is not None and key is not None and set(out.texts) <= {u.path} \
+                and set(out.unparsable) <= {u.path}:
+            cache.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
+                            "unparsable": u.path in out.unparsable,
+                            "diagnostics": [d.model_dump(mode="json") for d in out.diagnostics]}, out.deps)
     if cache is not None:
         cache.save()
 
@@ -174,20 +201,13 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
         wanted = set(redo) | {p for p, _ in rest}
         rest = [(p, e) for p, e in _walk_order(paths, settings) if p in wanted]
     if rest:
-        from trainlint.engine import _filter, run_rules
-        from trainlint.resolve import Workspace, read_file
+        from trainlint.engine import with_deep_stack
 
-        ws = Workspace(settings=settings, overlay=overlay)
-        for path, explicit in rest:
-            if explicit and not os.path.exists(path) and path not in overlay:
-                from trainlint.resolve import input_problem
-
-                ws.problems.append(input_problem("TL002", "unreadable-file", path, "no such file or directory"))
-                continue
-            read_file(ws, path, explicit)
-        diagnostics.extend(_filter(run_rules(ws, settings), ws, settings))
+        ws = with_deep_stack(_lint_rest, rest, settings, overlay, diagnostics)
         kept.extend(ws.files)
         texts.update({p: f.text.text for p, f in ws.files.items()})
+        kinds.update({p: f.kind for p, f in ws.files.items()})
+        unparsable.update(ws.unparsable)
 
     seen: set[tuple] = set()
     merged = []
@@ -198,9 +218,22 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
             merged.append(d)
     merged.sort(key=lambda d: d.sort_key())
     files = sorted(set(kept))
-    result = LintResult(diagnostics=merged, files=files, texts={p: texts[p] for p in files if p in texts})
+    result = LintResult(diagnostics=merged, files=files, texts={p: texts[p] for p in files if p in texts},
+                        unparsable=unparsable, kinds={p: kinds[p] for p in files if p in kinds})
     result.cache_stats = (cache.hits, cache.misses) if cache is not None else None  # type: ignore[attr-defined]
     return result
+
+
+def _lint_rest(rest: list[tuple[str, bool]], settings: Any, overlay: dict[str, str], out: list[Any]) -> Any:
+    """The plain pipeline on what does not stand alone; appends its findings to ``out``."""
+    from trainlint.engine import _filter, run_rules
+    from trainlint.resolve import Workspace, read_entry
+
+    ws = Workspace(settings=settings, overlay=overlay)
+    for path, explicit in rest:
+        read_entry(ws, path, explicit)
+    out.extend(_filter(run_rules(ws, settings), ws, settings))
+    return ws
 
 
 def _mentions_other_files(text: str) -> bool:
@@ -216,7 +249,7 @@ def _walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:
     return [(norm(p), e) for p, e in walk(paths, settings.exclude)]
 
 
-def _pool_map(units: list[Unit], settings: Any, jobs: int) -> list[tuple[list[Any], dict[str, str], list[str]]]:
+def _pool_map(units: list[Unit], settings: Any, jobs: int) -> list[Outcome]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

@@ -39,6 +39,11 @@ class Workspace:
     overlay: dict[str, str]
     files: dict[str, ParsedFile] = field(default_factory=dict)
     problems: list[Diagnostic] = field(default_factory=list)
+    # files that could not be read or parsed (TL001-TL003, TL000 in a reader): no rule sees
+    # their content and ``fix`` never edits them
+    unparsable: set[str] = field(default_factory=set)
+    # problems of walked generic JSON/YAML files, reported only if something references them
+    deferred_problems: dict[str, list[Diagnostic]] = field(default_factory=dict)
 
     @property
     def python_files(self) -> list[PythonFile]:
@@ -59,46 +64,76 @@ def norm(path: Path | str) -> str:
 
 def _kind_of(path: str, text: str) -> str:
     suffix = Path(path).suffix.lower()
-    if suffix == ".py":
+    if suffix in (".py", ".pyw", ".pyi"):
         return "python"
     try:
         from trainlint.sources.kinds import detect_kind
     except ImportError:  # readers for other kinds not installed in this build
         return "unknown"
-    return detect_kind(path, text)
+    try:
+        return detect_kind(path, text)
+    except (RecursionError, MemoryError, ValueError):
+        # absurd nesting: fall back on the suffix; the reader reports the problem
+        return {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
+                ".bash": "shell"}.get(suffix, "unknown")
+
+
+def _parse_python(ws: Workspace, path: str, text: str) -> PythonFile | None:
+    """``parse_python`` with every way a hostile file can make it fail turned into TL001."""
+    try:
+        return parse_python(path, text)
+    except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
+        line = e.lineno or 1
+        column = e.offset or 1
+        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
+                                         line, column))
+    except (RecursionError, MemoryError) as e:
+        # the parser's own stack limit (MemoryError "Parser stack overflowed") or the depth of
+        # ast construction/analysis: Python itself would refuse to compile this
+        ws.problems.append(input_problem(
+            "TL001", "syntax-error", path,
+            f"cannot parse Python: expressions nested too deeply ({type(e).__name__})"))
+    except ValueError as e:  # "source code string cannot contain null bytes"
+        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e}"))
+    ws.unparsable.add(path)
+    return None
 
 
 def read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
-    """Read and parse one file; input problems become findings, never exceptions."""
+    """Read and parse one file; input problems become findings, never exceptions. A bug in
+    a reader is reported as TL000 for this file and the run goes on with the others."""
     from trainlint.engine import internal_error
 
+    try:
+        return _read_file(ws, path, explicit)
+    except Exception as exc:  # noqa: BLE001 - a reader bug is reported per file
+        ws.problems.append(internal_error(path, "reading this file", exc))
+        ws.unparsable.add(path)
+        ws.files.pop(path, None)
+        return None
+
+
+def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
     try:
         tf = read_text(path, ws.overlay)
     except ReadProblem as e:
         ws.problems.append(input_problem("TL002", "unreadable-file", path, e.message, e.line, e.column))
+        ws.unparsable.add(path)
         return None
     kind = _kind_of(path, tf.text)
+    if kind == "binary":
+        ws.problems.append(input_problem("TL002", "unreadable-file", path, "binary file"))
+        ws.unparsable.add(path)
+        return None
     pf = ParsedFile(path=path, kind=kind, text=tf, explicit=explicit)
-    try:
-        if kind == "python":
-            if not explicit and not any(tok in tf.text for tok in PY_PREFILTER):
-                return None
-            try:
-                pf.doc = parse_python(path, tf.text)
-            except SyntaxError as e:
-                ws.problems.append(input_problem(
-                    "TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
-                    e.lineno or 1, (e.offset or 1)))
-            except (RecursionError, MemoryError, ValueError) as e:
-                ws.problems.append(input_problem(
-                    "TL001", "syntax-error", path, f"cannot parse Python: {type(e).__name__}: {e}"))
-        else:
-            from trainlint.sources import registry
+    if kind == "python":
+        if not explicit and not any(tok in tf.text for tok in PY_PREFILTER):
+            return None
+        pf.doc = _parse_python(ws, path, tf.text)
+    else:
+        from trainlint.sources import registry
 
-            registry.parse_into(ws, pf)
-    except Exception as exc:  # noqa: BLE001 - a reader bug is reported per file
-        ws.problems.append(internal_error(path, f"reading {kind} file", exc))
-        return pf
+        registry.parse_into(ws, pf)
     ws.files[path] = pf
     return pf
 
@@ -106,14 +141,19 @@ def read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
 def read_workspace(paths: list[Path], settings: Settings, overlay: dict[str, str]) -> Workspace:
     ws = Workspace(settings=settings, overlay=overlay)
     for p, explicit in walk(paths, settings.exclude):
-        path = norm(p)
-        if not explicit and path in ws.files:
-            continue
-        if explicit and not os.path.exists(path) and path not in overlay:
-            ws.problems.append(input_problem("TL002", "unreadable-file", path, "no such file or directory"))
-            continue
-        read_file(ws, path, explicit)
+        read_entry(ws, norm(p), explicit)
     return ws
+
+
+def read_entry(ws: Workspace, path: str, explicit: bool) -> None:
+    """One walked or named path into the workspace (a named one that is missing is a finding)."""
+    if not explicit and path in ws.files:
+        return
+    if explicit and not os.path.lexists(path) and path not in ws.overlay:
+        ws.problems.append(input_problem("TL002", "unreadable-file", path, "no such file or directory"))
+        ws.unparsable.add(path)
+        return
+    read_file(ws, path, explicit)
 
 
 def target_gpu(settings: Settings):
@@ -132,8 +172,48 @@ def target_gpu(settings: Settings):
     return gpu
 
 
+def _project_root(ws: Workspace, settings: Settings) -> Path | None:
+    if settings.project_root is not None:
+        return settings.project_root
+    for path in ws.files:
+        return Path(path).parent
+    return None
+
+
+def target_versions(ws: Workspace, settings: Settings) -> tuple[Value, Value]:
+    """The transformers and TRL versions the check targets, as Values whose ``note`` says where
+    each came from (see ``knowledge.versions``). Resolved once per run; nothing is imported."""
+    from trainlint.knowledge.versions import resolve_transformers_version, resolve_trl_version
+
+    root = _project_root(ws, settings)
+    out = []
+    for explicit, flag, key, resolver in (
+        (settings.transformers_version, "--transformers-version", "transformers-version",
+         resolve_transformers_version),
+        (settings.trl_version, "--trl-version", "trl-version", resolve_trl_version),
+    ):
+        source = flag
+        if explicit and settings.config_path is not None and _configured(settings.config_path, key) == str(explicit):
+            source = "pyproject.toml [tool.trainlint]"
+        rv = resolver(explicit, root, explicit_source=source)
+        out.append(Value(value=rv.version, origin=OPTION, name=flag, note=rv.source))
+    return out[0], out[1]
+
+
+def _configured(path: Path, key: str) -> str | None:
+    from trainlint.config import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    value = data.get("tool", {}).get("trainlint", {}).get(key)
+    return str(value) if value is not None else None
+
+
 def build_setups(ws: Workspace, settings: Settings) -> list[Setup]:
     gpu = target_gpu(settings)
+    tf_version, trl_version = target_versions(ws, settings)
     world = Value(value=settings.gpus, origin=OPTION, name="--gpus", note="--gpus") if settings.gpus else None
     setups: list[Setup] = []
     try:
@@ -144,6 +224,7 @@ def build_setups(ws: Workspace, settings: Settings) -> list[Setup]:
     if linking is not None:
         for s in linking.link_setups(ws, settings):
             s.gpu = gpu
+            s.transformers_version, s.trl_version = tf_version, trl_version
             if s.world_size is None:
                 s.world_size = world
             setups.append(s)
@@ -153,5 +234,5 @@ def build_setups(ws: Workspace, settings: Settings) -> list[Setup]:
             continue
         pf: PythonFile = f.doc
         setups.append(Setup(root=Path(f.path).parent, scripts=[pf], sites=pf.sites, world_size=world, gpu=gpu,
-                            files=[f.path]))
+                            files=[f.path], transformers_version=tf_version, trl_version=trl_version))
     return setups

@@ -132,6 +132,29 @@ class Setup:
     gpu: Gpu | None = None
     files: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # linked configs by kind
+    # The target library versions (``value`` is the version string, ``note`` where it came
+    # from: "installed", "--transformers-version", "requirements.txt:3", "newest known", ...).
+    transformers_version: Value | None = None
+    trl_version: Value | None = None
+
+    def transformers_tuple(self) -> tuple[int, int]:
+        """(major, minor) of the target transformers version; the newest version the data
+        knows when none was resolved (rules that depend on the version then assume it)."""
+        text = self.target_transformers
+        if not text:
+            from trainlint.knowledge.training_args import newest
+
+            text = newest()
+        parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in str(text).split(".")[:2]]
+        return (parts + [0, 0])[0], (parts + [0, 0])[1]
+
+    @property
+    def target_transformers(self) -> str | None:
+        return self.transformers_version.value if self.transformers_version is not None else None
+
+    @property
+    def target_trl(self) -> str | None:
+        return self.trl_version.value if self.trl_version is not None else None
 
     @property
     def world_size_value(self) -> int | None:

@@ -31,12 +31,13 @@ class Suppressions:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._file_codes: dict[str, list[str]] = {}
+        self._line_cache: dict[str, list[str] | None] = {}
 
     def _lines(self, path: str) -> list[str] | None:
-        f = self.ws.files.get(path)
-        if f is None:
-            return None
-        return f.text.text.splitlines()
+        if path not in self._line_cache:  # once per file: a file can have thousands of findings
+            f = self.ws.files.get(path)
+            self._line_cache[path] = None if f is None else f.text.text.splitlines()
+        return self._line_cache[path]
 
     def _file_level(self, path: str) -> list[str]:
         if path not in self._file_codes:

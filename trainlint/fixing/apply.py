@@ -12,29 +12,26 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import json
 import os
+import re
 import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from trainlint.diagnostics import Diagnostic, Edit
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def _line_starts(text: str) -> list[int]:
+    """Offsets where each line starts (``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line)."""
     starts = [0]
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            starts.append(i + 1)
-        elif c == "\r":
-            if i + 1 < n and text[i + 1] == "\n":
-                i += 1
-            starts.append(i + 1)
-        i += 1
+    starts.extend(m.end() for m in _LINE_END.finditer(text))
     return starts
 
 
@@ -44,9 +41,9 @@ def offset(starts: list[int], text_len: int, line: int, column: int) -> int:
     return min(starts[line - 1] + column - 1, text_len)
 
 
-def apply_edits(text: str, edits: list[Edit]) -> str:
+def apply_edits(text: str, edits: list[Edit], starts: list[int] | None = None) -> str:
     """Apply non-overlapping edits (all for one file) to ``text``."""
-    starts = _line_starts(text)
+    starts = starts if starts is not None else _line_starts(text)
     spans = sorted(
         ((offset(starts, len(text), e.line, e.column), offset(starts, len(text), e.end_line, e.end_column), e.content)
          for e in edits),
@@ -64,8 +61,8 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return "".join(out)
 
 
-def _ranges(text: str, edits: list[Edit]) -> list[tuple[int, int]]:
-    starts = _line_starts(text)
+def _ranges(text: str, edits: list[Edit], starts: list[int] | None = None) -> list[tuple[int, int]]:
+    starts = starts if starts is not None else _line_starts(text)
     return [(offset(starts, len(text), e.line, e.column), offset(starts, len(text), e.end_line, e.end_column))
             for e in edits]
 
@@ -78,21 +75,90 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
         or (b[0] == b[1] and a[0] < b[0] < a[1])
 
 
-def parses(path: str, text: str) -> str | None:
-    """None when ``text`` is valid for the file's kind, else the error message."""
-    suffix = Path(path).suffix.lower()
-    try:
-        if suffix == ".py" or suffix == "":
-            ast.parse(text)
-        elif suffix == ".json":
-            json.loads(text)
-        elif suffix in (".yaml", ".yml"):
-            from ruamel.yaml import YAML
+JSON_KINDS = frozenset({"deepspeed", "hf_args", "json"})
+YAML_KINDS = frozenset({"yaml"})
 
-            YAML(typ="rt").load(text)
+
+def _kind_from_suffix(path: str) -> str | None:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".py", ".pyw", ".pyi"):
+        return "python"
+    if suffix == ".json":
+        return "json"
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    return None
+
+
+def _conflicts(accepted: list[tuple[int, int]], r: tuple[int, int]) -> bool:
+    """Whether ``r`` overlaps one of ``accepted`` (sorted, pairwise compatible ranges): only
+    the few ranges that start just before ``r`` and those that start inside it can."""
+    i = bisect.bisect_left(accepted, (r[0], -1))
+    for k in range(max(0, i - 3), i):
+        if _overlaps(r, accepted[k]):
+            return True
+    k = i
+    while k < len(accepted) and accepted[k][0] <= r[1]:
+        if _overlaps(r, accepted[k]):
+            return True
+        k += 1
+    return False
+
+
+def parses(path: str, text: str, kind: str | None = None) -> str | None:
+    """None when ``text`` is valid for the file's kind (from the reader's detection, else the
+    suffix), else the error message. Kinds without a strict grammar (shell, markdown) are
+    not checked."""
+    if kind is None or kind == "unknown":
+        kind = _kind_from_suffix(path)
+    if kind in ("accelerate", "hf_args"):
+        kind = "json" if path.lower().endswith(".json") or text.lstrip("\ufeff \t\r\n").startswith("{") \
+            else "yaml"
+    try:
+        if kind == "python":
+            ast.parse(text)
+        elif kind in JSON_KINDS:
+            try:
+                from trainlint.sources.jsondoc import parse_json
+            except ImportError:  # pragma: no cover - readers not in this build
+                json.loads(text)
+            else:
+                parse_json(text, path)
+        elif kind in YAML_KINDS:
+            try:
+                from trainlint.sources.yamldoc import parse_yaml
+            except ImportError:  # pragma: no cover
+                from ruamel.yaml import YAML
+
+                YAML(typ="rt").load(text)
+            else:
+                parse_yaml(text, path)
     except Exception as e:  # noqa: BLE001 - any parser error means "does not parse"
         return f"{type(e).__name__}: {e}"
     return None
+
+
+def newline_of(text: str) -> str:
+    """The file's newline style: the first line ending written in it (``\\n`` when none)."""
+    i = text.find("\n")
+    if i > 0 and text[i - 1] == "\r":
+        return "\r\n"
+    if i == -1 and "\r" in text:
+        return "\r"
+    return "\n"
+
+
+def _restyle(edits: list[Edit], newline: str) -> list[Edit]:
+    """Edits whose inserted text uses the file's newline style (rules write ``\\n``)."""
+    if newline == "\n":
+        return edits
+    out = []
+    for e in edits:
+        if "\n" in e.content or "\r" in e.content:
+            content = e.content.replace("\r\n", "\n").replace("\r", "\n").replace("\n", newline)
+            e = e.model_copy(update={"content": content})
+        out.append(e)
+    return out
 
 
 @dataclass
@@ -103,11 +169,32 @@ class PassResult:
     reverted: list[tuple[Diagnostic, str]] = field(default_factory=list)  # result did not parse
 
 
-def apply_fix_pass(diagnostics: list[Diagnostic], texts: dict[str, str]) -> PassResult:
-    """Apply as many of the diagnostics' fixes as do not conflict, to ``texts`` (path -> text)."""
+def apply_fix_pass(diagnostics: list[Diagnostic], texts: dict[str, str],
+                   kinds: dict[str, str] | None = None) -> PassResult:
+    """Apply as many of the diagnostics' fixes as do not conflict, to ``texts`` (path -> text).
+
+    ``kinds`` (path -> reader kind) says how each changed file is validated (see ``parses``).
+    Inserted text takes the newline style of the file it goes into.
+    """
+    kinds = kinds or {}
+
+    newlines: dict[str, str] = {}
+    line_starts: dict[str, list[int]] = {}
+
+    def edits_in(d: Diagnostic, p: str) -> list[Edit]:
+        if p not in newlines:
+            newlines[p] = newline_of(texts[p])
+        return _restyle([e for e in d.fix.edits if e.path == p], newlines[p])  # type: ignore[union-attr]
+
+    def starts_of(p: str) -> list[int]:
+        if p not in line_starts:
+            line_starts[p] = _line_starts(texts[p])
+        return line_starts[p]
+
     accepted: dict[str, list[tuple[int, int]]] = {}
     chosen: list[Diagnostic] = []
     deferred: list[Diagnostic] = []
+    broken: list[tuple[Diagnostic, str]] = []
     seen_edit_sets: set[tuple] = set()
     for d in sorted(diagnostics, key=lambda d: d.sort_key()):
         if d.fix is None:
@@ -120,77 +207,137 @@ def apply_fix_pass(diagnostics: list[Diagnostic], texts: dict[str, str]) -> Pass
             by_file.setdefault(e.path, []).append(e)
         if any(p not in texts for p in by_file):
             continue
-        conflict = False
+        conflict = self_conflict = False
         ranges_by_file = {}
         for p, edits in by_file.items():
-            rs = _ranges(texts[p], edits)
+            rs = _ranges(texts[p], edits, starts_of(p))
             ranges_by_file[p] = rs
             for r in rs:
-                if any(_overlaps(r, o) for o in accepted.get(p, [])):
+                if _conflicts(accepted.get(p, []), r):
                     conflict = True
             # a fix's own edits must not overlap each other
             for i in range(len(rs)):
                 for j in range(i + 1, len(rs)):
                     if _overlaps(rs[i], rs[j]):
-                        conflict = True
+                        self_conflict = True
+        if self_conflict:
+            broken.append((d, "its own edits overlap"))
+            continue
         if conflict:
             deferred.append(d)
             continue
         for p, rs in ranges_by_file.items():
-            accepted.setdefault(p, []).extend(rs)
+            for r in rs:
+                bisect.insort(accepted.setdefault(p, []), r)
         seen_edit_sets.add(key)
         chosen.append(d)
 
-    result = PassResult(texts={}, deferred=deferred)
-    # apply per file, validating; if a file's result does not parse, drop fixes one by one
+    result = PassResult(texts={}, deferred=deferred, reverted=broken)
+    # Apply per file and validate. When a file's result does not parse, the fix that breaks it
+    # is dropped (in every file it edits) and the files are computed again, until every
+    # changed file parses.
+    active = list(chosen)
     files = sorted({e.path for d in chosen for e in d.fix.edits})  # type: ignore[union-attr]
-    dropped: set[int] = set()
-    for p in files:
-        fixes_here = [d for d in chosen if any(e.path == p for e in d.fix.edits)]  # type: ignore[union-attr]
-        while fixes_here:
-            edits = [e for d in fixes_here for e in d.fix.edits if e.path == p]  # type: ignore[union-attr]
-            new_text = apply_edits(texts[p], edits)
-            error = parses(p, new_text)
+    while True:
+        new_texts: dict[str, str] = {}
+        culprit: Diagnostic | None = None
+        for p in files:
+            fixes_here = [d for d in active if any(e.path == p for e in d.fix.edits)]  # type: ignore[union-attr]
+            if not fixes_here:
+                continue
+            error, new_text = _try(p, texts[p], fixes_here, edits_in, kinds.get(p), starts_of(p))
             if error is None:
                 if new_text != texts[p]:
-                    result.texts[p] = new_text
-                break
-            # find the culprit: the first fix that breaks the file on its own
-            culprit = next((d for d in fixes_here
-                            if parses(p, apply_edits(texts[p], [e for e in d.fix.edits if e.path == p])) is not None),
-                           fixes_here[-1])
-            dropped.add(id(culprit))
+                    new_texts[p] = new_text
+                continue
+            culprit = _culprit(p, texts[p], fixes_here, edits_in, kinds.get(p), starts_of(p))
             result.reverted.append((culprit, error))
-            fixes_here = [d for d in fixes_here if d is not culprit]
-    # a multi-file fix counts as applied only if none of its files dropped it
-    result.applied = [d for d in chosen if id(d) not in dropped]
-    # undo parts of multi-file fixes that were dropped in another file
-    if dropped:
-        for p in list(result.texts):
-            edits = [e for d in result.applied for e in d.fix.edits if e.path == p]  # type: ignore[union-attr]
-            new_text = apply_edits(texts[p], edits)
-            if new_text == texts[p]:
-                del result.texts[p]
-            else:
-                result.texts[p] = new_text
+            break
+        if culprit is None:
+            result.texts = new_texts
+            break
+        active = [d for d in active if d is not culprit]
+    result.applied = active
     return result
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically, keeping its permission bits."""
-    target = Path(path)
+def _try(path: str, text: str, fixes: list[Diagnostic], edits_in: Callable[[Diagnostic, str], list[Edit]],
+         kind: str | None, starts: list[int]) -> tuple[str | None, str]:
+    """(None, new text) when applying ``fixes`` to ``text`` gives a file that parses, else
+    (the error, text)."""
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        new_text = apply_edits(text, [e for d in fixes for e in edits_in(d, path)], starts)
+    except ValueError as exc:  # overlapping edits
+        return str(exc), text
+    return parses(path, new_text, kind), new_text
+
+
+def _culprit(path: str, text: str, fixes: list[Diagnostic], edits_in: Callable[[Diagnostic, str], list[Edit]],
+             kind: str | None, starts: list[int]) -> Diagnostic:
+    """The fix to drop: the first one that breaks the file on its own, else the last of the
+    shortest prefix of ``fixes`` that breaks it (bisection: a file with thousands of fixes
+    is parsed a few dozen times, not thousands)."""
+    for d in fixes[:16]:
+        if _try(path, text, [d], edits_in, kind, starts)[0] is not None:
+            return d
+    lo, hi = 1, len(fixes)  # the prefix of length hi breaks the file
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _try(path, text, fixes[:mid], edits_in, kind, starts)[0] is not None:
+            hi = mid
+        else:
+            lo = mid + 1
+    return fixes[hi - 1]
+
+
+def write_fixed(path: str, original: str, new_text: str) -> str | None:
+    """Write the fixed text of ``path`` the way the file was written (encoding, BOM; the newline
+    style is in the text itself), atomically. Returns None, or why it was not written: the
+    file changed since it was read, cannot be read any more, the fixed text cannot be encoded
+    in the file's encoding, or the folder is not writable. The file is then left as it was."""
+    from trainlint.sources.files import ReadProblem, read_text
+
+    try:
+        tf = read_text(path)
+    except ReadProblem as e:
+        return e.message
+    if tf.text != original:
+        return "the file changed while fixing"
+    try:
+        data = tf.encode(new_text)
+    except UnicodeEncodeError as e:
+        return (f"the fixed text cannot be encoded as {tf.encoding} (declared encoding): "
+                f"{new_text[e.start:e.end]!r}")
+    try:
+        write_atomic(path, data)
+    except OSError as e:
+        return f"cannot write: {e.strerror or e}"
+    return None
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: a temporary file in the same folder, flushed
+    to disk, then ``os.replace``. The permission bits (and, when allowed, the owner) are kept;
+    a symbolic link is kept and its target replaced. On any error the file is untouched and the
+    temporary file removed."""
+    target = Path(os.path.realpath(path))
+    try:
+        st: os.stat_result | None = os.stat(target)
     except OSError:
-        mode = None
+        st = None
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".trainlint.tmp", dir=str(target.parent))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+            if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+                try:
+                    os.chown(tmp, st.st_uid, st.st_gid)
+                except OSError:
+                    pass
         os.replace(tmp, target)
     except BaseException:
         try:

@@ -191,8 +191,8 @@ class DeepSpeedMismatch(Rule):
             yield self._report(ds, "scheduler total_num_steps", ms)
         ds = cfg.value("scheduler.params.warmup_num_steps")
         ws = effective(site, "warmup_steps")
-        if ds is not None and isinstance(ds.value, int) and ws is not None and as_int(ws.value) is not None \
-                and site.get("warmup_ratio") is None:
+        if ds is not None and isinstance(ds.value, int) and ds.value > 0 and ws is not None \
+                and as_int(ws.value) is not None and site.get("warmup_ratio") is None:  # <= 0: TL313
             n = as_int(ws.value)
             if (n >= 1 or n == 0) and ds.value != max(1, n):  # type: ignore[operator]
                 yield self._report(ds, "scheduler warmup_num_steps", ws, expected_text=f"{max(1, n)}")  # type: ignore[type-var]

@@ -16,8 +16,7 @@ from trainlint.analysis import (
     site_is_closed,
     site_node,
     trainer_contexts,
-    transformers_version,
-)
+    )
 from trainlint.diagnostics import Diagnostic, Edit, Severity, Span
 from trainlint.fixing.python_edits import add_keyword
 from trainlint.rules.base import Case, Rule
@@ -247,7 +246,7 @@ class PeftCheckpointingNoInputGrads(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        major = transformers_version(self.settings)[0]
+        major = setup.transformers_tuple()[0]
         if major >= 5:
             return  # 5.x enables input grads for text models whenever checkpointing is turned on
         for ctx in trainer_contexts(setup):
@@ -390,7 +389,7 @@ class UseCacheWithCheckpointing(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        major = transformers_version(self.settings)[0]
+        major = setup.transformers_tuple()[0]
         for ctx in trainer_contexts(setup):
             flow = ctx.flow
             if flow is None or base_trainer_class(ctx.pf, ctx.trainer) not in PLAIN_TRAINERS:
@@ -525,7 +524,7 @@ class ImplicitUseReentrant(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        major = transformers_version(self.settings)[0]
+        major = setup.transformers_tuple()[0]
         seen: set[tuple] = set()
         contexts = trainer_contexts(setup)
         # TrainingArguments built without a Trainer in this file still configure one

@@ -166,9 +166,8 @@ class Fp16AmpOnFp16Weights(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        from trainlint.analysis import transformers_version
 
-        major = transformers_version(self.settings)[0]
+        major = setup.transformers_tuple()[0]
         for ctx in trainer_contexts(setup):
             flow = ctx.flow
             fp16 = fp16_values(ctx)

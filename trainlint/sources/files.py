@@ -10,6 +10,7 @@ import codecs
 import io
 import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,8 +53,11 @@ _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 def decode(path: str, data: bytes, python: bool) -> TextFile:
-    if b"\x00" in data[:8192]:
-        raise ReadProblem("binary file (contains NUL bytes)")
+    nul = data.find(b"\x00")
+    if nul != -1:
+        line = data[:nul].count(b"\n") + 1
+        raise ReadProblem("binary file (contains NUL bytes)", line=line,
+                          column=nul - (data.rfind(b"\n", 0, nul) + 1) + 1)
     bom = data.startswith(codecs.BOM_UTF8)
     encoding = "utf-8"
     if python:
@@ -66,27 +70,63 @@ def decode(path: str, data: bytes, python: bool) -> TextFile:
     body = data[3:] if bom else data
     try:
         text = body.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as e:
-        line = body[: getattr(e, "start", 0)].count(b"\n") + 1
-        raise ReadProblem(f"cannot decode as {encoding}: {e}", line=line) from None
+    except LookupError as e:  # a PEP 263 cookie naming a codec that is not a text encoding
+        raise ReadProblem(f"bad encoding declaration: {e}") from None
+    except UnicodeDecodeError as e:
+        at = e.start
+        line = body[:at].count(b"\n") + 1
+        column = len(body[body.rfind(b"\n", 0, at) + 1:at].decode(encoding, errors="replace")) + 1
+        raise ReadProblem(f"cannot decode as {encoding}: {e.reason} (byte offset {at}); "
+                          "declare the encoding (PEP 263) or save the file as UTF-8",
+                          line=line, column=column) from None
     return TextFile(path=path, text=text, encoding=encoding, bom=bom)
 
 
+def _describe_os_error(path: str, e: OSError) -> str:
+    import errno
+
+    if e.errno == errno.ELOOP:
+        return "cannot read file: symbolic link loop"
+    if e.errno == errno.ENOENT and os.path.islink(path):
+        return "cannot read file: dangling symbolic link (its target does not exist)"
+    if e.errno == errno.EISDIR:
+        return "cannot read file: it is a directory"
+    return f"cannot read file: {e.strerror or e}"
+
+
 def read_text(path: str, overlay: dict[str, str] | None = None) -> TextFile:
-    """The file's text (from ``overlay`` when it holds the path: fixes in memory, stdin)."""
+    """The file's text (from ``overlay`` when it holds the path: fixes in memory, stdin).
+
+    Raises ``ReadProblem`` (never ``OSError``) for anything that is not a readable regular
+    text file: a directory, a FIFO or device (never opened: that could block), a dangling
+    symbolic link, a link loop, a file without read permission, a binary or undecodable file,
+    a file over ``MAX_FILE_BYTES``.
+    """
     if overlay is not None and path in overlay:
         return TextFile(path=path, text=overlay[path])
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise ReadProblem(f"file too large to check ({size} bytes > {MAX_FILE_BYTES})")
-        with open(path, "rb") as f:
-            data = f.read()
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise ReadProblem("cannot read file: it is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadProblem("cannot read file: not a regular file (a FIFO, socket or device)")
+        if st.st_size > MAX_FILE_BYTES:
+            raise ReadProblem(f"file too large to check ({st.st_size} bytes > {MAX_FILE_BYTES})")
+        # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not hang
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ReadProblem("cannot read file: not a regular file (a FIFO, socket or device)")
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise ReadProblem(f"file too large to check (> {MAX_FILE_BYTES} bytes)")
     except ReadProblem:
         raise
     except OSError as e:
-        raise ReadProblem(f"cannot read file: {e.strerror or e}") from None
-    return decode(path, data, python=path.endswith(".py"))
+        raise ReadProblem(_describe_os_error(path, e)) from None
+    except (ValueError, OverflowError) as e:  # e.g. an embedded NUL in the path
+        raise ReadProblem(f"cannot read file: {e}") from None
+    return decode(path, data, python=path.endswith((".py", ".pyw", ".pyi")))
 
 
 def _gitignore_spec(root: Path):

@@ -12,11 +12,11 @@ It also builds minimal text edits that keep the file's layout: replace a value, 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
-from trainlint.diagnostics import Edit, Span
+from trainlint.diagnostics import Edit
 from trainlint.sources.errors import LineIndex, ReadError, ReadProblem
+from trainlint.sources.tree import Document, TreeNode
 
 __all__ = [
     "JsonNode",
@@ -45,23 +45,13 @@ _CONSTANTS = {
 }
 
 
-class JsonDocument:
-    """The text a tree was read from, with its line index and the problems found."""
+class JsonDocument(Document):
+    """The text a JSON tree was read from, with its line index and the problems found."""
 
-    __slots__ = ("text", "path", "index", "problems", "root")
-
-    def __init__(self, text: str, path: str, line_offset: int = 0) -> None:
-        self.text = text
-        self.path = path
-        self.index = LineIndex(text, path, line_offset)
-        self.problems: list[ReadProblem] = []
-        self.root: JsonNode | None = None
-
-    def span(self, start: int, end: int) -> Span:
-        return self.index.span(start, end)
+    __slots__ = ()
 
 
-class JsonNode:
+class JsonNode(TreeNode):
     """One JSON value.
 
     ``kind`` is ``"object"``, ``"array"``, ``"string"``, ``"number"``, ``"bool"`` or ``"null"``.
@@ -70,127 +60,13 @@ class JsonNode:
     character offsets into the document's text.
     """
 
-    __slots__ = (
-        "kind", "value", "start", "end", "doc", "parent", "key", "key_start", "key_end",
-        "members", "items", "_index",
-    )
+    MAPPING = "object"
+    SEQUENCE = "array"
+    __slots__ = ()
 
     def __init__(self, kind: str, doc: JsonDocument, start: int, value: Any = None) -> None:
-        self.kind = kind
-        self.value = value
-        self.start = start
-        self.end = start
-        self.doc = doc
-        self.parent: JsonNode | None = None
-        self.key: str | None = None  # set when this node is the value of an object member
-        self.key_start = -1
-        self.key_end = -1
-        self.members: list[JsonNode] = []
-        self.items: list[JsonNode] = []
-        self._index: dict[str, JsonNode] | None = None
+        super().__init__(kind, doc, start, start, value)
 
-    # -- shape ---------------------------------------------------------------------------
-    @property
-    def is_mapping(self) -> bool:
-        return self.kind == "object"
-
-    @property
-    def is_sequence(self) -> bool:
-        return self.kind == "array"
-
-    @property
-    def is_scalar(self) -> bool:
-        return self.kind not in ("object", "array")
-
-    @property
-    def path(self) -> str:
-        return self.doc.path
-
-    @property
-    def problems(self) -> list[ReadProblem]:
-        return self.doc.problems
-
-    @property
-    def raw(self) -> str:
-        """The text as written (with quotes for strings)."""
-        return self.doc.text[self.start:self.end]
-
-    @property
-    def span(self) -> Span:
-        return self.doc.span(self.start, self.end)
-
-    @property
-    def key_span(self) -> Span | None:
-        """Where the key of this member is written (with its quotes), or None."""
-        if self.key is None:
-            return None
-        return self.doc.span(self.key_start, self.key_end)
-
-    @property
-    def key_path(self) -> str:
-        """``zero_optimization.offload_optimizer.device``; array items as numbers."""
-        parts: list[str] = []
-        node: JsonNode | None = self
-        while node is not None and node.parent is not None:
-            if node.key is not None:
-                parts.append(node.key)
-            else:
-                parts.append(str(node.parent.items.index(node)))
-            node = node.parent
-        return ".".join(reversed(parts))
-
-    # -- access --------------------------------------------------------------------------
-    def get(self, key: str) -> JsonNode | None:
-        """The member for ``key`` (the last one when a key is duplicated, as ``json`` does)."""
-        if self.kind != "object":
-            return None
-        if self._index is None:
-            self._index = {m.key: m for m in self.members}  # type: ignore[misc]
-        return self._index.get(key)
-
-    def __contains__(self, key: str) -> bool:
-        return self.get(key) is not None
-
-    def keys(self) -> list[str]:
-        return list(dict.fromkeys(m.key for m in self.members))  # type: ignore[misc]
-
-    def get_path(self, path: str | list[str] | tuple[str, ...]) -> JsonNode | None:
-        """``node.get_path("zero_optimization.stage")``; a number indexes an array."""
-        parts = path.split(".") if isinstance(path, str) else list(path)
-        node: JsonNode | None = self
-        for part in parts:
-            if node is None:
-                return None
-            if node.kind == "object":
-                node = node.get(part)
-            elif node.kind == "array" and part.lstrip("-").isdigit():
-                i = int(part)
-                node = node.items[i] if -len(node.items) <= i < len(node.items) else None
-            else:
-                return None
-        return node
-
-    def to_python(self) -> Any:
-        """The value ``json.loads`` gives for this node (last duplicate key wins)."""
-        if self.kind == "object":
-            return {m.key: m.to_python() for m in self.members}
-        if self.kind == "array":
-            return [i.to_python() for i in self.items]
-        return self.value
-
-    def walk(self) -> Iterator[JsonNode]:
-        """This node and all below it, in document order."""
-        stack = [self]
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(reversed(node.members if node.kind == "object" else node.items))
-
-    def __repr__(self) -> str:
-        where = f"{self.span.line}:{self.span.column}"
-        if self.is_scalar:
-            return f"JsonNode({self.kind} {self.raw} @{where})"
-        return f"JsonNode({self.kind} @{where})"
 
 
 def _err(doc: JsonDocument, msg: str, pos: int) -> ReadError:

@@ -9,6 +9,7 @@ keys, NaN/Infinity in JSON) becomes a finding too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -117,19 +118,70 @@ def problem_findings(doc: Any, path: str) -> list[Diagnostic]:
     return out
 
 
+# A generic ``*.json`` found by a folder walk and larger than this (a tokenizer.json, a
+# dataset) is not a training config: it is only checked to be JSON, with the C parser.
+MAX_WALKED_GENERIC_JSON = 1024 * 1024
+
+
+def _what(kind: str) -> str:
+    return {"hf_args": "args file", "deepspeed": "DeepSpeed config", "accelerate": "accelerate config",
+            "shell": "shell script", "markdown": "Markdown file"}.get(kind, kind.upper())
+
+
 def parse_into(ws: Workspace, pf: ParsedFile) -> None:
+    """Parse ``pf`` with its kind's reader. Bad input never raises: a ``ReadError``, or the
+    ``RecursionError``/``MemoryError`` of absurd nesting, is a TL003 finding, and the file is
+    marked unparsable (``fix`` never edits it). Any other exception is a reader bug, which
+    ``resolve.read_file`` reports as TL000 for this file."""
     from trainlint.sources.errors import ReadError
 
     reader = READERS.get(pf.kind)
     if reader is None:
         return
+    # A walked ``*.json``/``*.yaml`` that is not recognisably a training config and is written
+    # in another tool's dialect (JSON with comments like tsconfig.json or VS Code settings, a
+    # Helm/Jinja template) is not ours to judge: its problems are kept aside and reported only
+    # if a launch line or script references it (``linking.load_referenced``). Files named on
+    # the command line, and broken files in no known dialect, are always reported.
+    generic = pf.kind in ("json", "yaml") and not pf.explicit and _other_dialect(pf.text.text)
+    sink = ws.deferred_problems.setdefault(pf.path, []) if generic else ws.problems
+    if pf.kind == "json" and not pf.explicit and len(pf.text.text) > MAX_WALKED_GENERIC_JSON:
+        _check_json_quickly(ws, pf, sink)
+        return
     try:
         pf.doc = reader(pf.path, pf.text.text)
     except ReadError as e:
-        what = {"hf_args": "args file", "deepspeed": "DeepSpeed config", "accelerate": "accelerate config",
-                "shell": "shell script", "markdown": "Markdown file"}.get(pf.kind, pf.kind.upper())
-        ws.problems.append(invalid_config(pf.path, f"cannot read this {what}: {e.message}",
-                                          line=e.line, column=e.column))
+        sink.append(invalid_config(pf.path, f"cannot read this {_what(pf.kind)}: {e.message}",
+                                   line=e.line, column=e.column))
+        ws.unparsable.add(pf.path)
         pf.doc = None
         return
-    ws.problems.extend(problem_findings(pf.doc, pf.path))
+    except (RecursionError, MemoryError) as e:
+        sink.append(invalid_config(
+            pf.path, f"cannot read this {_what(pf.kind)}: nesting too deep ({type(e).__name__})"))
+        ws.unparsable.add(pf.path)
+        pf.doc = None
+        return
+    sink.extend(problem_findings(pf.doc, pf.path))
+
+
+_JSONC = re.compile(r"^\s*(//|/\*)", re.MULTILINE)
+
+
+def _other_dialect(text: str) -> bool:
+    """JSON with comments (JSONC) or a template (``{{ ... }}``, ``{% ... %}``)."""
+    return bool(_JSONC.search(text)) or "{{" in text or "{%" in text
+
+
+def _check_json_quickly(ws: Workspace, pf: ParsedFile, sink: list[Diagnostic]) -> None:
+    import json
+
+    text = pf.text.text
+    try:
+        json.loads(text[1:] if text.startswith("\ufeff") else text)
+    except json.JSONDecodeError as e:
+        sink.append(invalid_config(pf.path, f"cannot read this JSON: {e.msg}", line=e.lineno, column=e.colno))
+        ws.unparsable.add(pf.path)
+    except (RecursionError, MemoryError) as e:
+        sink.append(invalid_config(pf.path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
+        ws.unparsable.add(pf.path)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
-from trainlint.diagnostics import Edit, Span
-from trainlint.sources.errors import LineIndex, ReadError, ReadProblem
+from trainlint.diagnostics import Edit
+from trainlint.sources.errors import ReadError, ReadProblem
+from trainlint.sources.tree import Document, TreeNode
 
 __all__ = [
     "YamlNode",
@@ -131,21 +131,11 @@ def _explicit(tag: str, text: str) -> Any:
     return text
 
 
-class YamlDocument:
-    __slots__ = ("text", "path", "index", "problems", "root")
-
-    def __init__(self, text: str, path: str, line_offset: int = 0) -> None:
-        self.text = text
-        self.path = path
-        self.index = LineIndex(text, path, line_offset)
-        self.problems: list[ReadProblem] = []
-        self.root: YamlNode | None = None
-
-    def span(self, start: int, end: int) -> Span:
-        return self.index.span(start, end)
+class YamlDocument(Document):
+    __slots__ = ()
 
 
-class YamlNode:
+class YamlNode(TreeNode):
     """One YAML node, with the same access API as ``JsonNode``.
 
     ``kind``: ``"mapping"``, ``"sequence"`` or ``"scalar"``. Scalars hold ``value`` (resolved
@@ -155,133 +145,38 @@ class YamlNode:
     reached through ``*alias`` (its span is the anchor's definition).
     """
 
-    __slots__ = (
-        "kind", "value", "start", "end", "doc", "parent", "key", "key_start", "key_end",
-        "members", "items", "tag", "style", "flow", "alias", "merges", "_index",
-    )
+    MAPPING = "mapping"
+    SEQUENCE = "sequence"
+    __slots__ = ("tag", "style", "flow", "alias", "merges")
 
     def __init__(self, kind: str, doc: YamlDocument, start: int, end: int) -> None:
-        self.kind = kind
-        self.value: Any = None
-        self.start = start
-        self.end = end
-        self.doc = doc
-        self.parent: YamlNode | None = None
-        self.key: str | None = None
-        self.key_start = -1
-        self.key_end = -1
-        self.members: list[YamlNode] = []
-        self.items: list[YamlNode] = []
+        super().__init__(kind, doc, start, end)
         self.tag = ""
         self.style: str | None = None
         self.flow = False
         self.alias = False
         self.merges: list[YamlNode] = []
-        self._index: dict[str, YamlNode] | None = None
-
-    @property
-    def is_mapping(self) -> bool:
-        return self.kind == "mapping"
-
-    @property
-    def is_sequence(self) -> bool:
-        return self.kind == "sequence"
-
-    @property
-    def is_scalar(self) -> bool:
-        return self.kind == "scalar"
-
-    @property
-    def path(self) -> str:
-        return self.doc.path
-
-    @property
-    def problems(self) -> list[ReadProblem]:
-        return self.doc.problems
-
-    @property
-    def raw(self) -> str:
-        return self.doc.text[self.start:self.end]
-
-    @property
-    def span(self) -> Span:
-        return self.doc.span(self.start, self.end)
-
-    @property
-    def key_span(self) -> Span | None:
-        if self.key is None:
-            return None
-        return self.doc.span(self.key_start, self.key_end)
-
-    @property
-    def key_path(self) -> str:
-        parts: list[str] = []
-        node: YamlNode | None = self
-        while node is not None and node.parent is not None:
-            parts.append(node.key if node.key is not None else str(node.parent.items.index(node)))
-            node = node.parent
-        return ".".join(reversed(parts))
 
     def get(self, key: str) -> YamlNode | None:
         """The value for ``key`` (last duplicate wins; ``<<`` merges are looked into)."""
-        if self.kind != "mapping":
-            return None
-        if self._index is None:
-            self._index = {m.key: m for m in self.members}  # type: ignore[misc]
-        node = self._index.get(key)
-        if node is None:
+        node = super().get(key)
+        if node is None and self.kind == self.MAPPING:
             for merged in self.merges:
                 node = merged.get(key)
                 if node is not None:
                     break
         return node
 
-    def __contains__(self, key: str) -> bool:
-        return self.get(key) is not None
-
-    def keys(self) -> list[str]:
-        return list(dict.fromkeys(m.key for m in self.members))  # type: ignore[misc]
-
-    def get_path(self, path: str | list[str] | tuple[str, ...]) -> YamlNode | None:
-        parts = path.split(".") if isinstance(path, str) else list(path)
-        node: YamlNode | None = self
-        for part in parts:
-            if node is None:
-                return None
-            if node.kind == "mapping":
-                node = node.get(part)
-            elif node.kind == "sequence" and part.lstrip("-").isdigit():
-                i = int(part)
-                node = node.items[i] if -len(node.items) <= i < len(node.items) else None
-            else:
-                return None
-        return node
-
     def to_python(self) -> Any:
-        if self.kind == "mapping":
+        if self.kind == self.MAPPING and self.merges:
             out: dict[Any, Any] = {}
             for merged in reversed(self.merges):
-                if merged.kind == "mapping":
+                if merged.kind == self.MAPPING:
                     out.update(merged.to_python())
             for m in self.members:
                 out[m.key] = m.to_python()
             return out
-        if self.kind == "sequence":
-            return [i.to_python() for i in self.items]
-        return self.value
-
-    def walk(self) -> Iterator[YamlNode]:
-        stack = [self]
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(reversed(node.members if node.kind == "mapping" else node.items))
-
-    def __repr__(self) -> str:
-        sp = self.span
-        if self.is_scalar:
-            return f"YamlNode(scalar {self.raw!r} @{sp.line}:{sp.column})"
-        return f"YamlNode({self.kind} @{sp.line}:{sp.column})"
+        return super().to_python()
 
 
 def _ruamel_error(doc: YamlDocument, exc: Exception) -> ReadError:
@@ -311,6 +206,7 @@ def parse_yaml(
 
     doc = YamlDocument(text, path, line_offset)
     _check_flow_depth(doc)
+    _check_block_depth(doc)
     yaml = YAML(typ="rt")
     try:
         composed = yaml.compose(text)
@@ -362,6 +258,27 @@ def _check_flow_depth(doc: YamlDocument) -> None:
         elif c == "#" and (m.start() == 0 or text[m.start() - 1] in " \t\n"):
             end = text.find("\n", pos)
             pos = n if end == -1 else end
+
+
+_BLOCK_LINE = re.compile(r"^([ ]*)((?:-[ ]+)*)(?=[^ \n#])", re.M)
+
+
+def _check_block_depth(doc: YamlDocument) -> None:
+    """Refuse absurd block nesting (indentation, ``- - - x``) before ruamel's composer
+    recurses into it: its scanner gets slow with depth (seconds for a few thousand levels)."""
+    text = doc.text
+    if text.count("\n") <= MAX_DEPTH and text.count("- ") <= MAX_DEPTH:
+        return
+    indents: list[int] = []
+    for m in _BLOCK_LINE.finditer(text):
+        indent = len(m.group(1))
+        while indents and indents[-1] >= indent:
+            indents.pop()
+        indents.append(indent)
+        depth = len(indents) + m.group(2).count("-")
+        if depth > MAX_DEPTH:
+            line, col = doc.index.position(m.end())
+            raise ReadError(f"Nesting deeper than {MAX_DEPTH} levels", line, col, doc.path)
 
 
 def _check_expansion(doc: YamlDocument, top: Any, max_nodes: int) -> None:

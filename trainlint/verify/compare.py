@@ -110,23 +110,15 @@ def decide(
 
 # ----------------------------------------------------------------------------- estimate
 def memory_estimate_bytes(script: Path, gpus: int, script_args: list[str] | None = None) -> Optional[int]:
-    """Hook for the static memory estimate (trainlint.memory) beside the measurement.
+    """The static per-GPU memory estimate (``trainlint estimate``) of the script's setup, to
+    print beside the measured peak; None when the model is unknown to the estimator."""
+    from trainlint.estimate import estimate_for_script
 
-    Returns None when the estimator is not available or does not know the model.
-    """
     try:
-        from trainlint import memory  # noqa: F401
-    except ImportError:
+        est = estimate_for_script(Path(script), gpus=gpus)
+    except Exception:  # noqa: BLE001 - the estimate is a side note; never fail verify for it
         return None
-    fn = getattr(memory, "estimate_for_script", None)
-    if fn is None:
-        return None
-    try:
-        est = fn(Path(script), gpus=gpus)
-    except Exception:
-        return None
-    total = getattr(est, "total_bytes", est)
-    return int(total) if isinstance(total, (int, float)) else None
+    return int(est.total) if est is not None else None
 
 
 # ----------------------------------------------------------------------------- render

@@ -1,0 +1,61 @@
+"""Helpers of TL115-TL122 that the embedded cases do not reach directly."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from helpers import lint_folder, write_files
+
+from trainlint.rules.eval_logits import _is_argmax_last
+from trainlint.rules.loss_num_items import uses_num_items
+from trainlint.rules.unused_columns import collator_reads
+from trainlint.rules.zero3_init_order import _stage_of_linked, _stage_of_mapping
+from trainlint.setup import Setup
+
+
+@dataclass
+class _Linked:
+    zero_stage: int
+
+
+def test_zero_stage_from_linked_config_and_mapping():
+    assert _stage_of_linked(Setup(root=Path("."), extra={"deepspeed": _Linked(3)})) == 3
+    assert _stage_of_linked(Setup(root=Path("."), extra={"deepspeed": {"zero_optimization": {"stage": "2"}}})) == 2
+    assert _stage_of_linked(Setup(root=Path("."))) is None
+    assert _stage_of_mapping({"zero_optimization": {"stage": "auto"}}) is None
+
+
+def test_argmax_forms():
+    def arr(src):
+        node = _is_argmax_last(ast.parse(src, mode="eval").body)
+        return ast.unparse(node) if node is not None else None
+
+    assert arr("np.argmax(logits, axis=-1)") == "logits"
+    assert arr("logits.argmax(-1)") == "logits"
+    assert arr("logits.argmax(dim=2)") == "logits"
+    assert arr("np.argmax(logits, axis=1)") is None
+    assert arr("np.argmax(logits)") is None
+
+
+def test_uses_num_items_and_collator_reads():
+    fn = ast.parse("def f(self, model, inputs, return_outputs=False, **kw):\n    return super().compute_loss(model, inputs, **kw)\n").body[0]
+    assert uses_num_items(fn)
+    fn = ast.parse("def f(self, model, inputs, return_outputs=False, num_items_in_batch=None):\n    return 1\n").body[0]
+    assert not uses_num_items(fn)
+    coll = ast.parse("def c(feats):\n    a = [f['text'] for f in feats]\n    b = feats[0]['img']\n    return a\n").body[0]
+    assert sorted(k for k, _ in collator_reads(coll)) == ["img", "text"]
+
+
+def test_zero3_linked_json_next_to_script(tmp_path):
+    write_files(tmp_path, {
+        "cfg/ds.json": '{"zero_optimization": {"stage": 3}}\n',
+        "cfg/train.py": "from transformers import AutoModel, Trainer, TrainingArguments\n"
+                        "def main():\n"
+                        "    model = AutoModel.from_pretrained('m')\n"
+                        "    args = TrainingArguments(output_dir='o', deepspeed='ds.json')\n"
+                        "    Trainer(model=model, args=args)\n",
+    })
+    hits = [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL119"]
+    assert len(hits) == 1 and hits[0].line == 3

@@ -1,0 +1,342 @@
+"""Shared helpers of the version-aware rules (TL2xx construction checks, TL6xx migration).
+
+* :func:`target` / :func:`target_text`: the target transformers / TRL versions of a setup and how
+  to word them ("target transformers 5.24.0, installed");
+* :func:`valid_names`: the names a site may set in the target version (the class's fields, plus
+  a local subclass's own annotated fields, plus the other dataclasses of an ``HfArgumentParser``
+  for launch flags and args files), or None when that cannot be known;
+* :func:`effective`: the value a site gives a field: written, else the target version's
+  default (None when an unresolved ``**kwargs`` or flag may set it);
+* edit builders that work for Python keywords, launch-line flags and args-file keys alike.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+from trainlint.diagnostics import Edit, Span
+from trainlint.knowledge import training_args as ta
+from trainlint.setup import ARGSFILE, FLAG, PYTHON, UNKNOWN, ArgsSite, Setup, Value
+from trainlint.sources.python import PythonFile
+
+
+def target(setup: Setup) -> tuple[str, str, str, str]:
+    """(transformers version, where it came from, TRL version, where it came from)."""
+    tf = setup.transformers_version
+    trl = setup.trl_version
+    return (tf.value if tf else ta.newest(), tf.note if tf else "newest known",
+            trl.value if trl else ta.trl_newest(), trl.note if trl else "newest known")
+
+
+def _source(note: str) -> str:
+    return {"installed": "the installed package", "newest known": "the newest the data knows"}.get(note, note)
+
+
+def target_text(setup: Setup, package: str = "transformers") -> str:
+    """``target transformers 5.24.0 from the installed package``."""
+    tf, tf_note, trl, trl_note = target(setup)
+    if package == "trl":
+        return f"target trl {trl} from {_source(trl_note)}"
+    return f"target transformers {tf} from {_source(tf_note)}"
+
+
+def is_known_class(cls: str) -> bool:
+    return cls in ta.TRANSFORMERS_CLASSES or ta.is_trl_class(cls)
+
+
+def fields_for(setup: Setup, cls: str) -> dict[str, ta.FieldInfo] | None:
+    tf, _, trl, _ = target(setup)
+    try:
+        return ta.fields(cls, tf, trl)
+    except ta.UnknownClassError:
+        return None
+
+
+def python_file(setup: Setup, path: str) -> PythonFile | None:
+    for pf in setup.scripts:
+        if pf.path == path:
+            return pf
+    return None
+
+
+def _class_fields(pf: PythonFile, name: str, seen: set[str] | None = None) -> set[str] | None:
+    """Annotated class-level names of local class ``name`` and its local bases; None when a
+    base is neither local nor a library arguments class (its fields are not known)."""
+    seen = seen if seen is not None else set()
+    if name in seen:
+        return set()
+    seen.add(name)
+    defs = [n for n in pf.tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+    if len(defs) != 1:
+        return None
+    cd = defs[0]
+    out: set[str] = set()
+    if any(isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "__init__" for stmt in cd.body):
+        return None  # its own __init__ decides what it accepts
+    for stmt in cd.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.add(stmt.target.id)
+    for base in cd.bases:
+        if isinstance(base, ast.Name) and any(isinstance(n, ast.ClassDef) and n.name == base.id for n in pf.tree.body):
+            inner = _class_fields(pf, base.id, seen)
+            if inner is None:
+                return None
+            out |= inner
+        elif pf.library_class(base) is None and not (isinstance(base, ast.Name) and base.id == "object"):
+            return None
+    return out
+
+
+def local_class_accepts_anything(pf: PythonFile, func: ast.AST) -> bool:
+    """Whether ``func`` names a local class whose fields/``__init__`` cannot be read."""
+    return isinstance(func, ast.Name) and func.id in pf.local_classes and _class_fields(pf, func.id) is None
+
+
+def _parser_extra_fields(setup: Setup) -> set[str] | None:
+    """The fields of every dataclass an ``HfArgumentParser`` of the setup's scripts parses
+    into, besides the library class; None when one of them is not readable or the parser
+    tolerates unknown arguments."""
+    out: set[str] = set()
+    found = False
+    for pf in setup.scripts:
+        for cs in pf.calls:
+            func = cs.node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name in ("parse_known_args",):
+                return None
+            if name == "parse_args_into_dataclasses" and any(
+                    k.arg == "return_remaining_strings" for k in cs.node.keywords):
+                return None
+            if name in ("parse_json_file", "parse_yaml_file", "parse_dict") and any(
+                    k.arg == "allow_extra_keys" for k in cs.node.keywords):
+                return None
+            if name != "HfArgumentParser" or not cs.node.args:
+                continue
+            found = True
+            first = cs.node.args[0]
+            elts = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
+            for e in elts:
+                lib = pf.library_class(e)
+                if lib is not None:
+                    if isinstance(e, ast.Name) and e.id in pf.local_classes:
+                        own = _class_fields(pf, e.id)
+                        if own is None:
+                            return None
+                        out |= own
+                    continue
+                if not isinstance(e, ast.Name):
+                    return None
+                own = _class_fields(pf, e.id)
+                if own is None:
+                    return None
+                out |= own
+    return out if found else None
+
+
+def valid_names(setup: Setup, site: ArgsSite) -> frozenset[str] | None:
+    """Every name ``site`` may set in the target version, or None when unknowable."""
+    fields = fields_for(setup, site.class_name)
+    if fields is None:
+        return None
+    names = {n for n, f in fields.items() if f.init}
+    if site.call is not None:
+        pf = python_file(setup, site.path)
+        func = site.call.site.node.func
+        if pf is not None and isinstance(func, ast.Name) and func.id in pf.local_classes:
+            own = _class_fields(pf, func.id)
+            if own is None:
+                return None
+            names |= own
+        elif pf is None and isinstance(func, ast.Name) and func.id not in ta.classes():
+            return None
+    else:
+        extra = _parser_extra_fields(setup)
+        if extra is None:
+            return None
+        names |= extra
+        # HfArgumentParser adds --no_X for every bool field whose default is True
+        names |= {f"no_{n}" for n, f in fields.items() if f.default is True}
+    return frozenset(names)
+
+
+def effective(setup: Setup, site: ArgsSite, name: str) -> Any:
+    """The value ``site`` gives field ``name``: as written (UNKNOWN if unresolved), else the
+    target version's default; UNKNOWN when an unresolved ``**kwargs`` may set it or the
+    default is not a literal."""
+    v = site.get(name)
+    if v is not None:
+        return v.value
+    if name == "eval_strategy" and site.get("evaluation_strategy") is not None:
+        # the old name sets it where it exists; where it is removed, the intent is unclear
+        fields = fields_for(setup, site.class_name) or {}
+        if "evaluation_strategy" in fields:
+            return site.get("evaluation_strategy").value  # type: ignore[union-attr]
+        return UNKNOWN
+    if site.open_ended:
+        return UNKNOWN
+    fields = fields_for(setup, site.class_name)
+    if fields is None or name not in fields:
+        return UNKNOWN
+    f = fields[name]
+    if not f.default_is_literal:
+        return UNKNOWN
+    return f.default
+
+
+def strategy(value: Any) -> Any:
+    """A strategy value as its lower-case string (enum members resolve to their names)."""
+    if isinstance(value, str):
+        return value.lower()
+    return value
+
+
+def is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# -- edits ---------------------------------------------------------------------------------------
+
+
+def python_keyword(setup: Setup, site: ArgsSite, name: str) -> tuple[PythonFile, ast.keyword] | None:
+    """The ``name=`` keyword written directly in the site's call."""
+    if site.call is None:
+        return None
+    pf = python_file(setup, site.path)
+    if pf is None:
+        return None
+    for kw in site.call.site.node.keywords:
+        if kw.arg == name:
+            return pf, kw
+    return None
+
+
+def _inline_dict_entry(setup: Setup, site: ArgsSite, value: Value) -> tuple[PythonFile, ast.Dict, ast.AST] | None:
+    """A ``**{"name": v}`` entry written inline in the call (not shared)."""
+    if site.call is None or value.key_span is None:
+        return None
+    pf = python_file(setup, site.path)
+    if pf is None:
+        return None
+    for kw in site.call.site.node.keywords:
+        if kw.arg is None and isinstance(kw.value, ast.Dict):
+            for k in kw.value.keys:
+                if k is not None and pf.span(k) == value.key_span:
+                    return pf, kw.value, k
+    return None
+
+
+def flag_of(setup: Setup, value: Value) -> Any:
+    launch = setup.extra.get("launch")
+    if launch is None or value.key_span is None:
+        return None
+    for f in getattr(launch, "script_args", []):
+        if getattr(f, "name_span", None) == value.key_span:
+            return f
+    return None
+
+
+def rename_key_edit(setup: Setup, site: ArgsSite, value: Value, new: str) -> Edit | None:
+    """Rename the keyword / flag / key that sets ``value`` to ``new``, keeping its style."""
+    if value.key_span is None:
+        return None
+    if value.origin == FLAG:
+        if site.call is not None:  # the script's own argparse option: not ours to rename
+            return None
+        text = value.key_text or ("--" + value.name)
+        prefix = text[: len(text) - len(text.lstrip("-"))] or "--"
+        body = text[len(prefix):]
+        new_body = new.replace("_", "-") if "-" in body and "_" not in body else new
+        return value.key_span.edit(prefix + new_body)
+    if value.origin == ARGSFILE:
+        sp = value.key_span
+        width = sp.end_column - sp.column if sp.line == sp.end_line else -1
+        if width == len(value.name) + 2:
+            return sp.edit(json.dumps(new))
+        if width == len(value.name):
+            return sp.edit(new)
+        return None
+    if value.origin == PYTHON:
+        if value.shared and python_keyword(setup, site, value.name) is None:
+            return None  # a key of a dict that other calls use too
+        return value.rename_edit(new)
+    return None
+
+
+def remove_edit(setup: Setup, site: ArgsSite, value: Value) -> Edit | None:
+    """Delete the keyword / flag / key that sets ``value`` (with its separator)."""
+    from trainlint.fixing.python_edits import remove_argument, remove_dict_entry
+
+    if value.origin == PYTHON or (value.origin == FLAG and site.call is not None):
+        found = python_keyword(setup, site, value.name)
+        if found is not None:
+            pf, kw = found
+            return remove_argument(pf, site.call.site.node, kw)  # type: ignore[union-attr]
+        entry = _inline_dict_entry(setup, site, value)
+        if entry is not None:
+            pf, d, k = entry
+            return remove_dict_entry(pf, d, k)
+        return None
+    if value.origin == FLAG:
+        flag = flag_of(setup, value)
+        if flag is None:
+            return None
+        from trainlint.sources.shell import remove_flag_edit
+
+        try:
+            return remove_flag_edit(flag)
+        except ValueError:
+            return None
+    if value.origin == ARGSFILE:
+        af = setup.extra.get("args_file")
+        root = getattr(af, "root", None)
+        if root is None or getattr(af, "path", None) != site.path:
+            return None
+        try:
+            if site.path.endswith(".json"):
+                from trainlint.sources.jsondoc import remove_key_edit
+            else:
+                from trainlint.sources.yamldoc import remove_key_edit  # type: ignore[assignment]
+            return remove_key_edit(root, value.name)
+        except Exception:  # noqa: BLE001 - no edit rather than a wrong one
+            return None
+    return None
+
+
+def literal_text(value: Any, origin: str) -> str:
+    """``value`` written as the origin's syntax (Python literal, shell word, JSON)."""
+    if origin == FLAG:
+        from trainlint.sources.shell import shell_quote
+
+        if isinstance(value, list):
+            return " ".join(shell_quote(str(v)) for v in value)
+        return shell_quote(str(value))
+    if origin == ARGSFILE:
+        return json.dumps(value)
+    return repr(value)
+
+
+def replace_with_field_edits(setup: Setup, site: ArgsSite, value: Value, new: str, new_value: Any
+                             ) -> list[Edit] | None:
+    """``old=<v>`` -> ``new=<new_value>`` (keyword, flag or key)."""
+    if value.origin == PYTHON:
+        found = python_keyword(setup, site, value.name)
+        if found is None:
+            return None
+        pf, kw = found
+        return [pf.span(kw).edit(f"{new}={literal_text(new_value, PYTHON)}")]
+    if value.origin == FLAG and site.call is None and value.key_span is not None:
+        key = rename_key_edit(setup, site, value, new)
+        if key is None:
+            return None
+        sp = value.span or value.key_span
+        whole = Span(path=sp.path, line=value.key_span.line, column=value.key_span.column,
+                     end_line=sp.end_line, end_column=sp.end_column)
+        return [whole.edit(f"{key.content} {literal_text(new_value, FLAG)}")]
+    if value.origin == ARGSFILE and value.span is not None:
+        key = rename_key_edit(setup, site, value, new)
+        if key is None:
+            return None
+        return [key, value.span.edit(json.dumps(new_value))]
+    return None

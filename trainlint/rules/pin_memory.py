@@ -1,0 +1,127 @@
+"""TL120 pin-memory-disabled."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules.base import Case, Rule
+from trainlint.setup import PYTHON, Setup
+
+
+class PinMemoryDisabled(Rule):
+    """
+    ## What it does
+    Flags `dataloader_pin_memory=False` when the run trains on a GPU: the target GPU is known
+    (`--gpu`, `[tool.trainlint] gpu`) and the arguments do not ask for the CPU (`use_cpu=True`,
+    `no_cuda=True`). Without a known GPU target the rule is silent.
+
+    The other half of the catalog entry, `dataloader_num_workers` larger than the CPU cores a
+    process gets, is not checked: the number of cores on the training machine, and how the
+    launcher shares them among processes, cannot be read from the files.
+
+    ## Why is this bad?
+    With pinned (page-locked) host memory the batch copy to the GPU is asynchronous and faster;
+    the Trainer pins by default (`dataloader_pin_memory=True`). Turning it off makes every
+    host-to-device copy synchronous, which shows up as GPU idle time between steps for
+    input-heavy models (vision, audio, long sequences).
+
+    ## Example
+    ```python
+    args = TrainingArguments(output_dir="out", dataloader_pin_memory=False)
+    ```
+
+    ## Use instead
+    ```python
+    args = TrainingArguments(output_dir="out", dataloader_pin_memory=True)
+    ```
+
+    ## Fix safety
+    Safe: pinning changes how batches are copied, not what is trained. The fix writes `True` in
+    a Python call (not in launch lines or args files, where the value's spelling varies).
+
+    ## References
+    - transformers `TrainingArguments.dataloader_pin_memory` (default True), `Trainer._get_dataloader`
+    - https://pytorch.org/docs/stable/data.html#memory-pinning
+    - pitfalls catalog P28
+    """
+
+    code = "TL120"
+    name = "pin-memory-disabled"
+    severity = Severity.INFO
+    fix_safety = "safe"
+    summary = "dataloader_pin_memory=False when training on a GPU"
+
+    cases = [
+        Case(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", dataloader_pin_memory=False)
+            """,
+            options={"gpu": "A100"},
+            fixed=(
+                "from transformers import TrainingArguments\n"
+                'args = TrainingArguments(output_dir="o", dataloader_pin_memory=True)\n'
+            ),
+        ),
+        Case(
+            """
+            from transformers import TrainingArguments
+            LOADER = dict(dataloader_num_workers=4, dataloader_pin_memory=False)
+            args = TrainingArguments(output_dir="o", **LOADER)
+            """,
+            options={"gpu": "H100"},
+            note="through a dict",
+        ),
+        Case(
+            files={
+                "run.sh": "torchrun --nproc_per_node 2 train.py --output_dir o --dataloader_pin_memory False\n",
+                "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                            "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n",
+            },
+            options={"gpu": "H100"},
+            note="a launch-line flag (no fix)",
+        ),
+        # must not flag
+        Case(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", dataloader_pin_memory=False)
+            """,
+            flags=False, note="no GPU target known",
+        ),
+        Case(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", dataloader_pin_memory=False, use_cpu=True)
+            """,
+            flags=False, options={"gpu": "A100"}, note="CPU training",
+        ),
+        Case(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", dataloader_pin_memory=True, dataloader_num_workers=64)
+            """,
+            flags=False, options={"gpu": "A100"},
+        ),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        if setup.gpu is None:
+            return
+        for site in setup.sites:
+            v = site.get("dataloader_pin_memory")
+            if v is None or v.value is not False:
+                continue
+            cpu = next((site.get(n) for n in ("use_cpu", "no_cuda") if site.get(n) is not None), None)
+            if cpu is not None and cpu.value is not False:
+                continue  # CPU training, or not resolvable
+            edits = None
+            span = v.edit_span()
+            if v.origin == PYTHON and span is not None and not v.shared:
+                edits = [span.edit("True")]
+            yield self.diagnostic(
+                v.span or v.key_span,  # type: ignore[arg-type]
+                f"dataloader_pin_memory=False while training on {setup.gpu.name}: every batch is copied to the GPU "
+                f"synchronously from pageable memory; leave it at True (the default)",
+                edits=edits, fix_message="set dataloader_pin_memory=True")
