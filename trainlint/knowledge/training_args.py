@@ -144,6 +144,7 @@ class Rename:
 _VERSION_RE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)(.*)$")
 
 
+@lru_cache(maxsize=4096)
 def vkey(version: str) -> tuple:
     """A sort key for a version string: numeric release parts, then pre-release < release."""
     m = _VERSION_RE.match(str(version))

@@ -732,7 +732,7 @@ class TrainerTokenizerArgument(Rule):
                     pf.keyword_name_span(kw),
                     f"{tc.class_name}(tokenizer=) is {when} ({target_text(setup)}): use processing_class=",
                     edits=edits, fix_message=fix_message, severity=severity)
-            for node in ast.walk(pf.tree):
+            for node in pf.nodes:
                 if isinstance(node, ast.Attribute) and node.attr == "tokenizer" and isinstance(node.ctx, ast.Load) \
                         and isinstance(node.value, ast.Name) and node.value.id in names \
                         and len(pf.bindings_of(node.value.id, pf.module_scope)) <= 1:
@@ -808,7 +808,7 @@ class EvaluationStrategyEnum(Rule):
         if not _tf_at_least(setup, EVALUATION_STRATEGY_REMOVED_IN):
             return
         for pf in setup.scripts:
-            for node in ast.walk(pf.tree):
+            for node in pf.nodes:
                 if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
                     continue
                 if node.module.split(".")[0] != "transformers":
@@ -824,7 +824,7 @@ class EvaluationStrategyEnum(Rule):
                         if len(pf.module_scope.bindings.get("EvaluationStrategy", [])) > 1:
                             edits = []
                         else:
-                            for n in ast.walk(pf.tree):
+                            for n in pf.nodes:
                                 if isinstance(n, ast.Name) and n.id == "EvaluationStrategy":
                                     edits.append(pf.span(n).edit("IntervalStrategy"))
                     yield self.diagnostic(

@@ -278,6 +278,13 @@ class PythonFile:
         tail = lines[last].encode("utf-8")[:end_col].decode("utf-8", "replace")
         return head + "".join(lines[first + 1:last]) + tail
 
+    @property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the file in ``ast.walk`` order, without the Load/Store/operator
+        leaves: walked once per file, so use it instead of ``ast.walk(pf.tree)`` (do not
+        mutate)."""
+        return self._all_nodes
+
     # -- indexing -----------------------------------------------------------------------
 
     def _index(self) -> None:
