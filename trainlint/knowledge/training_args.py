@@ -270,6 +270,19 @@ def _own_fields(package: str, cls: str, index: int) -> dict[str, FieldInfo] | No
     return out
 
 
+def _own_field(package: str, cls: str, name: str, index: int) -> FieldInfo | None:
+    """Field ``name`` as stored for ``cls`` in version number ``index`` (not inherited ones);
+    None when the class or the field does not exist there."""
+    d = _data()
+    entry = d[package]["classes"].get(cls)
+    if entry is None or not any(a <= index <= b for a, b, _ in entry["modules"]):
+        return None
+    for v in entry["fields"].get(name, ()):
+        if v["v"][0] <= index <= v["v"][1]:
+            return _variant_info(name, v, cls, d["texts"])
+    return None
+
+
 def _merge(base: dict[str, FieldInfo], own: dict[str, FieldInfo]) -> dict[str, FieldInfo]:
     merged = dict(base)
     for name, info in own.items():
@@ -368,7 +381,14 @@ def history(cls: str, name: str) -> FieldHistory:
     if cls in TRANSFORMERS_CLASSES:
 
         def lookup(i: int):
-            return _fields_cached(cls, i, None).get(name)
+            # one field at a time: building every field table of every version costs ~70 ms
+            ta = _own_field("transformers", "TrainingArguments", name, i)
+            if cls == "TrainingArguments":
+                return ta
+            own = _own_field("transformers", cls, name, i)
+            if own is None:
+                return ta
+            return _merge({name: ta} if ta is not None else {}, {name: own})[name]
 
         return _history_over(cls, name, "transformers", lookup)
     if not is_trl_class(cls):
@@ -376,8 +396,7 @@ def history(cls: str, name: str) -> FieldHistory:
     if name in _data()["trl"]["classes"][cls]["fields"]:
 
         def trl_lookup(i: int):
-            own = _own_fields("trl", cls, i)
-            return None if own is None else own.get(name)
+            return _own_field("trl", cls, name, i)
 
         return _history_over(cls, name, "trl", trl_lookup)
     h = history("TrainingArguments", name)
