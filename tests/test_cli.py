@@ -10,7 +10,7 @@ from helpers import run_cli
 
 BAD = (
     "from transformers import TrainingArguments, Trainer\n"
-    "args = TrainingArguments(output_dir='o', logging_steps=1, fp16=True)\n"
+    "args = TrainingArguments(output_dir='o', logging_steps=1, fp16=True, save_total_limit=2)\n"
     "Trainer(model=model, args=args)\n"
 )
 
@@ -84,7 +84,7 @@ def test_per_file_ignores(tmp_path):
 
 
 def test_suppression_comments(tmp_path):
-    line = "args = TrainingArguments(output_dir='o', logging_steps=1)"
+    line = "args = TrainingArguments(output_dir='o', logging_steps=1, save_total_limit=2)"
     head = "from transformers import TrainingArguments\n"
     for comment, silenced in [
         ("# trainlint: disable=TL201", True),
@@ -151,3 +151,13 @@ def test_walked_generic_json_is_not_judged_unless_referenced(tmp_path):
     (tmp_path / "run.sh").write_text("deepspeed --num_gpus 2 train.py --deepspeed tsconfig.json\n")
     out = json.loads(run_cli("check", str(tmp_path), "--format", "json").stdout)
     assert [(Path(d["path"]).name, d["code"]) for d in out if d["code"] == "TL003"] == [("tsconfig.json", "TL003")]
+
+
+def test_info_findings_are_shown_but_do_not_fail_by_default(tmp_path):
+    p = _write(tmp_path, "from transformers import TrainingArguments\nTrainingArguments(output_dir='o')\n")
+    out = run_cli("check", str(p), "--format", "json")
+    assert [d["severity"] for d in json.loads(out.stdout)] == ["info"]  # save-total-limit-missing
+    assert out.returncode == 0
+    assert run_cli("check", str(p), "--fail-on", "info").returncode == 1
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nfail-on = "info"\n')
+    assert run_cli("check", str(p)).returncode == 1

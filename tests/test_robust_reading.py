@@ -15,7 +15,7 @@ from trainlint.sources import files as files_mod
 from trainlint.sources import registry
 
 GOOD = ("from transformers import TrainingArguments\n"
-        "args = TrainingArguments(output_dir='out', logging_steps=1)\n")
+        "args = TrainingArguments(output_dir='out', logging_steps=1, save_total_limit=2)\n")
 
 
 def _lint(root: Path, *paths: Path):
@@ -88,7 +88,7 @@ def test_deep_but_valid_code_is_analysed(tmp_path):
         "from transformers import TrainingArguments\n"
         "s = " + " + ".join(f"'{i}'" for i in range(900)) + "\n"
         "t = x" + ".y()" * 900 + "\n"
-        "args = TrainingArguments(output_dir='out', logging_steps=1)\n")
+        "args = TrainingArguments(output_dir='out', logging_steps=1, save_total_limit=2)\n")
     result = _lint(tmp_path)
     assert _codes(result, "train.py") == ["TL201"]
 
@@ -113,7 +113,7 @@ def test_binary_file(tmp_path):
 def test_latin1_with_pep263_cookie_is_read(tmp_path):
     (tmp_path / "latin.py").write_bytes(
         ("# -*- coding: latin-1 -*-\nfrom transformers import TrainingArguments\n"
-         "note = 'caf\xe9'\nargs = TrainingArguments(output_dir='out', logging_steps=1)\n").encode("latin-1"))
+         "note = 'caf\xe9'\nargs = TrainingArguments(output_dir='out', logging_steps=1, save_total_limit=2)\n").encode("latin-1"))
     result = _lint(tmp_path)
     (d,) = _by_path(result)["latin.py"]
     assert d.code == "TL201" and d.line == 4

@@ -152,7 +152,7 @@ def main() -> None:
 @click.option("--statistics", is_flag=True, help="Show counts per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error"]),
-              help="Lowest severity that makes the exit code 1 (default: info).")
+              help="Lowest severity that makes the exit code 1 (default: warning).")
 @click.option("--stdin-filename", help="With `-` as the path: the file name the text on stdin stands for "
               "(shown in findings, picks the file kind and the pyproject.toml; default: stdin.py).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the findings cache (.trainlint_cache/).")

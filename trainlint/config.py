@@ -8,7 +8,7 @@ gpu = "A100-80GB"           # target GPU (or "auto": nvidia-smi)
 gpus = 4                    # world size when no launch line says
 transformers-version = "5.24.0"
 base = "HEAD"               # the git revision lr-not-scaled compares with
-fail-on = "info"            # lowest severity that makes the exit code 1
+fail-on = "warning"         # lowest severity that makes the exit code 1 (info is advice)
 
 [tool.trainlint.per-file-ignores]
 "legacy/*.py" = ["TL6"]
@@ -55,7 +55,7 @@ class Settings(BaseModel):
     transformers_version: str | None = Field(default=None, alias="transformers-version")
     trl_version: str | None = Field(default=None, alias="trl-version")
     base: str = "HEAD"
-    fail_on: Severity = Field(default=Severity.INFO, alias="fail-on")
+    fail_on: Severity = Field(default=Severity.WARNING, alias="fail-on")
     rule_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     project_root: Path | None = None  # the folder of the pyproject.toml the settings came from
     config_path: Path | None = None
