@@ -105,6 +105,16 @@ def _conflicts(accepted: list[tuple[int, int]], r: tuple[int, int]) -> bool:
     return False
 
 
+def _libcst_roundtrip(text: str) -> None:
+    """A fixed Python file must also be accepted by libcst, the formatting-preserving parser
+    that codemod tools (and users' own refactorings) read it with, and must print back to the
+    same text. Only fixes pay for the import, never ``check``."""
+    import libcst
+
+    if libcst.parse_module(text).code != text:
+        raise ValueError("libcst does not reproduce the fixed text")
+
+
 def parses(path: str, text: str, kind: str | None = None) -> str | None:
     """None when ``text`` is valid for the file's kind (from the reader's detection, else the
     suffix), else the error message. Kinds without a strict grammar (shell, markdown) are
@@ -117,6 +127,7 @@ def parses(path: str, text: str, kind: str | None = None) -> str | None:
     try:
         if kind == "python":
             ast.parse(text)
+            _libcst_roundtrip(text)
         elif kind in JSON_KINDS:
             try:
                 from trainlint.sources.jsondoc import parse_json
