@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from trainlint.diagnostics import Diagnostic
-from trainlint.report.summary import statistics_lines
+from trainlint.report.summary import write_lines
 
 
 def line_of(d: Diagnostic) -> str:
@@ -14,9 +14,4 @@ def line_of(d: Diagnostic) -> str:
 
 def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *, statistics: bool = False,
            color: bool | None = None) -> None:
-    if statistics:
-        for line in statistics_lines(diagnostics):
-            out.write(line + "\n")
-        return
-    for d in diagnostics:
-        out.write(line_of(d) + "\n")
+    write_lines(diagnostics, out, line_of, statistics=statistics)

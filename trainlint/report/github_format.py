@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from trainlint.diagnostics import Diagnostic
-from trainlint.report.summary import statistics_lines
+from trainlint.report.summary import write_lines
 
 COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -43,9 +43,4 @@ def annotation(d: Diagnostic) -> str:
 
 def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *, statistics: bool = False,
            color: bool | None = None) -> None:
-    if statistics:
-        for line in statistics_lines(diagnostics):
-            out.write(line + "\n")
-        return
-    for d in diagnostics:
-        out.write(annotation(d) + "\n")
+    write_lines(diagnostics, out, annotation, statistics=statistics)

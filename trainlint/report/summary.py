@@ -19,3 +19,10 @@ def statistics_rows(diagnostics: list[Diagnostic]) -> list[tuple[str, str, int, 
 
 def statistics_lines(diagnostics: list[Diagnostic]) -> list[str]:
     return [f"{k:5d}\t{c}\t[{'*' if f else ' '}] {n}" for c, n, k, f in statistics_rows(diagnostics)]
+
+
+def write_lines(diagnostics: list[Diagnostic], out, line_of, *, statistics: bool = False) -> None:
+    """One line per finding (``line_of(d)``), or the counts per rule with ``statistics``."""
+    lines = statistics_lines(diagnostics) if statistics else [line_of(d) for d in diagnostics]
+    for line in lines:
+        out.write(line + "\n")

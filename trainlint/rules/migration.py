@@ -106,6 +106,18 @@ def _status(setup: Setup, site: ArgsSite, name: str) -> tuple[str, ta.FieldHisto
     return "removed", h
 
 
+
+def _written_with_status(setup: Setup, wanted: str):
+    """(site, name, value, history) for every argument written in a TrainingArguments-like
+    site of a known class whose status against the target version is ``wanted``."""
+    for site in setup.sites:
+        if not is_known_class(site.class_name):
+            continue
+        for name, value in site.values.items():
+            status, h = _status(setup, site, name)
+            if status == wanted:
+                yield site, name, value, h
+
 def _shown(value: Value) -> str:
     if value.origin == "flag":
         return value.key_text or f"--{value.name}"
@@ -321,24 +333,20 @@ class RemovedArgument(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for site in setup.sites:
-            if not is_known_class(site.class_name):
+        for site, name, value, h in _written_with_status(setup, "removed"):
+            if h is None:
                 continue
-            for name, value in site.values.items():
-                status, h = _status(setup, site, name)
-                if status != "removed" or h is None:
-                    continue
-                version = _version_for(setup, h.package)
-                removed = _removed_in(h, version) or h.removed_in or "a later version"
-                valid = valid_names(setup, site) or frozenset()
-                edits, applicability, fix_message, advice = _replacement_fix(setup, site, value, valid)
-                message = (f"{_shown(value)} was removed from {site.class_name} in {h.package} {removed} "
-                           f"({target_text(setup, h.package)}): {advice}")
-                span = value.key_span or value.span or site.span
-                if span is None:
-                    continue
-                yield self.diagnostic(span, message, edits=edits, fix_message=fix_message,
-                                      applicability=applicability)  # type: ignore[arg-type]
+            version = _version_for(setup, h.package)
+            removed = _removed_in(h, version) or h.removed_in or "a later version"
+            valid = valid_names(setup, site) or frozenset()
+            edits, applicability, fix_message, advice = _replacement_fix(setup, site, value, valid)
+            message = (f"{_shown(value)} was removed from {site.class_name} in {h.package} {removed} "
+                       f"({target_text(setup, h.package)}): {advice}")
+            span = value.key_span or value.span or site.span
+            if span is None:
+                continue
+            yield self.diagnostic(span, message, edits=edits, fix_message=fix_message,
+                                  applicability=applicability)  # type: ignore[arg-type]
 
 
 class UnknownArgument(Rule):
@@ -430,28 +438,22 @@ class UnknownArgument(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for site in setup.sites:
-            if not is_known_class(site.class_name):
+        for site, name, value, _ in _written_with_status(setup, "unknown"):
+            tf, _, trl, _ = target(setup)
+            try:
+                guesses = ta.did_you_mean(site.class_name, name, tf, trl)
+            except ta.UnknownClassError:
+                guesses = []
+            if value.origin == "flag":
+                guesses = [f"--{g}" for g in guesses]
+            hint = f"; did you mean {' or '.join(guesses)}?" if guesses else ""
+            what = "has no argument"
+            message = (f"{site.class_name} {what} {_shown(value)} ({target_text(setup)}): construction "
+                       f"fails{hint}")
+            span = value.key_span or value.span or site.span
+            if span is None:
                 continue
-            for name, value in site.values.items():
-                status, _ = _status(setup, site, name)
-                if status != "unknown":
-                    continue
-                tf, _, trl, _ = target(setup)
-                try:
-                    guesses = ta.did_you_mean(site.class_name, name, tf, trl)
-                except ta.UnknownClassError:
-                    guesses = []
-                if value.origin == "flag":
-                    guesses = [f"--{g}" for g in guesses]
-                hint = f"; did you mean {' or '.join(guesses)}?" if guesses else ""
-                what = "has no argument"
-                message = (f"{site.class_name} {what} {_shown(value)} ({target_text(setup)}): construction "
-                           f"fails{hint}")
-                span = value.key_span or value.span or site.span
-                if span is None:
-                    continue
-                yield self.diagnostic(span, message)
+            yield self.diagnostic(span, message)
 
 
 class DeprecatedArgument(Rule):
@@ -598,26 +600,22 @@ class ArgumentNotYetAvailable(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for site in setup.sites:
-            if not is_known_class(site.class_name):
+        for site, name, value, h in _written_with_status(setup, "too-new"):
+            if h is None:
                 continue
-            for name, value in site.values.items():
-                status, h = _status(setup, site, name)
-                if status != "too-new" or h is None:
-                    continue
-                old = [r.old for r in ta.renames() if r.new == name and r.kind == "field"]
-                hint = f"; this version calls it {old[0]}" if old else ""
-                try:
-                    if old and old[0] not in ta.field_names(site.class_name, *target(setup)[::2]):
-                        hint = ""
-                except ta.UnknownClassError:
+            old = [r.old for r in ta.renames() if r.new == name and r.kind == "field"]
+            hint = f"; this version calls it {old[0]}" if old else ""
+            try:
+                if old and old[0] not in ta.field_names(site.class_name, *target(setup)[::2]):
                     hint = ""
-                message = (f"{_shown(value)} was added to {site.class_name} in {h.package} {h.first} "
-                           f"({target_text(setup, h.package)}){hint}")
-                span = value.key_span or value.span or site.span
-                if span is None:
-                    continue
-                yield self.diagnostic(span, message)
+            except ta.UnknownClassError:
+                hint = ""
+            message = (f"{_shown(value)} was added to {site.class_name} in {h.package} {h.first} "
+                       f"({target_text(setup, h.package)}){hint}")
+            span = value.key_span or value.span or site.span
+            if span is None:
+                continue
+            yield self.diagnostic(span, message)
 
 
 # -- Python-only migrations ------------------------------------------------------------------------
