@@ -141,3 +141,13 @@ def test_newest_known_fallback(tmp_path):
 )
 def test_version_from_specifier(spec, expected):
     assert V.version_from_specifier(spec, ta.known_versions()) == expected
+
+
+def test_installed_version_reads_dist_info_like_importlib_metadata():
+    for package in ("pydantic", "click", "ruamel.yaml", "pre-commit", "typing_extensions", "transformers"):
+        try:
+            expected = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            expected = None
+        assert V.installed_version(package) == expected, package
+    assert V.installed_version("no-such-distribution-xyz") is None

@@ -71,16 +71,9 @@ def code_fingerprint() -> str:
 
 
 def _dist_version(name: str) -> str:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover
-        return ""
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return ""
-    except Exception:  # noqa: BLE001 - broken metadata: no version
-        return ""
+    from trainlint.knowledge.versions import installed_version
+
+    return installed_version(name) or ""
 
 
 def project_pins(root: Path | None) -> dict[str, str]:

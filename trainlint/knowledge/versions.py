@@ -27,7 +27,7 @@ skipped. Poetry's ``^``/``~`` constraints are translated to the equivalent range
 
 from __future__ import annotations
 
-import importlib.metadata
+import os
 import re
 import sys
 from pathlib import Path
@@ -114,15 +114,40 @@ def _resolve(
         if configured:
             return ResolvedVersion(configured, "pyproject.toml [tool.trainlint]")
     if use_installed:
-        try:
-            return ResolvedVersion(importlib.metadata.version(package), "installed")
-        except importlib.metadata.PackageNotFoundError:
-            pass
+        installed = installed_version(package)
+        if installed:
+            return ResolvedVersion(installed, "installed")
     if root is not None:
         pin = find_pin(package, root, known)
         if pin is not None:
             return pin
     return ResolvedVersion(known[-1], "newest known")
+
+
+_DIST = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*?)-(?P<version>[0-9][^-]*?)\.(dist-info|egg-info)$")
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def installed_version(package: str) -> str | None:
+    """The version of the distribution ``package`` installed on ``sys.path``, read from its
+    ``<name>-<version>.dist-info`` folder name (what ``importlib.metadata`` would find first),
+    without importing the package or ``importlib.metadata`` (~30 ms on this machine)."""
+    want = _normalize(package)
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for n in names:
+            if not n.endswith(("-info")):
+                continue
+            m = _DIST.match(n)
+            if m and _normalize(m.group("name")) == want:
+                return m.group("version")
+    return None
 
 
 def _tool_trainlint(root: Path, key: str) -> str | None:
