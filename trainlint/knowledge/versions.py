@@ -33,12 +33,16 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING
 
 from trainlint.knowledge import training_args
+
+if TYPE_CHECKING:  # pragma: no cover
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+# ``packaging`` (~50 ms to import its requirement parser) is imported only when a project pin
+# has to be read, never when the version is given or installed.
 
 if sys.version_info >= (3, 11):  # pragma: no cover
     import tomllib
@@ -169,6 +173,9 @@ def _read_toml(path: Path) -> dict | None:
 
 def version_from_specifier(spec: str | SpecifierSet, known: list[str]) -> str | None:
     """One version for a specifier set (see the module docstring); None if it has none."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
     try:
         sset = spec if isinstance(spec, SpecifierSet) else SpecifierSet(spec)
     except InvalidSpecifier:
@@ -211,6 +218,9 @@ def _requirement_line(line: str) -> str:
 
 
 def _matches(req_text: str, package: str) -> Requirement | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     try:
         req = Requirement(req_text)
     except InvalidRequirement:
@@ -257,6 +267,9 @@ def find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion | No
 
 
 def _pyproject_specs(data: dict, package: str) -> list[SpecifierSet]:
+    from packaging.specifiers import SpecifierSet
+    from packaging.utils import canonicalize_name
+
     out: list[SpecifierSet] = []
     project = data.get("project", {})
     reqs = list(project.get("dependencies", []) or [])
@@ -284,6 +297,8 @@ def _pyproject_specs(data: dict, package: str) -> list[SpecifierSet]:
 
 def _poetry_spec(constraint: str) -> SpecifierSet | None:
     """Poetry constraint -> PEP 440 specifier set (``^4.46`` -> ``>=4.46,<5``)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     parts = []
     for c in constraint.split(","):
         c = c.strip()
