@@ -270,17 +270,34 @@ def _own_fields(package: str, cls: str, index: int) -> dict[str, FieldInfo] | No
     return out
 
 
+@lru_cache(maxsize=4096)
+def _field_table(package: str, cls: str, name: str) -> tuple[FieldInfo | None, ...]:
+    """Field ``name`` as stored for ``cls`` (not inherited), indexed by version number: one
+    FieldInfo per stored variant, shared by the versions it covers; None where the class or
+    the field does not exist."""
+    d = _data()
+    n = len(d[package]["versions"])
+    table: list[FieldInfo | None] = [None] * n
+    entry = d[package]["classes"].get(cls)
+    if entry is None:
+        return tuple(table)
+    alive = [False] * n
+    for a, b, _ in entry["modules"]:
+        for i in range(a, b + 1):
+            alive[i] = True
+    for v in entry["fields"].get(name, ()):
+        info = _variant_info(name, v, cls, d["texts"])
+        a, b = v["v"]
+        for i in range(a, b + 1):
+            if alive[i] and table[i] is None:
+                table[i] = info
+    return tuple(table)
+
+
 def _own_field(package: str, cls: str, name: str, index: int) -> FieldInfo | None:
     """Field ``name`` as stored for ``cls`` in version number ``index`` (not inherited ones);
     None when the class or the field does not exist there."""
-    d = _data()
-    entry = d[package]["classes"].get(cls)
-    if entry is None or not any(a <= index <= b for a, b, _ in entry["modules"]):
-        return None
-    for v in entry["fields"].get(name, ()):
-        if v["v"][0] <= index <= v["v"][1]:
-            return _variant_info(name, v, cls, d["texts"])
-    return None
+    return _field_table(package, cls, name)[index]
 
 
 def _merge(base: dict[str, FieldInfo], own: dict[str, FieldInfo]) -> dict[str, FieldInfo]:
