@@ -81,43 +81,36 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) ->
     return read_file(ws, path, explicit=True)
 
 
+def _view(pf: ParsedFile | None, cls, make, json_only: bool = False):
+    """``pf``'s document seen as ``cls`` (a DeepSpeed, accelerate or args-file view): the
+    document itself when the reader already made one, else ``make(root)`` over a mapping read
+    as generic JSON/YAML (a file referenced as such whose content did not say so)."""
+    if pf is None or pf.doc is None:
+        return None
+    if isinstance(pf.doc, cls):
+        return pf.doc
+    root = getattr(pf.doc, "root", pf.doc)
+    if getattr(root, "is_mapping", False) and (not json_only or pf.path.endswith(".json")):
+        return make(root)
+    return None
+
+
 def as_deepspeed(pf: ParsedFile | None):
     from trainlint.sources.deepspeed import DeepSpeedConfig
 
-    if pf is None or pf.doc is None:
-        return None
-    if isinstance(pf.doc, DeepSpeedConfig):
-        return pf.doc
-    root = getattr(pf.doc, "root", pf.doc)
-    if getattr(root, "is_mapping", False) and pf.path.endswith(".json"):
-        return DeepSpeedConfig(root)
-    return None
+    return _view(pf, DeepSpeedConfig, DeepSpeedConfig, json_only=True)
 
 
 def as_accelerate(pf: ParsedFile | None):
     from trainlint.sources.accelerate import AccelerateConfig
 
-    if pf is None or pf.doc is None:
-        return None
-    if isinstance(pf.doc, AccelerateConfig):
-        return pf.doc
-    root = getattr(pf.doc, "root", pf.doc)
-    if getattr(root, "is_mapping", False):
-        return AccelerateConfig(root)
-    return None
+    return _view(pf, AccelerateConfig, AccelerateConfig)
 
 
 def as_argsfile(pf: ParsedFile | None):
     from trainlint.sources.argsfile import ArgsFile
 
-    if pf is None or pf.doc is None:
-        return None
-    if isinstance(pf.doc, ArgsFile):
-        return pf.doc
-    root = getattr(pf.doc, "root", pf.doc)
-    if getattr(root, "is_mapping", False):
-        return ArgsFile.from_root(root)
-    return None
+    return _view(pf, ArgsFile, ArgsFile.from_root)
 
 
 # -- scripts -----------------------------------------------------------------------------------
