@@ -7,17 +7,19 @@
   for launch flags and args files), or None when that cannot be known;
 * :func:`effective`: the value a site gives a field: written, else the target version's
   default (None when an unresolved ``**kwargs`` or flag may set it);
-* edit builders that work for Python keywords, launch-line flags and args-file keys alike.
+* edit builders that work for Python keywords, launch-line flags and args-file keys alike;
+* :class:`SiteRule`: the base of rules that judge each TrainingArguments-like site.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-from typing import Any
+from typing import Any, Iterable, Iterator
 
-from trainlint.diagnostics import Edit, Span
+from trainlint.diagnostics import Diagnostic, Edit, Span
 from trainlint.knowledge import training_args as ta
+from trainlint.rules.base import Rule
 from trainlint.setup import ARGSFILE, FLAG, PYTHON, UNKNOWN, ArgsSite, Setup, Value
 from trainlint.sources.python import PythonFile
 
@@ -340,3 +342,20 @@ def replace_with_field_edits(setup: Setup, site: ArgsSite, value: Value, new: st
             return None
         return [key, value.span.edit(json.dumps(new_value))]
     return None
+
+
+class SiteRule(Rule):
+    """A rule that looks at each TrainingArguments-like site of a known class (one whose
+    fields the versioned data knows); subclasses implement ``site_check``."""
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        for site in setup.sites:
+            if not is_known_class(site.class_name) or fields_for(setup, site.class_name) is None:
+                continue
+            yield from self.site_check(setup, site)
+
+    def site_check(self, setup: Setup, site: ArgsSite) -> Iterator[Diagnostic]:  # pragma: no cover
+        return iter(())
+
+    def eff(self, setup: Setup, site: ArgsSite, name: str) -> Any:
+        return effective(setup, site, name)

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator
 from trainlint.diagnostics import Diagnostic, Severity, Span
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
+    SiteRule,
     effective,
     fields_for,
     is_known_class,
@@ -66,23 +67,7 @@ def _desc(site: ArgsSite, name: str, value: Any) -> str:
     return f"{name}={value!r}" + ("" if written else " (the default)")
 
 
-class _SiteRule(Rule):
-    """A rule that looks at each TrainingArguments-like site of a known class."""
-
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for site in setup.sites:
-            if not is_known_class(site.class_name) or fields_for(setup, site.class_name) is None:
-                continue
-            yield from self.site_check(setup, site)
-
-    def site_check(self, setup: Setup, site: ArgsSite) -> Iterator[Diagnostic]:  # pragma: no cover
-        return iter(())
-
-    def eff(self, setup: Setup, site: ArgsSite, name: str) -> Any:
-        return effective(setup, site, name)
-
-
-class EvalStepsMissing(_SiteRule):
+class EvalStepsMissing(SiteRule):
     """
     ## What it does
     Flags `eval_strategy="steps"` with no `eval_steps` (or 0) and `logging_steps=0`.
@@ -131,7 +116,7 @@ class EvalStepsMissing(_SiteRule):
                 related=_related(site, "logging_steps", "eval_steps"))
 
 
-class LoggingStepsZero(_SiteRule):
+class LoggingStepsZero(SiteRule):
     """
     ## What it does
     Flags `logging_steps=0` while `logging_strategy` is `"steps"` (its default).
@@ -174,7 +159,7 @@ class LoggingStepsZero(_SiteRule):
                                   'logging_steps=0 with logging_strategy="steps": TrainingArguments raises ValueError')
 
 
-class NonIntegerSteps(_SiteRule):
+class NonIntegerSteps(SiteRule):
     """
     ## What it does
     Flags `logging_steps`, `eval_steps` or `save_steps` above 1 that is not a whole number
@@ -221,7 +206,7 @@ class NonIntegerSteps(_SiteRule):
                                   f"TrainingArguments raises ValueError")
 
 
-class Bf16UnsupportedGpu(_SiteRule):
+class Bf16UnsupportedGpu(SiteRule):
     """
     ## What it does
     Flags `bf16=True` (or `bf16_full_eval=True`) without `use_cpu=True` when the target GPU
@@ -273,7 +258,7 @@ class Bf16UnsupportedGpu(_SiteRule):
                                       f"support: TrainingArguments raises ValueError")
 
 
-class Tf32UnsupportedGpu(_SiteRule):
+class Tf32UnsupportedGpu(SiteRule):
     """
     ## What it does
     Flags `tf32=True` when the target GPU (`--gpu`) has no TF32 (pre-Ampere NVIDIA, AMD).
@@ -323,7 +308,7 @@ class Tf32UnsupportedGpu(_SiteRule):
                               fix_message="remove tf32=True")
 
 
-class SchedulerNeedsEval(_SiteRule):
+class SchedulerNeedsEval(SiteRule):
     """
     ## What it does
     Flags `lr_scheduler_type="reduce_lr_on_plateau"` (or `"greedy"`, where it exists) with
@@ -371,7 +356,7 @@ class SchedulerNeedsEval(_SiteRule):
                               "TrainingArguments raises ValueError")
 
 
-class WarmupOutOfRange(_SiteRule):
+class WarmupOutOfRange(SiteRule):
     """
     ## What it does
     Flags warmup values the target version rejects: `warmup_steps < 0` (all versions);
@@ -430,7 +415,7 @@ class WarmupOutOfRange(_SiteRule):
                                       "ratio form is 5.x only; use warmup_ratio): TrainingArguments raises ValueError")
 
 
-class PrefetchWithoutWorkers(_SiteRule):
+class PrefetchWithoutWorkers(SiteRule):
     """
     ## What it does
     Flags `dataloader_prefetch_factor` set while `dataloader_num_workers` is 0 (the default).
@@ -476,7 +461,7 @@ class PrefetchWithoutWorkers(_SiteRule):
                                   "TrainingArguments raises ValueError")
 
 
-class EmptyCacheStepsInvalid(_SiteRule):
+class EmptyCacheStepsInvalid(SiteRule):
     """
     ## What it does
     Flags `torch_empty_cache_steps` that is not a positive int.
@@ -607,7 +592,7 @@ class EvalWithoutEvalDataset(Rule):
                                   related=_related(site, "eval_strategy", "evaluation_strategy"))
 
 
-class SaveBestWithoutMetric(_SiteRule):
+class SaveBestWithoutMetric(SiteRule):
     """
     ## What it does
     Flags `save_strategy="best"` without `metric_for_best_model`.
@@ -661,7 +646,7 @@ class SaveBestWithoutMetric(_SiteRule):
                               "Trainer raises ValueError")
 
 
-class FsdpInvalidOptions(_SiteRule):
+class FsdpInvalidOptions(SiteRule):
     """
     ## What it does
     Flags the string form of `fsdp` with `"offload"` alone, or with both `"full_shard"` and
@@ -714,7 +699,7 @@ class FsdpInvalidOptions(_SiteRule):
                                   "TrainingArguments raises ValueError")
 
 
-class AutoBatchSizeZero3(_SiteRule):
+class AutoBatchSizeZero3(SiteRule):
     """
     ## What it does
     Flags `auto_find_batch_size=True` with a linked DeepSpeed config at ZeRO stage 3. Silent
@@ -1073,7 +1058,7 @@ class BatchEvalMetricsSignature(Rule):
                                   related=[pf.span(b.node).related(f"{cm.id} defined here")])
 
 
-class AccumulationSetTwice(_SiteRule):
+class AccumulationSetTwice(SiteRule):
     """
     ## What it does
     Flags `accelerator_config={"gradient_accumulation_kwargs": {"num_steps": N}}` together with

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
-from trainlint.rules._versioned import effective, fields_for, is_known_class, python_file, strategy
-from trainlint.rules.base import Case, Rule
-from trainlint.setup import Setup
+from trainlint.rules._versioned import SiteRule, python_file, strategy
+from trainlint.rules.base import Case
+from trainlint.setup import ArgsSite, Setup
 
 TA = "from transformers import TrainingArguments\n"
 
@@ -21,7 +21,7 @@ class SaveLimitOptions(BaseModel):
     fix_value: int = Field(3, ge=1, alias="fix-value", description="the save_total_limit the fix writes")
 
 
-class SaveTotalLimitMissing(Rule):
+class SaveTotalLimitMissing(SiteRule):
     """
     ## What it does
     Flags a TrainingArguments-like call (or launch line / args file) that saves checkpoints
@@ -79,32 +79,29 @@ class SaveTotalLimitMissing(Rule):
              note="the unresolved **kwargs may set the limit"),
     ]
 
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for site in setup.sites:
-            if not is_known_class(site.class_name) or fields_for(setup, site.class_name) is None:
-                continue
-            if site.get("save_total_limit") is not None or site.open_ended:
-                continue
-            save = strategy(effective(setup, site, "save_strategy"))
-            if save not in ("steps", "epoch", "best"):
-                continue
-            written = site.get("save_strategy")
-            how = f'save_strategy="{save}"' + ("" if written is not None else " (the default)")
-            if save == "steps":
-                steps = effective(setup, site, "save_steps")
-                if isinstance(steps, (int, float)) and not isinstance(steps, bool):
-                    how += f", every {steps:g} steps" if steps >= 1 else f", every {steps:g} of the run"
-            span = (written.key_span or written.span) if written is not None else site.span
-            if span is None:
-                continue
-            edits = None
-            limit = self.options.fix_value  # type: ignore[attr-defined]
-            if site.call is not None:
-                pf = python_file(setup, site.path)
-                if pf is not None:
-                    edits = [add_keyword(pf, site.call.site.node, f"save_total_limit={limit}")]
-            yield self.diagnostic(
-                span,
-                f"{how} keeps every checkpoint (model, optimizer and scheduler state each): long runs fill "
-                f"the disk; set save_total_limit",
-                edits=edits, fix_message=f"add save_total_limit={limit}")
+    def site_check(self, setup: Setup, site: ArgsSite) -> Iterator[Diagnostic]:
+        if site.get("save_total_limit") is not None or site.open_ended:
+            return
+        save = strategy(self.eff(setup, site, "save_strategy"))
+        if save not in ("steps", "epoch", "best"):
+            return
+        written = site.get("save_strategy")
+        how = f'save_strategy="{save}"' + ("" if written is not None else " (the default)")
+        if save == "steps":
+            steps = self.eff(setup, site, "save_steps")
+            if isinstance(steps, (int, float)) and not isinstance(steps, bool):
+                how += f", every {steps:g} steps" if steps >= 1 else f", every {steps:g} of the run"
+        span = (written.key_span or written.span) if written is not None else site.span
+        if span is None:
+            return
+        edits = None
+        limit = self.options.fix_value  # type: ignore[attr-defined]
+        if site.call is not None:
+            pf = python_file(setup, site.path)
+            if pf is not None:
+                edits = [add_keyword(pf, site.call.site.node, f"save_total_limit={limit}")]
+        yield self.diagnostic(
+            span,
+            f"{how} keeps every checkpoint (model, optimizer and scheduler state each): long runs fill "
+            f"the disk; set save_total_limit",
+            edits=edits, fix_message=f"add save_total_limit={limit}")
