@@ -60,11 +60,12 @@ def run(cmd: list[str], cwd: Path | None = None, check: bool = False) -> subproc
 def stack_modules(target: Path, cwd: Path) -> list[str]:
     """Every non-trainlint module a real one-file check leaves in sys.modules, in load order."""
     probe = textwrap.dedent(f"""
-        import sys, runpy, json, io, contextlib
+        import sys, json, io, contextlib
         sys.argv = ["trainlint", "check", {str(target)!r}, "--no-cache"]
+        from trainlint.cli import main  # the console script's entry() ends in os._exit
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                runpy.run_module("trainlint", run_name="__main__")
+                main()
         except SystemExit:
             pass
         skip = ("trainlint", "__main__", "__mp_main__")

@@ -122,10 +122,11 @@ def test_check_path_never_imports_heavy_libraries(tmp_path):
     """`trainlint check` must not import torch, transformers, accelerate or deepspeed."""
     bad = _write(tmp_path)
     probe = (
-        "import sys, runpy\n"
+        "import sys\n"
         f"sys.argv = ['trainlint', 'check', {str(bad)!r}, '--gpu', 'A100', '--format', 'json']\n"
+        "from trainlint.cli import main  # entry() would leave with os._exit before the probe\n"
         "try:\n"
-        "    runpy.run_module('trainlint', run_name='__main__')\n"
+        "    main()\n"
         "except SystemExit:\n"
         "    pass\n"
         "heavy = [m for m in ('torch', 'transformers', 'accelerate', 'deepspeed') if m in sys.modules]\n"
@@ -161,3 +162,20 @@ def test_info_findings_are_shown_but_do_not_fail_by_default(tmp_path):
     assert run_cli("check", str(p), "--fail-on", "info").returncode == 1
     (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nfail-on = "info"\n')
     assert run_cli("check", str(p)).returncode == 1
+
+
+def test_quick_exit_flushes_everything_and_keeps_exit_codes(tmp_path):
+    """The console script leaves `check` with os._exit: output through a pipe must still be
+    complete (a large JSON document parses), and every exit code must come through."""
+    for i in range(60):
+        _write(tmp_path, BAD, f"train_{i}.py")
+    out = run_cli("check", str(tmp_path), "--format", "json", "--no-cache")
+    assert out.returncode == 1
+    found = json.loads(out.stdout)
+    assert len(found) >= 60 and {Path(d["path"]).name for d in found} == {f"train_{i}.py" for i in range(60)}
+    fixed = run_cli("fix", str(tmp_path / "train_0.py"))
+    assert fixed.returncode == 1 and fixed.stdout.startswith("--- a/") and "Would fix" in fixed.stderr
+    assert run_cli("check", str(tmp_path / "train_0.py"), "--select", "TL201", "--exit-zero").returncode == 0
+    bad_option = run_cli("check", "--no-such-option")
+    assert bad_option.returncode == 2 and "No such option" in bad_option.stderr
+    assert run_cli("rules", "--format", "json").returncode == 0

@@ -102,12 +102,12 @@ class OffloadNotNeeded(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        from trainlint.memory import estimate, format_bytes, shape_from_model
-
         cfg = _ds(setup)
         gpu = setup.gpu
         if cfg is None or gpu is None:
             return
+        from trainlint.memory import estimate, format_bytes, shape_from_model
+
         stage = _stage(cfg)
         if stage is None or stage < 1:
             return

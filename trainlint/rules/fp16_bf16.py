@@ -111,10 +111,12 @@ class Fp16OnBf16Hardware(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        gpu = setup.gpu
+        if gpu is None or not gpu.bf16:
+            return
         from trainlint.knowledge.gpus import is_ampere_or_newer
 
-        gpu = setup.gpu
-        if gpu is None or not gpu.bf16 or not is_ampere_or_newer(gpu):
+        if not is_ampere_or_newer(gpu):
             return
         places = list(self.fp16_places(setup))
         if not places:
