@@ -436,38 +436,56 @@ def did_you_mean(
     return out[:n]
 
 
+def _build_rename(row: dict) -> Rename:
+    package = row["package"]
+    classes_ = tuple(row["classes"])
+    # when: from the data, over the first class of the row that declares the old field
+    dep = rem = since = None
+    for c in classes_:
+        h = history(c, row["old"])
+        if h.known and h.package == package:
+            dep, rem = h.deprecated_in, h.removed_in
+            if row["kind"] in ("field", "value", "dict-key") and row.get("new"):
+                since = history(c, row["new"]).first
+            break
+    return Rename(
+        old=row["old"],
+        new=row.get("new"),
+        kind=row["kind"],
+        package=package,
+        classes=classes_,
+        ref=row["ref"],
+        value=row.get("value"),
+        key=row.get("key"),
+        note=row.get("note"),
+        deprecated_in=dep,
+        removed_in=rem,
+        new_since=since,
+    )
+
+
 @lru_cache(maxsize=1)
 def _renames_cached() -> tuple[Rename, ...]:
+    return tuple(_renames_of(row["old"])[i] for i, row in _rows_in_order())
+
+
+@lru_cache(maxsize=1)
+def _rows_in_order() -> tuple[tuple[int, dict], ...]:
+    """(index among the rows of the same old name, row) in the data's order."""
+    seen: dict[str, int] = {}
     out = []
     for row in _renames_data():
-        package = row["package"]
-        classes_ = tuple(row["classes"])
-        # when: from the data, over the first class of the row that declares the old field
-        dep = rem = since = None
-        for c in classes_:
-            h = history(c, row["old"])
-            if h.known and h.package == package:
-                dep, rem = h.deprecated_in, h.removed_in
-                if row["kind"] in ("field", "value", "dict-key") and row.get("new"):
-                    since = history(c, row["new"]).first
-                break
-        out.append(
-            Rename(
-                old=row["old"],
-                new=row.get("new"),
-                kind=row["kind"],
-                package=package,
-                classes=classes_,
-                ref=row["ref"],
-                value=row.get("value"),
-                key=row.get("key"),
-                note=row.get("note"),
-                deprecated_in=dep,
-                removed_in=rem,
-                new_since=since,
-            )
-        )
+        i = seen.get(row["old"], 0)
+        seen[row["old"]] = i + 1
+        out.append((i, row))
     return tuple(out)
+
+
+@lru_cache(maxsize=1024)
+def _renames_of(old: str) -> tuple[Rename, ...]:
+    """The renames of one old name, built on demand: each needs the histories of its fields
+    (~0.2 ms apiece), and a check only ever asks about the names a script writes."""
+    return tuple(_build_rename(row) for row in _renames_data() if row["old"] == old)
 
 
 def renames() -> list[Rename]:
@@ -478,9 +496,7 @@ def renames() -> list[Rename]:
 def rename_for(cls: str, name: str) -> Rename | None:
     """The rename of ``name`` that applies to ``cls``: TrainingArguments rows apply to every
     class (all derive from it); TRL rows to the classes they list."""
-    for r in _renames_cached():
-        if r.old != name:
-            continue
+    for r in _renames_of(name):
         if r.package == "transformers" or cls in r.classes:
             return r
     return None
