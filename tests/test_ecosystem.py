@@ -14,7 +14,7 @@ import pytest
 from helpers import REPO_ROOT, commit_base, git, run_cli, write_files
 
 from trainlint.config import load_settings
-from trainlint.diagnostics import Diagnostic, Edit, Fix, Related, Severity
+from trainlint.diagnostics import Diagnostic, Edit, Fix, Related, Severity, replace
 from trainlint.engine import lint
 from trainlint.report import github_format, sarif_format
 
@@ -35,7 +35,7 @@ BAD = (
 
 
 def _dump(result):
-    return ([d.model_dump(mode="json") for d in result.diagnostics], result.files, result.texts,
+    return ([d.to_json() for d in result.diagnostics], result.files, result.texts,
             sorted(result.unparsable), result.kinds)
 
 
@@ -135,7 +135,7 @@ def test_github_severity_fix_and_related():
     line = github_format.annotation(d)
     assert line.startswith("::error file=t.py,")
     assert line.endswith("::m%0A(fix available: unsafe; run `trainlint fix --unsafe-fixes`)%0Ads.json:2:3: set here")
-    info = d.model_copy(update={"severity": Severity.INFO, "fix": None, "related": []})
+    info = replace(d, severity=Severity.INFO, fix=None, related=[])
     assert github_format.annotation(info).startswith("::notice ")
     assert "\n" not in line
 

@@ -14,7 +14,7 @@ import pytest
 from helpers import run_cli, settings_for
 
 import trainlint.engine as engine
-from trainlint.diagnostics import Diagnostic, Edit, Fix, Severity
+from trainlint.diagnostics import Diagnostic, Edit, Fix, Severity, replace
 from trainlint.fixing.apply import apply_fix_pass, newline_of, parses, write_atomic, write_fixed
 from trainlint.rules.base import Rule
 from trainlint.setup import Setup
@@ -130,7 +130,7 @@ class _Conflicting(Rule):
                 continue
             yield self.diagnostic(v.span, "a", edits=[v.span.edit("50")])
             if v.key_span is not None:
-                whole = v.key_span.model_copy(update={"end_line": v.span.end_line, "end_column": v.span.end_column})
+                whole = replace(v.key_span, end_line=v.span.end_line, end_column=v.span.end_column)
                 yield self.diagnostic(whole, "b", edits=[whole.edit("logging_steps=10")])
 
 

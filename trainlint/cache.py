@@ -173,7 +173,7 @@ class FindingsCache:
             "format": FORMAT,
             "version": __version__,
             "code": code_fingerprint(),
-            "settings": settings.model_dump(mode="json"),
+            "settings": {name: getattr(settings, name) for name in type(settings).model_fields},
             "transformers": _dist_version("transformers"),
             "trl": _dist_version("trl"),
             "pins": project_pins(settings.project_root),

@@ -43,7 +43,9 @@ class ConfigError(Exception):
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    # Validated only when a pyproject table or a command-line option sets something
+    # (``load_settings``): the defaults need no validator, and building one is ~10 ms.
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True)
 
     select: list[str] = Field(default_factory=lambda: ["ALL"])
     ignore: list[str] = Field(default_factory=list)
@@ -75,7 +77,9 @@ class Settings(BaseModel):
         return out
 
     def options_for(self, rule: Any) -> BaseModel:
-        raw = self.rule_options.get(rule.name, {})
+        raw = self.rule_options.get(rule.name)
+        if not raw:
+            return rule.Options.model_construct()
         try:
             return rule.Options.model_validate(raw)
         except ValidationError as e:
@@ -129,6 +133,8 @@ def load_settings(start: Path | None = None, overrides: dict[str, Any] | None = 
         if value is None or value == [] or value == ():
             continue
         data[key.replace("_", "-") if key.replace("_", "-") in _TOP_KEYS else key] = value
+    if not data and not rule_options:
+        return Settings.model_construct()  # nothing set: the defaults, nothing to validate
     data["rule_options"] = rule_options
     try:
         return Settings.model_validate(data)

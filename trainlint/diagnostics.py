@@ -1,15 +1,20 @@
 """What a finding is: a code, a location, a message, an optional fix and related locations.
 
 These are the objects every reader and rule produces and every reporter prints. The JSON
-output is exactly ``Diagnostic.model_dump(mode="json")`` for each finding.
+output is exactly ``Diagnostic.to_json()`` for each finding (the keys the README lists), and
+``Diagnostic.from_json`` reads it back (the findings cache, the process pool).
+
+Plain frozen dataclasses: a finding is made by trusted code (the rules), so there is nothing
+to validate, and a one-file ``check`` should not pay for building validators.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+__all__ = ["Applicability", "Diagnostic", "Edit", "Fix", "Related", "Severity", "Span", "replace"]
 
 
 class Severity(str, Enum):
@@ -27,14 +32,13 @@ class Severity(str, Enum):
 Applicability = Literal["safe", "unsafe"]
 
 
-class Edit(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Edit:
     """Replace the text between two positions of one file.
 
     Lines are 1-based, columns 1-based and counted in characters (not bytes). ``end`` is
     exclusive. An insertion has start == end; a deletion has ``content == ""``.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     path: str
     line: int
@@ -43,29 +47,37 @@ class Edit(BaseModel):
     end_column: int
     content: str
 
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "column": self.column, "end_line": self.end_line,
+                "end_column": self.end_column, "content": self.content}
 
-class Fix(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
+@dataclass(frozen=True, kw_only=True)
+class Fix:
     applicability: Applicability
     message: str = ""
     edits: list[Edit]
 
+    def to_json(self) -> dict[str, Any]:
+        return {"applicability": self.applicability, "message": self.message,
+                "edits": [e.to_json() for e in self.edits]}
 
-class Related(BaseModel):
+
+@dataclass(frozen=True, kw_only=True)
+class Related:
     """A second place that takes part in a finding (the other side of a mismatch)."""
-
-    model_config = ConfigDict(frozen=True)
 
     path: str
     line: int
     column: int
     message: str
 
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "column": self.column, "message": self.message}
 
-class Diagnostic(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
+@dataclass(frozen=True, kw_only=True)
+class Diagnostic:
     code: str
     name: str
     severity: Severity
@@ -76,16 +88,46 @@ class Diagnostic(BaseModel):
     end_line: int
     end_column: int
     fix: Fix | None = None
-    related: list[Related] = Field(default_factory=list)
+    related: list[Related] = field(default_factory=list)
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.column, self.code, self.message)
 
+    def to_json(self) -> dict[str, Any]:
+        """The finding as the JSON output prints it."""
+        return {"code": self.code, "name": self.name, "severity": self.severity.value, "message": self.message,
+                "path": self.path, "line": self.line, "column": self.column, "end_line": self.end_line,
+                "end_column": self.end_column, "fix": None if self.fix is None else self.fix.to_json(),
+                "related": [r.to_json() for r in self.related]}
 
-class Span(BaseModel):
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Diagnostic:
+        """The inverse of :meth:`to_json` (raises KeyError/TypeError/ValueError on other data)."""
+        fix = data.get("fix")
+        return cls(
+            code=str(data["code"]), name=str(data["name"]), severity=Severity(data["severity"]),
+            message=str(data["message"]), path=str(data["path"]), line=int(data["line"]),
+            column=int(data["column"]), end_line=int(data["end_line"]), end_column=int(data["end_column"]),
+            fix=None if fix is None else Fix(
+                applicability=_applicability(fix["applicability"]), message=str(fix.get("message", "")),
+                edits=[Edit(**{k: e[k] for k in _EDIT_KEYS}) for e in fix["edits"]]),
+            related=[Related(**{k: r[k] for k in _RELATED_KEYS}) for r in data.get("related", [])],
+        )
+
+
+_EDIT_KEYS = ("path", "line", "column", "end_line", "end_column", "content")
+_RELATED_KEYS = ("path", "line", "column", "message")
+
+
+def _applicability(value: Any) -> Applicability:
+    if value not in ("safe", "unsafe"):
+        raise ValueError(f"not a fix applicability: {value!r}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Span:
     """A region of a file: where a value, a key or a flag is written."""
-
-    model_config = ConfigDict(frozen=True)
 
     path: str
     line: int

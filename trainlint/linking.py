@@ -56,7 +56,7 @@ def _missing(ws: Workspace, ref_path: str, span, what: str) -> None:
                       f"{what} {ref_path!r} does not exist (looked for "
                       f"{os.path.normpath(os.path.join(os.path.dirname(span.path), ref_path))})",
                       span.line, span.column)
-    ws.problems.append(d.model_copy(update={"end_line": span.end_line, "end_column": span.end_column}))
+    ws.problems.append(replace(d, end_line=span.end_line, end_column=span.end_column))
 
 
 def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) -> ParsedFile | None:

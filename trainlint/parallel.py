@@ -160,7 +160,7 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
             if entry is not None:
                 from trainlint.diagnostics import Diagnostic
 
-                diagnostics.extend(Diagnostic.model_validate(d) for d in entry["diagnostics"])
+                diagnostics.extend(Diagnostic.from_json(d) for d in entry["diagnostics"])
                 if entry["kept"]:
                     kept.append(u.path)
                     kinds[u.path] = entry["kind"]
@@ -193,7 +193,7 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
                 and set(out.unparsable) <= {u.path}:
             cache.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
                             "unparsable": u.path in out.unparsable,
-                            "diagnostics": [d.model_dump(mode="json") for d in out.diagnostics]}, out.deps)
+                            "diagnostics": [d.to_json() for d in out.diagnostics]}, out.deps)
     if cache is not None:
         cache.save()
 

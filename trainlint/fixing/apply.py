@@ -18,7 +18,7 @@ import os
 import re
 import stat
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -167,7 +167,7 @@ def _restyle(edits: list[Edit], newline: str) -> list[Edit]:
     for e in edits:
         if "\n" in e.content or "\r" in e.content:
             content = e.content.replace("\r\n", "\n").replace("\r", "\n").replace("\n", newline)
-            e = e.model_copy(update={"content": content})
+            e = replace(e, content=content)
         out.append(e)
     return out
 

@@ -15,5 +15,5 @@ def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *,
         json.dump([{"code": c, "name": n, "count": k, "fixable": f} for c, n, k, f in statistics_rows(diagnostics)],
                   out, indent=2)
     else:
-        json.dump([d.model_dump(mode="json") for d in diagnostics], out, indent=2)
+        json.dump([d.to_json() for d in diagnostics], out, indent=2)
     out.write("\n")

@@ -306,11 +306,11 @@ class DeepSpeedFileWithInlineFields(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        from trainlint.sources.yamldoc import YamlNode, remove_key_edit
-
         acc = setup.extra.get("accelerate")
         if acc is None or acc.deepspeed_config is None or acc.deepspeed_config_file is None:
             return
+        from trainlint.sources.yamldoc import YamlNode, remove_key_edit
+
         section = acc.deepspeed_config
         for key in C05_KEYS:
             node = section.get(key)

@@ -23,8 +23,15 @@ if TYPE_CHECKING:  # pragma: no cover
 FixSafety = Literal["safe", "unsafe", "none"]
 
 
-class NoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RuleOptions(BaseModel):
+    """Base of a rule's options (``[tool.trainlint.<rule-name>]``). Validated only when the
+    user sets some (``defer_build``): a run without options builds no validator."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+
+
+class NoOptions(RuleOptions):
+    pass
 
 
 @dataclass
@@ -65,7 +72,7 @@ class Rule:
 
     def __init__(self, settings: Settings, options: BaseModel | None = None) -> None:
         self.settings = settings
-        self.options = options if options is not None else self.Options()
+        self.options = options if options is not None else self.Options.model_construct()
 
     # -- to implement -------------------------------------------------------------------
 

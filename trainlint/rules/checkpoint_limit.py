@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
 from trainlint.rules._versioned import SiteRule, python_file, strategy
-from trainlint.rules.base import Case
+from trainlint.rules.base import Case, RuleOptions
 from trainlint.setup import ArgsSite, Setup
 
 TA = "from transformers import TrainingArguments\n"
 
 
-class SaveLimitOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class SaveLimitOptions(RuleOptions):
 
     fix_value: int = Field(3, ge=1, alias="fix-value", description="the save_total_limit the fix writes")
 

@@ -436,14 +436,14 @@ class DeviceMapDistributed(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        from trainlint.fixing.python_edits import remove_argument
-
         launch = setup.extra.get("launch")
         world = setup.world_size_value
         distributed = (launch is not None and launch.launcher != "python" and world is not None and world > 1) \
             or setup.extra.get("deepspeed") is not None
         if not distributed or not setup.scripts:
             return
+        from trainlint.fixing.python_edits import remove_argument
+
         why = f"{world} processes ({where(setup.world_size)})" if world and world > 1 and setup.world_size \
             else "DeepSpeed"
         for pf in setup.scripts:

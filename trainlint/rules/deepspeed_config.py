@@ -525,11 +525,11 @@ class Zero3NoSave16bit(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        from trainlint.sources.jsondoc import insert_key_edit
-
         cfg = _ds(setup)
         if cfg is None or cfg.stage is None or as_int(cfg.stage.value) != 3:
             return
+        from trainlint.sources.jsondoc import insert_key_edit
+
         for key in ("stage3_gather_16bit_weights_on_model_save", "gather_16bit_weights_on_model_save",
                     "stage3_gather_fp16_weights_on_model_save"):
             v = cfg.value(f"zero_optimization.{key}")
@@ -652,10 +652,12 @@ class DeepSpeedUnknownKey(Rule):
     }
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        cfg = _ds(setup)
+        if cfg is None:
+            return
         from trainlint.sources.jsondoc import JsonNode
 
-        cfg = _ds(setup)
-        if cfg is None or not isinstance(cfg.root, JsonNode) or not cfg.root.is_mapping:
+        if not isinstance(cfg.root, JsonNode) or not cfg.root.is_mapping:
             return
         root = cfg.root
         zero = root.get("zero_optimization")
@@ -764,11 +766,11 @@ class OffloadWithoutPinMemory(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        from trainlint.sources.jsondoc import JsonNode, insert_key_edit
-
         cfg = _ds(setup)
         if cfg is None:
             return
+        from trainlint.sources.jsondoc import JsonNode, insert_key_edit
+
         for which in ("optimizer", "param"):
             node = cfg.node(f"zero_optimization.offload_{which}")
             dev = cfg.value(f"zero_optimization.offload_{which}.device")

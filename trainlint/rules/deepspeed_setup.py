@@ -667,11 +667,11 @@ class Bf16Accumulation(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        from trainlint.sources.jsondoc import JsonNode, insert_key_edit
-
         cfg = _ds(setup)
         if cfg is None:
             return
+        from trainlint.sources.jsondoc import JsonNode, insert_key_edit
+
         cdt = cfg.value("communication_data_type")
         gad = cfg.value("data_types.grad_accum_dtype")
         if (cdt is not None and cdt.value in ("fp32", "float32")) or (gad is not None and gad.value in ("fp32", "float32")):

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.rules.base import Case, Rule
+from trainlint.rules.base import Case, Rule, RuleOptions
 from trainlint.setup import Setup
 
 DEFAULT_EVAL_BATCH = 8  # TrainingArguments.per_device_eval_batch_size default (4.x and 5.x)
 
 
-class EvalBatchOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class EvalBatchOptions(RuleOptions):
 
     max_sequences: int = Field(
         16, ge=1, alias="max-sequences",

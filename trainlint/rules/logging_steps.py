@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.rules.base import Case, Rule
+from trainlint.rules.base import Case, Rule, RuleOptions
 from trainlint.setup import Setup
 
 
-class LoggingStepsOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class LoggingStepsOptions(RuleOptions):
 
     threshold: int = Field(1, ge=1, description="flag `logging_steps` values at or below this")
     fix_value: int = Field(10, ge=2, alias="fix-value", description="the value the fix writes")

@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword, python_literal
-from trainlint.rules.base import Case, Rule
+from trainlint.rules.base import Case, Rule, RuleOptions
 from trainlint.setup import ArgsSite, Setup
 
 # TrainingArguments defaults (unchanged from 4.40 to 5.24)
@@ -19,8 +19,7 @@ DEFAULT_BATCH = 8
 DEFAULT_ACCUM = 1
 
 
-class LrScalingOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class LrScalingOptions(RuleOptions):
 
     rule: Literal["sqrt", "linear"] = Field(
         "sqrt", description="how the learning rate should follow the effective batch size "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Iterator
 
-from trainlint.diagnostics import Diagnostic, Edit, Severity
+from trainlint.diagnostics import Diagnostic, Edit, Severity, replace
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
     fields_for,
@@ -735,8 +735,7 @@ class TrainerTokenizerArgument(Rule):
                         and isinstance(node.value, ast.Name) and node.value.id in names \
                         and len(pf.bindings_of(node.value.id, pf.module_scope)) <= 1:
                     sp = pf.span(node)
-                    attr_span = sp.model_copy(update={"line": sp.end_line,
-                                                      "column": sp.end_column - len("tokenizer")})
+                    attr_span = replace(sp, line=sp.end_line, column=sp.end_column - len("tokenizer"))
                     yield self.diagnostic(
                         attr_span,
                         f"{node.value.id}.tokenizer is {when} ({target_text(setup)}): use "
@@ -815,8 +814,7 @@ class EvaluationStrategyEnum(Rule):
                     if alias.name != "EvaluationStrategy":
                         continue
                     sp = pf.span(alias)
-                    name_span = sp.model_copy(update={"end_line": sp.line,
-                                                      "end_column": sp.column + len("EvaluationStrategy")})
+                    name_span = replace(sp, end_line=sp.line, end_column=sp.column + len("EvaluationStrategy"))
                     edits = [name_span.edit("IntervalStrategy")]
                     if alias.asname is None:
                         if len(pf.module_scope.bindings.get("EvaluationStrategy", [])) > 1:
