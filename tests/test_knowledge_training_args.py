@@ -205,13 +205,24 @@ def test_renames_when_comes_from_the_data():
 
 
 def test_data_is_small_and_well_formed():
-    path = ROOT / "trainlint" / "knowledge" / "data" / "training_args.json"
-    assert path.stat().st_size < 2 * 1024 * 1024
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    assert doc["schema"] == 1
-    n_tf = len(doc["transformers"]["versions"])
-    for pkg in ("transformers", "trl"):
+    data = ROOT / "trainlint" / "knowledge" / "data"
+    # a one-file check reads the transformers file; keep it small
+    assert (data / "training_args.json").stat().st_size < 200 * 1024
+    assert (data / "trl_args.json").stat().st_size < 2 * 1024 * 1024
+    n_tf = 0
+    for pkg, name in (("transformers", "training_args.json"), ("trl", "trl_args.json")):
+        doc = json.loads((data / name).read_text(encoding="utf-8"))
+        assert doc["schema"] == 2 and set(doc) - {"trl_versions"} == {"schema", "generator", pkg, "texts"}
+        if pkg == "transformers":
+            trl_versions = doc["trl_versions"]
+        else:
+            assert doc["trl"]["versions"] == trl_versions  # the copy the version resolution reads
         n = len(doc[pkg]["versions"])
+        n_tf = n_tf or n
+        assert all(isinstance(t, str) for t in doc["texts"]) and len(set(doc["texts"])) == len(doc["texts"])
+        used = {v[k] for e in doc[pkg]["classes"].values() for vs in e["fields"].values() for v in vs
+                for k in ("help", "deprecated") if k in v}
+        assert used == set(range(len(doc["texts"])))  # every text is used, every index exists
         for cls, entry in doc[pkg]["classes"].items():
             for name, variants in entry["fields"].items():
                 last = -1

@@ -209,6 +209,8 @@ class ModelCall:
 
 @dataclass
 class ModelFlow:
+    """Where the model a Trainer receives comes from: its names, loads, device moves and the calls made on it."""
+
     trainer: TrainerCall
     names: set[tuple[int, str]] = field(default_factory=set)  # (id(scope), name)
     bindings: list[tuple[Binding, Scope]] = field(default_factory=list)
@@ -662,6 +664,8 @@ def call_site_of(pf: PythonFile, call: ast.Call) -> CallSite | None:
 
 @dataclass
 class TrainerContext:
+    """One Trainer call with its file, model flow and TrainingArguments sites."""
+
     pf: PythonFile
     trainer: TrainerCall
     flow: ModelFlow | None

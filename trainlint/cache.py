@@ -157,6 +157,8 @@ class _GitBase:
 
 @dataclass
 class FindingsCache:
+    """The findings of earlier runs, keyed on file content, settings, versions and trainlint's own code."""
+
     folder: Path
     namespace: str
     git: _GitBase

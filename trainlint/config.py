@@ -47,18 +47,20 @@ class Settings(BaseModel):
     # (``load_settings``): the defaults need no validator, and building one is ~10 ms.
     model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True)
 
-    select: list[str] = Field(default_factory=lambda: ["ALL"])
-    ignore: list[str] = Field(default_factory=list)
-    extend_select: list[str] = Field(default_factory=list, alias="extend-select")
-    per_file_ignores: dict[str, list[str]] = Field(default_factory=dict, alias="per-file-ignores")
-    exclude: list[str] = Field(default_factory=list)
+    # Plain defaults, not default_factory: pydantic copies them per instance, and a factory
+    # makes model_construct() inspect its signature (tokenizing ``list``'s text signature).
+    select: list[str] = ["ALL"]
+    ignore: list[str] = []
+    extend_select: list[str] = Field(default=[], alias="extend-select")
+    per_file_ignores: dict[str, list[str]] = Field(default={}, alias="per-file-ignores")
+    exclude: list[str] = []
     gpu: str | None = None
     gpus: int | None = Field(default=None, ge=1)
     transformers_version: str | None = Field(default=None, alias="transformers-version")
     trl_version: str | None = Field(default=None, alias="trl-version")
     base: str = "HEAD"
     fail_on: Severity = Field(default=Severity.WARNING, alias="fail-on")
-    rule_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    rule_options: dict[str, dict[str, Any]] = {}
     project_root: Path | None = None  # the folder of the pyproject.toml the settings came from
     config_path: Path | None = None
 

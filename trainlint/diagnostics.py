@@ -54,6 +54,8 @@ class Edit:
 
 @dataclass(frozen=True, kw_only=True)
 class Fix:
+    """The edits that fix one finding, and whether they are safe to apply without review."""
+
     applicability: Applicability
     message: str = ""
     edits: list[Edit]
@@ -78,6 +80,8 @@ class Related:
 
 @dataclass(frozen=True, kw_only=True)
 class Diagnostic:
+    """One finding: which rule, where, what and why, with an optional fix and related places."""
+
     code: str
     name: str
     severity: Severity

@@ -69,6 +69,8 @@ def with_deep_stack(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
 
 @dataclass
 class LintResult:
+    """What ``lint`` found, with the texts it read (reporters show source lines from them)."""
+
     diagnostics: list[Diagnostic]
     files: list[str]
     texts: dict[str, str] = field(default_factory=dict)
@@ -177,6 +179,8 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None,
 
 @dataclass
 class FixOutcome:
+    """What ``fix`` would write: texts before and after, the fixes applied, reverted and left."""
+
     original: dict[str, str]  # path -> text before
     fixed: dict[str, str]  # path -> text after, only files that change
     applied: list[Diagnostic]

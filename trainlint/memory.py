@@ -202,6 +202,8 @@ class TrainingShape:
 
 @dataclass(frozen=True)
 class Term:
+    """One line of an estimate: bytes, the formula and where the formula comes from."""
+
     name: str
     bytes: int
     formula: str
@@ -211,6 +213,8 @@ class Term:
 
 @dataclass
 class Estimate:
+    """The memory estimate of one training shape: per-GPU terms and host memory."""
+
     shape: TrainingShape
     per_gpu: dict[str, int]
     host_bytes: int  # CPU memory per node
@@ -236,6 +240,8 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Suggestion:
+    """A change to the training shape with its estimated saving and whether it then fits."""
+
     change: str
     new_total: int
     saving: int

@@ -34,6 +34,8 @@ _SETTINGS: Any = None  # the run's settings, in each worker
 
 @dataclass
 class Unit:
+    """One stand-alone file handed to a worker."""
+
     path: str
     explicit: bool
     text: str

@@ -26,6 +26,8 @@ PY_PREFILTER = ("Trainer", "TrainingArguments", "Config", "transformers", "trl",
 
 @dataclass
 class ParsedFile:
+    """A file read for the run, with its kind and parsed document."""
+
     path: str
     kind: str  # python, shell, markdown, deepspeed, accelerate, hf_args, json, yaml, unknown
     text: TextFile
@@ -35,6 +37,8 @@ class ParsedFile:
 
 @dataclass
 class Workspace:
+    """Every file of a run, parsed once, with the input problems found while reading them."""
+
     settings: Settings
     overlay: dict[str, str]
     files: dict[str, ParsedFile] = field(default_factory=dict)

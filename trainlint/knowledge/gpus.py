@@ -37,6 +37,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Gpu:
+    """One accelerator model from the GPU table: memory, architecture, bf16/tf32 support."""
+
     name: str
     vendor: str  # "nvidia" | "amd"
     memory_bytes: int

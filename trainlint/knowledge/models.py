@@ -43,6 +43,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ModelInfo:
+    """What the model table knows of one hub model: sizes and architecture numbers."""
+
     hub_id: str
     model_type: str
     params: int | None  # None: architecture not supported, size unknown
@@ -70,6 +72,8 @@ class ModelInfo:
 
 @dataclass
 class ParamCount:
+    """Parameter counts computed from a config: total, backbone and the largest layer."""
+
     params: int
     backbone_params: int
     largest_layer_params: int

@@ -31,9 +31,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import NamedTuple
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from trainlint.knowledge import training_args
 
@@ -78,7 +76,7 @@ def resolve_transformers_version(
         project_root,
         explicit_source,
         use_installed,
-        training_args.known_versions(),
+        training_args.known_versions,
     )
 
 
@@ -97,7 +95,7 @@ def resolve_trl_version(
         project_root,
         explicit_source,
         use_installed,
-        training_args.trl_known_versions(),
+        training_args.trl_known_versions,
     )
 
 
@@ -108,8 +106,10 @@ def _resolve(
     project_root: Path | None,
     explicit_source: str,
     use_installed: bool,
-    known: list[str],
+    known_versions: Callable[[], list[str]],
 ) -> ResolvedVersion:
+    """``known_versions`` is called only when a pin or the fallback needs the list (it reads
+    the version data, which an installed package or an explicit version never needs)."""
     if explicit:
         return ResolvedVersion(str(explicit).strip(), explicit_source)
     root = Path(project_root) if project_root is not None else None
@@ -121,6 +121,7 @@ def _resolve(
         installed = installed_version(package)
         if installed:
             return ResolvedVersion(installed, "installed")
+    known = known_versions()
     if root is not None:
         pin = find_pin(package, root, known)
         if pin is not None:

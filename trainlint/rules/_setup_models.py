@@ -35,6 +35,8 @@ def layer_classes(model_type: str) -> list[str] | None:
 
 @dataclass
 class SetupModel:
+    """The model a setup trains, as named in its script, with what is known about it."""
+
     model_id: str
     span: Span
     info: Any  # trainlint.knowledge.models.ModelInfo or None

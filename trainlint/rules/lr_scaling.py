@@ -34,6 +34,8 @@ class LrScalingOptions(RuleOptions):
 
 @dataclass
 class BatchLr:
+    """The batch size terms and learning rate of one TrainingArguments site."""
+
     per_device: int
     accum: int
     world: int

@@ -24,6 +24,8 @@ NON_PADDING_COLLATORS = {"default_data_collator", "DefaultDataCollator"}
 
 @dataclass
 class PaddingUse:
+    """One tokenizer call that pads to max_length, with what the fix needs."""
+
     call: CallSite
     tokenizer: ast.expr  # the tokenizer expression (for the collator the fix adds)
     value_node: ast.AST  # where "max_length" is written

@@ -11,6 +11,8 @@ from trainlint.setup import ARGSFILE, ArgsSite, Value
 
 @dataclass
 class ArgsFile:
+    """An HF args file (JSON or YAML) read as TrainingArguments values."""
+
     path: str
     root: Any  # JsonNode or YamlNode
     values: dict[str, Value] = field(default_factory=dict)

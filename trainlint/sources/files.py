@@ -37,6 +37,8 @@ class ReadProblem(Exception):
 
 @dataclass
 class TextFile:
+    """A file's decoded text with the encoding and BOM to write it back the same way."""
+
     path: str
     text: str
     encoding: str = "utf-8"

@@ -105,6 +105,8 @@ def walk_nodes(root: ast.AST) -> list[ast.AST]:
 
 @dataclass
 class Binding:
+    """One place where a name is bound in a scope."""
+
     name: str
     node: ast.AST  # the statement or target that binds
     value: ast.expr | None  # the assigned expression, when it is a plain ``name = value``
@@ -113,6 +115,8 @@ class Binding:
 
 @dataclass
 class Scope:
+    """A module, function, class, lambda or comprehension scope and its bindings."""
+
     node: ast.AST
     parent: Scope | None
     kind: str  # module, function, class, lambda, comprehension
@@ -166,6 +170,8 @@ class TrainingArgsCall:
 
 @dataclass
 class TrainerCall:
+    """A Trainer (or TRL trainer) construction and the arguments it receives."""
+
     site: CallSite
     class_name: str
     keywords: dict[str, ast.expr]  # keyword (or positional mapped to its name) -> expression
