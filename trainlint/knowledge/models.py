@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "ModelInfo",
@@ -41,9 +41,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class ModelInfo:
-    """What the model table knows of one hub model: sizes and architecture numbers."""
+class ModelInfo(NamedTuple):
+    """What the model table knows of one hub model: sizes and architecture numbers (a row of
+    the table: a NamedTuple, immutable and cheap to define)."""
 
     hub_id: str
     model_type: str

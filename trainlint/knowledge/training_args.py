@@ -21,10 +21,9 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "FieldInfo",
@@ -56,9 +55,9 @@ class UnknownClassError(KeyError):
     """The class is not a known TrainingArguments-like class (in that version)."""
 
 
-@dataclass(frozen=True)
-class FieldInfo:
-    """One dataclass field of an arguments class in one version.
+class FieldInfo(NamedTuple):
+    """One dataclass field of an arguments class in one version (a row of the data: a
+    NamedTuple, immutable and cheap to define).
 
     ``default`` is the literal default value (``None``, a bool, number, string, list or dict)
     when ``default_is_literal``; otherwise the default's source expression as text (for
@@ -79,8 +78,7 @@ class FieldInfo:
     owner: str = "TrainingArguments"
 
 
-@dataclass(frozen=True)
-class FieldHistory:
+class FieldHistory(NamedTuple):
     """The life of one field over the known versions of its package.
 
     ``package`` is "transformers" or "trl" (whose versions the other attributes are).
@@ -110,8 +108,7 @@ class FieldHistory:
         return any(vkey(a) <= vkey(version) <= vkey(b) for a, b in self.present)
 
 
-@dataclass(frozen=True)
-class Rename:
+class Rename(NamedTuple):
     """A replacement for an old argument. ``kind``: "field" (same value under ``new``),
     "value" (set field ``new`` to ``value``), "dict-key" (move into dict field ``new`` under
     ``key``), "env" (export the environment variable ``new``), "none" (delete).
@@ -313,7 +310,7 @@ def _merge(base: dict[str, FieldInfo], own: dict[str, FieldInfo]) -> dict[str, F
         inherited = base.get(name)
         if inherited is not None and info.deprecated is None and inherited.deprecated is not None:
             # the base class's __post_init__ still runs (and warns) for an overridden field
-            info = FieldInfo(**{**info.__dict__, "deprecated": inherited.deprecated})
+            info = info._replace(deprecated=inherited.deprecated)
         merged[name] = info
     return merged
 
@@ -424,7 +421,7 @@ def history(cls: str, name: str) -> FieldHistory:
 
         return _history_over(cls, name, "trl", trl_lookup)
     h = history("TrainingArguments", name)
-    return FieldHistory(**{**h.__dict__, "cls": cls})
+    return h._replace(cls=cls)
 
 
 def did_you_mean(
