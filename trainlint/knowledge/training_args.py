@@ -205,6 +205,12 @@ def _pick(version: str | None, versions: list[str]) -> int:
     return best
 
 
+@lru_cache(maxsize=256)
+def _index(package: str, version: str | None) -> int:
+    """The number of the newest known ``package`` data version <= ``version``."""
+    return _pick(version, _package_data(package)["versions"])
+
+
 def data_version_for(version: str | None) -> str:
     """The newest known transformers data version <= ``version`` (None: the newest)."""
     vs = _package_data("transformers")["versions"]
@@ -230,7 +236,7 @@ def trl_classes(trl_version: str | None = None) -> list[str]:
     table = _package_data("trl")["classes"]
     if trl_version is None:
         return sorted(table)
-    i = _pick(trl_version, _package_data("trl")["versions"])
+    i = _index("trl", trl_version)
     return sorted(name for name, e in table.items() if any(a <= i <= b for a, b, _ in e["modules"]))
 
 
@@ -335,10 +341,10 @@ def fields(cls: str, version: str | None = None, trl_version: str | None = None)
     TRL class, TRL ``trl_version``; None means the newest known. Raises
     :class:`UnknownClassError` for an unknown class or a TRL class absent from that TRL
     version. The returned dict must not be mutated (it is cached)."""
-    tf_index = _pick(version, _package_data("transformers")["versions"])
+    tf_index = _index("transformers", version)
     trl_index = None
     if cls not in TRANSFORMERS_CLASSES:
-        trl_index = _pick(trl_version, _package_data("trl")["versions"])
+        trl_index = _index("trl", trl_version)
     return _fields_cached(cls, tf_index, trl_index)
 
 
