@@ -6,7 +6,7 @@
      same order), and
    - the libcst stack floor: ``import libcst, libcst.metadata, click, rich.console; from
      pydantic import BaseModel`` (what a libcst-based linter pays before reading a file).
-   hyperfine (``-N``, warm-up 3) when installed, else an interleaved subprocess loop.
+   An interleaved subprocess loop (``--hyperfine``: hyperfine ``-N``, warm-up 3).
 2. Throughput on a generated corpus of training scripts (benchmarks/corpus.py, 2,000 by
    default): ``trainlint check --no-cache`` (whole process, default jobs) and the same with a
    warm cache, against
@@ -16,7 +16,7 @@
    both timed in-process on a sample and extrapolated per file (the output says so).
 
 usage: python benchmarks/bench.py [--files 2000] [--runs 15] [--corpus DIR] [--cst-sample 200]
-                                  [--meta-sample 40] [--throughput-runs 3] [--loop]
+                                  [--meta-sample 40] [--throughput-runs 3] [--hyperfine]
 """
 
 from __future__ import annotations
@@ -85,9 +85,14 @@ def floor_statement(mods: list[str]) -> str:
             "    except Exception: pass")
 
 
-def time_commands(named: dict[str, list[str]], runs: int, cwd: Path, use_loop: bool) -> dict[str, dict]:
-    """Median/min/max seconds per command."""
-    if shutil.which("hyperfine") and not use_loop:
+def time_commands(named: dict[str, list[str]], runs: int, cwd: Path, use_hyperfine: bool) -> dict[str, dict]:
+    """Median/min/max seconds per command, mean CPU seconds, and the per-run times.
+
+    By default an interleaved loop: run i of every command comes before run i+1 of any, so a
+    change of load on the machine (a shared VM) hits every command alike and the ratios stay
+    fair. ``--hyperfine`` uses hyperfine (``-N``, 3 warm-up runs), which runs each command's
+    series in one block."""
+    if use_hyperfine and shutil.which("hyperfine"):
         with tempfile.TemporaryDirectory() as d:
             export = Path(d) / "h.json"
             cmd = ["hyperfine", "-N", "-i", "--warmup", "3", "--runs", str(runs), "--export-json", str(export),
@@ -97,7 +102,7 @@ def time_commands(named: dict[str, list[str]], runs: int, cwd: Path, use_loop: b
             subprocess.run(cmd, cwd=cwd, env=env(), check=True, capture_output=True)
             data = json.loads(export.read_text())
         return {r["command"]: {"median": r["median"], "min": r["min"], "max": r["max"],
-                               "cpu": r["user"] + r["system"], "tool": "hyperfine"}
+                               "cpu": r["user"] + r["system"], "times": r["times"], "tool": "hyperfine"}
                 for r in data["results"]}
     import resource
 
@@ -114,7 +119,12 @@ def time_commands(named: dict[str, list[str]], runs: int, cwd: Path, use_loop: b
                 times[name].append(dt)
                 cpu[name].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     return {n: {"median": statistics.median(v), "min": min(v), "max": max(v), "cpu": statistics.mean(cpu[n]),
-                "tool": "subprocess loop"} for n, v in times.items()}
+                "times": v, "tool": "interleaved subprocess loop"} for n, v in times.items()}
+
+
+def paired_ratio(res: dict[str, dict], a: str, b: str) -> float:
+    """Median over runs of time(a) / time(b) in the same round (interleaved loop only)."""
+    return statistics.median(x / y for x, y in zip(res[a]["times"], res[b]["times"]))
 
 
 def _quote(a: str) -> str:
@@ -167,7 +177,9 @@ def main() -> None:
     ap.add_argument("--cst-sample", type=int, default=200)
     ap.add_argument("--meta-sample", type=int, default=40)
     ap.add_argument("--throughput-runs", type=int, default=3)
-    ap.add_argument("--loop", action="store_true", help="interleaved subprocess loop instead of hyperfine")
+    ap.add_argument("--hyperfine", action="store_true",
+                    help="time start-up with hyperfine (each command's runs in one block) instead of the "
+                         "default interleaved loop")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="trainlint-bench-"))
@@ -201,7 +213,7 @@ def main() -> None:
             "libcst stack floor": [PY, "-c", LIBCST_STACK],
             "python -c pass": [PY, "-c", "pass"],
         }
-        res = time_commands(commands, args.runs, one, args.loop)
+        res = time_commands(commands, args.runs, one, args.hyperfine)
         floor = res["own stack floor"]["median"]
         cpu_floor = res["own stack floor"]["cpu"]
         for name, r in res.items():
@@ -212,6 +224,8 @@ def main() -> None:
                   f"{r['cpu'] / res['libcst stack floor']['cpu']:5.2f}x")
         print(f"    timing: {next(iter(res.values()))['tool']}, {args.runs} runs each after 3 warm-up runs; "
               f"CPU = mean user+system time (robust to other load on the machine)")
+        pair = paired_ratio(res, "check --no-cache", "own stack floor")
+        print(f"    check --no-cache / own floor, median of the {args.runs} same-round ratios: {pair:.2f}x")
 
         # -- 2. throughput ----------------------------------------------------------------
         if not corpus_dir.exists() or not any(corpus_dir.rglob("*.py")):
