@@ -198,6 +198,28 @@ def is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def dict_literal(setup: Setup, value: Value) -> Any:
+    """A Python dict display's value (ast.literal_eval of its source), else UNKNOWN."""
+    if value.origin != PYTHON or value.use_span is None:
+        return UNKNOWN
+    for pf in setup.scripts:
+        if pf.path != value.use_span.path:
+            continue
+        sp = value.use_span
+        lines = pf.lines[sp.line - 1:sp.end_line]
+        if not lines:
+            return UNKNOWN
+        if len(lines) == 1:
+            text = lines[0][sp.column - 1:sp.end_column - 1]
+        else:
+            text = lines[0][sp.column - 1:] + "".join(lines[1:-1]) + lines[-1][:sp.end_column - 1]
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return UNKNOWN
+    return UNKNOWN
+
+
 # -- edits ---------------------------------------------------------------------------------------
 
 

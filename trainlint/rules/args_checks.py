@@ -18,6 +18,7 @@ from trainlint.diagnostics import Diagnostic, Severity, Span
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
     SiteRule,
+    dict_literal,
     effective,
     fields_for,
     is_known_class,
@@ -745,7 +746,7 @@ class AutoBatchSizeZero3(SiteRule):
         value = stage.value if isinstance(stage, Value) else stage
         inline = site.get("deepspeed")
         if stage is None and inline is not None:
-            cfg = inline.value if isinstance(inline.value, dict) else _dict_literal(setup, inline)
+            cfg = inline.value if isinstance(inline.value, dict) else dict_literal(setup, inline)
             zero = cfg.get("zero_optimization") if isinstance(cfg, dict) else None
             value = zero.get("stage") if isinstance(zero, dict) else None
         if value == 3:
@@ -1104,7 +1105,7 @@ class AccumulationSetTwice(SiteRule):
             return
         value = cfg.value
         if not isinstance(value, dict):
-            value = _dict_literal(setup, cfg)
+            value = dict_literal(setup, cfg)
         if not isinstance(value, dict):
             return
         kwargs = value.get("gradient_accumulation_kwargs")
@@ -1113,25 +1114,3 @@ class AccumulationSetTwice(SiteRule):
                                   "accelerator_config sets gradient_accumulation_kwargs.num_steps while "
                                   f"gradient_accumulation_steps={gas}: Trainer raises ValueError",
                                   related=_related(site, "gradient_accumulation_steps"))
-
-
-def _dict_literal(setup: Setup, value: Value) -> Any:
-    """A Python dict display's value (ast.literal_eval of its source), else UNKNOWN."""
-    if value.origin != "python" or value.use_span is None:
-        return UNKNOWN
-    for pf in setup.scripts:
-        if pf.path != value.use_span.path:
-            continue
-        sp = value.use_span
-        lines = pf.lines[sp.line - 1:sp.end_line]
-        if not lines:
-            return UNKNOWN
-        if len(lines) == 1:
-            text = lines[0][sp.column - 1:sp.end_column - 1]
-        else:
-            text = lines[0][sp.column - 1:] + "".join(lines[1:-1]) + lines[-1][:sp.end_column - 1]
-        try:
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            return UNKNOWN
-    return UNKNOWN
