@@ -269,10 +269,12 @@ def main() -> None:
               f"trainlint / Fixit-style = {rate / meta['files_per_s']:.1f}x;  "
               f"warm cache / cold = {t_cold / t_warm:.1f}x faster")
 
-        one_ratio = res["check --no-cache"]["median"] / floor
+        # judged on the larger of the ratio of medians and the median same-round ratio
+        one_ratio = max(res["check --no-cache"]["median"] / floor, pair)
         cpu_ratio = res["check --no-cache"]["cpu"] / cpu_floor
         print("\nGoals: one-file check <= 1.3x own floor: "
-              f"{'met' if one_ratio <= 1.3 else 'NOT met'} (wall {one_ratio:.2f}x, CPU {cpu_ratio:.2f}x; warm cache "
+              f"{'met' if one_ratio <= 1.3 else 'NOT met'} (wall {one_ratio:.2f}x, the larger of the ratio of "
+              f"medians and the median same-round ratio; CPU {cpu_ratio:.2f}x; warm cache "
               f"wall {res['check (warm cache)']['median'] / floor:.2f}x);  "
               f"throughput >= 5x Fixit-style: {'met' if rate >= 5 * meta['files_per_s'] else 'NOT met'} "
               f"({rate / meta['files_per_s']:.1f}x);  >= libcst parse: "
