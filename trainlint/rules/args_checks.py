@@ -23,6 +23,7 @@ from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
     is_num,
+    python_keyword,
     strategy,
     target,
     target_text,
@@ -647,19 +648,56 @@ class SaveBestWithoutMetric(SiteRule):
                               "Trainer raises ValueError")
 
 
+def fsdp_options(value: Any) -> list[str] | None:
+    """The words of ``fsdp`` given as a string or a list of strings; None for other forms."""
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value):
+        return list(value)
+    return None
+
+
+# transformers 5.10.0 rewrote the fsdp handling (``_apply_legacy_fsdp_to_config``, FSDP2 by
+# default): the 4.x checks below are gone (read in the 5.9.0 and 5.10.0 wheels).
+FSDP2_SINCE = "5.10.0"
+FSDP1_ONLY = ("hybrid_shard", "hybrid_shard_zero2", "no_shard")
+
+
+def fsdp_version(setup: Setup, site: ArgsSite) -> Any:
+    """``fsdp_config["version"]`` (default 2 from 5.10), UNKNOWN when fsdp_config is not a
+    readable dict."""
+    cfg = site.get("fsdp_config")
+    if cfg is None:
+        return 2
+    value = cfg.value if isinstance(cfg.value, dict) else dict_literal(setup, cfg)
+    if not isinstance(value, dict):
+        return UNKNOWN
+    version = value.get("version", value.get("fsdp_version", 2))
+    try:
+        return int(version)
+    except (TypeError, ValueError):
+        return UNKNOWN
+
+
 class FsdpInvalidOptions(SiteRule):
     """
     ## What it does
-    Flags the string form of `fsdp` with `"offload"` alone, or with both `"full_shard"` and
-    `"shard_grad_op"`.
+    Flags `fsdp` options (its string or list form) that `TrainingArguments` rejects in the
+    target version:
+
+    - before transformers 5.10: `"offload"` alone, or both `"full_shard"` and
+      `"shard_grad_op"`;
+    - from 5.10 (FSDP2 by default): a sharding strategy only FSDP1 has (`"hybrid_shard"`,
+      `"hybrid_shard_zero2"`, `"no_shard"`) without `fsdp_config={"version": 1}`.
 
     ## Why is this bad?
     `ValueError: --fsdp offload can't work on its own` / `--fsdp full_shard is not compatible
-    with --fsdp shard_grad_op` at construction (4.40 to 5.x).
+    with --fsdp shard_grad_op` (4.40 to 5.9), and ``ValueError: `fsdp=hybrid_shard` is only
+    available with FSDP1`` (5.10 and later) at construction.
 
     ## Example
     ```python
-    TrainingArguments(output_dir="o", fsdp="offload")
+    TrainingArguments(output_dir="o", fsdp="offload")  # transformers 4.x
     ```
 
     ## Use instead
@@ -671,26 +709,41 @@ class FsdpInvalidOptions(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A17; transformers `TrainingArguments.__post_init__`
+    - pitfalls catalog A17, R25; transformers `TrainingArguments.__post_init__` (4.x),
+      `TrainingArguments._apply_legacy_fsdp_to_config` (5.10+)
     """
 
     code = "TL217"
     name = "fsdp-invalid-options"
     severity = Severity.ERROR
-    summary = "fsdp options that cannot be combined"
+    summary = "fsdp options the target version rejects"
     cases = [
-        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='offload')\n"),
-        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='full_shard shard_grad_op')\n"),
-        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='full_shard offload auto_wrap')\n", flags=False),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='offload')\n", options={"transformers_version": "5.9.0"}),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='full_shard shard_grad_op')\n", options=V457),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='hybrid_shard auto_wrap')\n", options=V524),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp=['no_shard'], fsdp_config={'version': 2})\n",
+             options=V524),
+        # must not flag
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='full_shard offload auto_wrap')\n", flags=False,
+             options=V457),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='offload')\n", flags=False, options=V524,
+             note="5.10+ turns it into cpu_offload"),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='hybrid_shard', fsdp_config={'version': 1})\n",
+             flags=False, options=V524),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='hybrid_shard')\n", flags=False, options=V457),
     ]
 
     def site_check(self, setup, site):
-        v = site.known("fsdp")
-        if isinstance(v, str):
-            opts = v.split()
-        elif isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
-            opts = list(v)
-        else:
+        opts = fsdp_options(site.known("fsdp"))
+        if opts is None:
+            return
+        tf, _, _, _ = target(setup)
+        if ta.vkey(tf) >= ta.vkey(FSDP2_SINCE):
+            only1 = [o for o in opts if o in FSDP1_ONLY]
+            if only1 and fsdp_version(setup, site) == 2:
+                yield self.diagnostic(_span(site, "fsdp"), f"fsdp={only1[0]!r} is a sharding strategy only FSDP1 has, "
+                                      f"and {target_text(setup)} uses FSDP2 unless fsdp_config sets version 1: "
+                                      f"TrainingArguments raises ValueError (use full_shard or shard_grad_op)")
             return
         if opts == ["offload"]:
             yield self.diagnostic(_span(site, "fsdp"), 'fsdp="offload" cannot work on its own (use "full_shard '
@@ -698,6 +751,111 @@ class FsdpInvalidOptions(SiteRule):
         elif "full_shard" in opts and "shard_grad_op" in opts:
             yield self.diagnostic(_span(site, "fsdp"), "fsdp full_shard is not compatible with shard_grad_op: "
                                   "TrainingArguments raises ValueError")
+
+
+class FsdpLegacyForm(SiteRule):
+    """
+    ## What it does
+    From transformers 5.10: flags `fsdp` given as a string or a list of options
+    (`fsdp="full_shard auto_wrap"`, `--fsdp "full_shard offload"`), and FSDP1 chosen with
+    `fsdp_config={"version": 1}`.
+
+    ## Why is this bad?
+    5.10 made FSDP2 the default and moved every FSDP setting into `fsdp_config`. The string and
+    list forms are translated with a warning ("Passing `fsdp` as a string is deprecated and will
+    be removed in Transformers v5.20"), and FSDP1 logs "FSDP1 ... is deprecated and will be
+    removed in Transformers v5.20". A script that relies on them breaks when the translation
+    goes.
+
+    ## Example
+    ```python
+    TrainingArguments(output_dir="o", fsdp="full_shard offload auto_wrap")
+    ```
+
+    ## Use instead
+    ```python
+    TrainingArguments(output_dir="o", fsdp=True,
+                      fsdp_config={"reshard_after_forward": True, "cpu_offload": True})
+    ```
+
+    ## Fix safety
+    Safe: the fix writes what transformers' own translation produces (`full_shard` ->
+    `reshard_after_forward: True`, `shard_grad_op` -> `False`, `offload` -> `cpu_offload: True`,
+    `auto_wrap` is the default). Only in a Python call without `fsdp_config`, and never for an
+    FSDP1-only strategy (see `fsdp-invalid-options`, TL217).
+
+    ## References
+    - pitfalls catalog R25; transformers 5.10+ `TrainingArguments._apply_legacy_fsdp_to_config`
+      and `_process_fsdp_args`
+    """
+
+    code = "TL228"
+    name = "fsdp-legacy-form"
+    severity = Severity.WARNING
+    fix_safety = "safe"
+    summary = "fsdp as a string/list, or FSDP1, deprecated since transformers 5.10"
+    cases = [
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='full_shard offload auto_wrap')\n", options=V524,
+             fixed=TA + "a = TrainingArguments(output_dir='o', fsdp=True, "
+                        "fsdp_config={\"reshard_after_forward\": True, \"cpu_offload\": True})\n"),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp=['shard_grad_op'], fsdp_config='fsdp.json')\n",
+             options=V524, note="fsdp_config is a file: no fix"),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp=True, fsdp_config={'version': 1})\n", options=V524),
+        Case(files={"run.sh": "torchrun --nproc_per_node 2 train.py --output_dir o --fsdp 'full_shard auto_wrap'\n",
+                    "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
+             options=V524, note="launch-line flag"),
+        # must not flag
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp=True, fsdp_config={'reshard_after_forward': True})\n",
+             options=V524, flags=False),
+        Case(TA + "a = TrainingArguments(output_dir='o', fsdp='full_shard auto_wrap')\n", options=V457, flags=False,
+             note="the string form is the only form before 5.10"),
+    ]
+
+    def site_check(self, setup, site):
+        tf, _, _, _ = target(setup)
+        if ta.vkey(tf) < ta.vkey(FSDP2_SINCE):
+            return
+        v = site.get("fsdp")
+        opts = fsdp_options(v.value) if v is not None else None
+        if v is not None and opts:
+            form = "string" if isinstance(v.value, str) else "list"
+            config = _fsdp_config_for(opts)
+            shown = "fsdp=True" + (f", fsdp_config={_dict_text(config)}" if config else "")
+            edits = None
+            found = python_keyword(setup, site, "fsdp") if v.origin == "python" else None
+            if found is not None and config is not None and site.get("fsdp_config") is None:
+                pf, kw = found
+                edits = [pf.span(kw).edit(shown)]
+            advice = shown if config is not None else "fsdp=True and the settings in fsdp_config"
+            yield self.diagnostic(_span(site, "fsdp"), f"fsdp as a {form} ({v.value!r}) is deprecated since "
+                                  f"transformers {FSDP2_SINCE} (announced for removal in 5.20; "
+                                  f"{target_text(setup)}): write {advice}",
+                                  edits=edits, fix_message=f"write {shown}")
+        if v is not None and v.value not in (None, "", False, []) and fsdp_version(setup, site) == 1:
+            yield self.diagnostic(_span(site, "fsdp_config"), "fsdp_config selects FSDP1 (version 1), deprecated "
+                                  f"since transformers {FSDP2_SINCE} and announced for removal in 5.20: "
+                                  "migrate to FSDP2 (version 2, the default)")
+
+
+def _fsdp_config_for(opts: list[str]) -> dict[str, Any] | None:
+    """The fsdp_config entries transformers derives from the legacy options (first one wins,
+    as its ``setdefault`` does); None for an FSDP1-only or unknown option."""
+    out: dict[str, Any] = {}
+    for o in opts:
+        if o == "full_shard":
+            out.setdefault("reshard_after_forward", True)
+        elif o == "shard_grad_op":
+            out.setdefault("reshard_after_forward", False)
+        elif o == "offload":
+            out.setdefault("cpu_offload", True)
+        elif o != "auto_wrap":
+            return None
+    return out
+
+
+def _dict_text(d: dict[str, Any]) -> str:
+    return "{" + ", ".join(f'"{k}": {v!r}' for k, v in d.items()) + "}"
 
 
 class AutoBatchSizeZero3(SiteRule):
