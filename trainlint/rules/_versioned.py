@@ -220,6 +220,30 @@ def dict_literal(setup: Setup, value: Value) -> Any:
     return UNKNOWN
 
 
+def wrapper_of(setup: Setup, site: ArgsSite) -> tuple[str, Value | None] | None:
+    """("DeepSpeed" | "FSDP", the value that turns it on) when the run is wrapped; None when
+    neither is configured (or it cannot be told)."""
+    ds = site.get("deepspeed")
+    if ds is not None and ds.known and ds.value not in (None, "", False):
+        return "DeepSpeed", ds
+    if setup.extra.get("deepspeed") is not None:
+        return "DeepSpeed", None
+    fsdp = site.get("fsdp")
+    if fsdp is not None and fsdp.known and fsdp.value not in (None, "", False, [], "no"):
+        return "FSDP", fsdp
+    acc = setup.extra.get("accelerate")
+    kind = acc.distributed_type if acc is not None else None
+    if kind is not None and isinstance(kind.value, str) and kind.value.upper() in ("DEEPSPEED", "FSDP"):
+        return ("DeepSpeed" if kind.value.upper() == "DEEPSPEED" else "FSDP"), kind
+    launch = setup.extra.get("launch")
+    if launch is not None and getattr(launch, "launcher", None) == "accelerate":
+        if launch.launcher_arg("use_deepspeed") is not None:
+            return "DeepSpeed", None
+        if launch.launcher_arg("use_fsdp") is not None:
+            return "FSDP", None
+    return None
+
+
 # -- edits ---------------------------------------------------------------------------------------
 
 

@@ -6,9 +6,9 @@ from typing import Iterator
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.knowledge.training_args import vkey
-from trainlint.rules._versioned import SiteRule, effective, remove_edit, target
+from trainlint.rules._versioned import SiteRule, effective, remove_edit, target, wrapper_of
 from trainlint.rules.base import Case
-from trainlint.setup import ArgsSite, Setup, Value
+from trainlint.setup import ArgsSite, Setup
 
 # The FSDP SHARDED_STATE_DICT check arrived in transformers 4.50.0 (read from the wheels:
 # 4.49.0's Trainer does not have it, 4.50.0's does).
@@ -19,30 +19,6 @@ HF_SCRIPT = ("from transformers import HfArgumentParser, TrainingArguments\n"
              "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
 FSDP_YAML = ("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_processes: 2\n"
              "fsdp_config:\n  fsdp_version: 2\n  fsdp_state_dict_type: {sdt}\n")
-
-
-def wrapper_of(setup: Setup, site: ArgsSite) -> tuple[str, Value | None] | None:
-    """("DeepSpeed" | "FSDP", the value that turns it on) when the run is wrapped; None when
-    neither is configured (or it cannot be told)."""
-    ds = site.get("deepspeed")
-    if ds is not None and ds.known and ds.value not in (None, "", False):
-        return "DeepSpeed", ds
-    if setup.extra.get("deepspeed") is not None:
-        return "DeepSpeed", None
-    fsdp = site.get("fsdp")
-    if fsdp is not None and fsdp.known and fsdp.value not in (None, "", False, [], "no"):
-        return "FSDP", fsdp
-    acc = setup.extra.get("accelerate")
-    kind = acc.distributed_type if acc is not None else None
-    if kind is not None and isinstance(kind.value, str) and kind.value.upper() in ("DEEPSPEED", "FSDP"):
-        return ("DeepSpeed" if kind.value.upper() == "DEEPSPEED" else "FSDP"), kind
-    launch = setup.extra.get("launch")
-    if launch is not None and getattr(launch, "launcher", None) == "accelerate":
-        if launch.launcher_arg("use_deepspeed") is not None:
-            return "DeepSpeed", None
-        if launch.launcher_arg("use_fsdp") is not None:
-            return "FSDP", None
-    return None
 
 
 class SaveOnlyModelConflict(SiteRule):
