@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 from trainlint.diagnostics import Diagnostic, Edit, Span
@@ -139,10 +140,11 @@ def _parser_extra_fields(setup: Setup) -> set[str] | None:
 
 def valid_names(setup: Setup, site: ArgsSite) -> frozenset[str] | None:
     """Every name ``site`` may set in the target version, or None when unknowable."""
-    fields = fields_for(setup, site.class_name)
-    if fields is None:
+    tf, _, trl, _ = target(setup)
+    try:
+        base, no_flags = _library_names(site.class_name, tf, trl)
+    except ta.UnknownClassError:
         return None
-    names = {n for n, f in fields.items() if f.init}
     if site.call is not None:
         pf = python_file(setup, site.path)
         func = site.call.site.node.func
@@ -150,17 +152,24 @@ def valid_names(setup: Setup, site: ArgsSite) -> frozenset[str] | None:
             own = _class_fields(pf, func.id)
             if own is None:
                 return None
-            names |= own
-        elif pf is None and isinstance(func, ast.Name) and func.id not in ta.classes():
+            return base | own
+        if pf is None and isinstance(func, ast.Name) and func.id not in ta.classes():
             return None
-    else:
-        extra = _parser_extra_fields(setup)
-        if extra is None:
-            return None
-        names |= extra
-        # HfArgumentParser adds --no_X for every bool field whose default is True
-        names |= {f"no_{n}" for n, f in fields.items() if f.default is True}
-    return frozenset(names)
+        return base
+    extra = _parser_extra_fields(setup)
+    if extra is None:
+        return None
+    return base | extra | no_flags
+
+
+@lru_cache(maxsize=256)
+def _library_names(cls: str, tf: str, trl: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The constructor's names for ``cls`` in these versions, and the ``--no_X`` flags
+    HfArgumentParser adds for every bool field whose default is True (computed once: rules
+    ask for every site, many times)."""
+    fields = ta.fields(cls, tf, trl)
+    return (frozenset(n for n, f in fields.items() if f.init),
+            frozenset(f"no_{n}" for n, f in fields.items() if f.default is True))
 
 
 def effective(setup: Setup, site: ArgsSite, name: str) -> Any:
