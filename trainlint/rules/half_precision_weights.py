@@ -369,7 +369,8 @@ class AutoDtypeHalfWeights(Rule):
     quantized) after a `from_pretrained` call without `dtype=` (`torch_dtype=`), when the
     checkpoint is stored in bfloat16 or float16: a local folder whose `config.json` says so, or
     a hub model the model table knows (Llama 2: float16; Llama 3, Mistral, Qwen2: bfloat16). A
-    later cast (`.float()`, `.to(torch.float32)`) silences it.
+    later cast (`.float()`, `.to(torch.float32)`) silences it, and so does DeepSpeed (its
+    bf16/fp16 optimizers keep fp32 master weights).
 
     ## Why is this bad?
     transformers 5 changed `from_pretrained`'s default from float32 to `dtype="auto"`: the
@@ -472,10 +473,20 @@ class AutoDtypeHalfWeights(Rule):
             """,
             flags=False, note="stored in float32",
         ),
+        Case(
+            """
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            model = AutoModelForCausalLM.from_pretrained("meta-llama/Meta-Llama-3-8B")
+            Trainer(model=model, args=TrainingArguments(output_dir="o", bf16=True, deepspeed="ds_zero3.json"))
+            """,
+            flags=False, note="DeepSpeed keeps fp32 master weights",
+        ),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         from trainlint.fixing.python_edits import add_keyword
+
+        from trainlint.rules._versioned import wrapper_of
 
         if setup.transformers_tuple()[0] < 5:
             return
@@ -483,6 +494,8 @@ class AutoDtypeHalfWeights(Rule):
             flow = ctx.flow
             if flow is None or flow.has_adapters or any(ld.quant for ld in flow.loads):
                 continue
+            if any((w := wrapper_of(setup, site)) is not None and w[0] == "DeepSpeed" for site in ctx.sites or []):
+                continue  # DeepSpeed's bf16/fp16 optimizers keep fp32 master weights themselves
             if any(st.detail == "float32" for st in flow.step("cast")) or flow.called("float"):
                 continue
             pf = ctx.pf
