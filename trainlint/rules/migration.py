@@ -119,6 +119,21 @@ def _written_with_status(setup: Setup, wanted: str):
             if status == wanted:
                 yield site, name, value, h
 
+def deprecation_gist(text: str, limit: int = 220) -> str:
+    """The part of a deprecation message that says what to do: from the first sentence that
+    mentions the deprecation (a help text often starts by describing the field), cut at a
+    sentence end within ``limit`` characters."""
+    text = " ".join(text.split())
+    start = text.lower().find("deprecat")
+    if start > 0:
+        cut = max(text.rfind(". ", 0, start), text.rfind(": ", 0, start))
+        text = text[cut + 2:] if cut != -1 else text
+    if len(text) <= limit:
+        return text
+    end = text.rfind(". ", 0, limit)
+    return text[:end + 1] if end > 40 else text[:limit].rstrip() + "..."
+
+
 def _shown(value: Value) -> str:
     if value.origin == "flag":
         return value.key_text or f"--{value.name}"
@@ -547,7 +562,7 @@ class DeprecatedArgument(Rule):
                         f"={r.value!r}" if r.kind == "value" else "")
                 package = _package_of(site.class_name, name)
                 message = (f"{_shown(value)} is deprecated ({target_text(setup, package)})"
-                           + (f": {advice}" if advice else f": {f.deprecated.strip()[:160]}"))
+                           + (f": {advice}" if advice else f": {deprecation_gist(f.deprecated)}"))
                 span = value.key_span or value.span or site.span
                 if span is None:
                     continue
