@@ -187,3 +187,23 @@ def test_markdown_only_when_explicit(tmp_path):
     r = lint([tmp_path / "README.md"], settings_for(tmp_path))
     (d,) = [d for d in r.diagnostics if d.code == "TL406"]
     assert Path(d.path).name == "README.md" and d.line == 3
+
+
+def test_negated_bool_flags_become_false_values(tmp_path):
+    """HfArgumentParser adds --no_X for bool fields whose default is True; --no_cuda is a
+    field of its own (4.x) and stays as written."""
+    from trainlint.config import load_settings
+    from trainlint.resolve import build_setups, read_workspace
+
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py --output_dir o "
+                                     "--no_dataloader_pin_memory --no_cuda --no_such_flag\n")
+    (tmp_path / "train.py").write_text("from transformers import HfArgumentParser, TrainingArguments\n"
+                                       "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
+    settings = load_settings(tmp_path)
+    ws = read_workspace([tmp_path], settings, {})
+    [site] = [s for setup in build_setups(ws, settings) for s in setup.sites]
+    pin = site.get("dataloader_pin_memory")
+    assert pin is not None and pin.value is False and pin.key_text == "--no_dataloader_pin_memory"
+    assert site.get("no_dataloader_pin_memory") is None
+    assert site.get("no_cuda") is not None and site.get("no_cuda").value is True
+    assert site.get("no_such_flag") is not None  # not a negated field: kept for unknown-argument

@@ -144,11 +144,34 @@ def flag_value(flag: Flag, name: str | None = None) -> Value:
                  note="from a variable" if flag.definitions else "")
 
 
+def negated_field(class_name: str, key: str) -> str | None:
+    """``X`` for a flag ``--no_X`` that HfArgumentParser adds to a bool field ``X`` whose
+    default is True (in some known version), unless ``no_X`` is a field itself (``no_cuda``)."""
+    if not key.startswith("no_") or len(key) <= 3:
+        return None
+    from trainlint.knowledge import training_args as ta
+
+    try:
+        if ta.history(class_name, key).known:
+            return None
+        h = ta.history(class_name, key[3:])
+    except ta.UnknownClassError:
+        return None
+    if not h.known or not any(d is True for _, d in h.default_changes):
+        return None
+    return key[3:]
+
+
 def flag_site(launch: LaunchCommand, class_name: str) -> ArgsSite:
-    """The launch line's script flags as TrainingArguments values (HfArgumentParser)."""
+    """The launch line's script flags as TrainingArguments values (HfArgumentParser);
+    ``--no_X`` becomes ``X=False`` (written as ``--no_X``)."""
     values: dict[str, Value] = {}
     for f in launch.script_args:
         if f.prefix != "--":
+            continue
+        field = negated_field(class_name, f.key)
+        if field is not None:
+            values[field] = replace(flag_value(f, field), value=False)
             continue
         values[f.key] = flag_value(f)
     open_ended = any(f.unresolved and f.from_expansion for f in launch.script_args) \

@@ -88,6 +88,15 @@ class PinMemoryDisabled(Rule):
             note="a launch-line flag (no fix)",
         ),
         Case(
+            files={
+                "run.sh": "torchrun --nproc_per_node 2 train.py --output_dir o --no_dataloader_pin_memory\n",
+                "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                            "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n",
+            },
+            options={"gpu": "H100"},
+            note="HfArgumentParser's --no_X flag",
+        ),
+        Case(
             """
             from transformers import TrainingArguments
             args = TrainingArguments(output_dir="o", dataloader_pin_memory=False,
