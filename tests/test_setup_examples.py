@@ -207,3 +207,28 @@ def test_negated_bool_flags_become_false_values(tmp_path):
     assert site.get("no_dataloader_pin_memory") is None
     assert site.get("no_cuda") is not None and site.get("no_cuda").value is True
     assert site.get("no_such_flag") is not None  # not a negated field: kept for unknown-argument
+
+
+def test_launch_script_paths_resolve_from_the_repository_root(tmp_path):
+    """`bash scripts/train.sh` run from the repository root names `src/train.py`: found in the
+    folder above the script (up to the folder with .git); a path found nowhere is TL004 with
+    the places looked in."""
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "scripts" / "train.sh").write_text(
+        "torchrun --nproc_per_node 4 src/train.py --output_dir o --logging_steps 1\n"
+        "python src/missing.py\n")
+    (tmp_path / "src" / "train.py").write_text(
+        "from transformers import HfArgumentParser, TrainingArguments\n"
+        "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
+    result = lint([tmp_path / "scripts"], load_settings(tmp_path), jobs=1, cache=False)
+    by_code = {}
+    for d in result.diagnostics:
+        by_code.setdefault(d.code, []).append(d)
+    assert "TL201" in by_code and by_code["TL201"][0].path.endswith("train.sh")  # linked to src/train.py
+    [missing] = by_code["TL004"]
+    assert "'src/missing.py'" in missing.message and "1 folder above" in missing.message

@@ -49,33 +49,71 @@ ARGS_FILE_SUFFIXES = (".json", ".yaml", ".yml")
 # -- reading referenced files ---------------------------------------------------------------
 
 
-def _missing(ws: Workspace, ref_path: str, span, what: str) -> None:
+def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str]) -> None:
     from trainlint.resolve import input_problem
 
+    looked = os.path.normpath(os.path.join(folders[0], ref_path))
+    if len(folders) > 1:
+        looked += f" and in the {len(folders) - 1} folder{'s' if len(folders) > 2 else ''} above, up to " \
+                  f"{os.path.normpath(folders[-1]) or '.'}"
     d = input_problem("TL004", "missing-reference", span.path,
-                      f"{what} {ref_path!r} does not exist (looked for "
-                      f"{os.path.normpath(os.path.join(os.path.dirname(span.path), ref_path))})",
-                      span.line, span.column)
+                      f"{what} {ref_path!r} does not exist (looked for {looked})", span.line, span.column)
     ws.problems.append(replace(d, end_line=span.end_line, end_column=span.end_column))
 
 
+MAX_REFERENCE_LEVELS = 8
+_ROOT_MARKERS = (".git", "pyproject.toml", "setup.py")
+
+
+def reference_folders(base_file: str) -> list[str]:
+    """Where a relative path written in ``base_file`` may start: its folder, then each folder
+    above it up to the repository root (the nearest folder with ``.git``, ``pyproject.toml`` or
+    ``setup.py``). Launch scripts are usually run from the repository root (``bash
+    scripts/train.sh`` naming ``src/train.py``), sometimes from their own folder. Without a
+    repository root above the file, only the working directory is added (when the file is
+    below it), so that no unrelated folder is searched."""
+    folder = os.path.dirname(base_file)
+    start = os.path.abspath(folder or ".")
+    ancestors: list[str] = []
+    current = start
+    root_found = any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS)
+    for _ in range(MAX_REFERENCE_LEVELS):
+        if root_found:
+            break
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+        ancestors.append(current)
+        root_found = any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS)
+    if not root_found:
+        cwd = os.getcwd()
+        ancestors = [cwd] if cwd != start and start.startswith(cwd.rstrip(os.sep) + os.sep) else []
+    shown = (lambda p: p) if os.path.isabs(base_file) else os.path.relpath
+    return [folder, *(shown(a) for a in ancestors)]
+
+
 def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) -> ParsedFile | None:
-    """The file ``ref`` names, relative to ``base_file``'s folder; read once; a TL004 finding
-    at ``span`` when it does not exist. Paths with unresolved shell variables are skipped."""
+    """The file ``ref`` names, relative to ``base_file``'s folder or a folder above it up to
+    the repository root (``reference_folders``, nearest first); read once; a TL004 finding at
+    ``span`` when it exists in none of them. Paths with unresolved shell variables are
+    skipped."""
     from trainlint.resolve import norm, read_file
 
     if not ref or "$" in ref or "`" in ref:
         return None
     ref_expanded = os.path.expanduser(ref)
-    path = norm(ref_expanded if os.path.isabs(ref_expanded) else os.path.join(os.path.dirname(base_file), ref_expanded))
+    folders = [""] if os.path.isabs(ref_expanded) else reference_folders(base_file)
+    candidates = [norm(os.path.join(f, ref_expanded)) for f in folders]
+    path = next((c for c in candidates if c in ws.files or c in ws.overlay or os.path.exists(c)), None)
+    if path is None:
+        if span is not None:
+            _missing(ws, ref, span, what, folders)
+        return None
     if path in ws.files:
         # a walked file kept silent as "not a training config" is one after all
         ws.problems.extend(ws.deferred_problems.pop(path, []))
         return ws.files[path]
-    if not os.path.exists(path) and path not in ws.overlay:
-        if span is not None:
-            _missing(ws, ref, span, what)
-        return None
     if os.path.isdir(path):
         return None
     return read_file(ws, path, explicit=True)
