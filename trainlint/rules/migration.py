@@ -561,6 +561,10 @@ class DeprecatedArgument(Rule):
                     advice = f"use {r.new}" if r.kind == "field" else f"use {r.new}" + (
                         f"={r.value!r}" if r.kind == "value" else "")
                 package = _package_of(site.class_name, name)
+                if package == "trl":  # a TRL class that redeclares a field TrainingArguments deprecates
+                    base = (fields_for(setup, "TrainingArguments") or {}).get(name)
+                    if base is not None and base.deprecated == f.deprecated:
+                        package = "transformers"
                 message = (f"{_shown(value)} is deprecated ({target_text(setup, package)})"
                            + (f": {advice}" if advice else f": {deprecation_gist(f.deprecated)}"))
                 span = value.key_span or value.span or site.span
