@@ -26,12 +26,15 @@ TRL_SCRIPT = ("from trl import SFTConfig, TrlParser\n"
               "(args,) = parser.parse_args_and_config()\n")
 
 
+_NUMERIC_WORDS = {"int", "float", "Optional", "Union", "None", "NoneType", "typing"}
+
+
 def numeric_kinds(annotation: str) -> set[str]:
-    """``{"int"}``, ``{"float"}`` or both for an annotation that only admits numbers (and
-    None); empty when a string (or anything) is acceptable too."""
+    """``{"int"}``, ``{"float"}`` or both for an annotation made only of ``int``/``float``
+    (optionally with None: ``Optional[float]``, ``int | None``); empty for anything that also
+    admits a string, an enum or another type."""
     words = set(_WORD.findall(annotation))
-    if words & {"str", "Any", "Literal", "object", "dict", "list"} or "Enum" in annotation \
-            or "Strategy" in annotation or "Type" in annotation:
+    if not words or not words <= _NUMERIC_WORDS:
         return set()
     return words & {"int", "float"}
 
