@@ -404,6 +404,7 @@ class _Linker:
         site = af.as_site(class_name)
         setup = Setup(root=Path(f.path).parent, sites=[site], files=[f.path])
         setup.extra["args_file"] = af
+        setup.extra["args_readers"] = same_folder_args_readers(self.ws, f.path)
         setup.extra["site_refs"] = {id(site): ("argsfile", af.path, 0)}
         self._link_deepspeed(setup, [(site.get("deepspeed"), f.path)])
         return setup
@@ -453,6 +454,19 @@ def accelerate_world_size(acc) -> Value | None:
         g = acc.gpu_ids
         return Value(value=len(ids), origin=ACCELERATE, span=g.span, key_span=g.key_span, name="gpu_ids")
     return None
+
+
+def same_folder_args_readers(ws: Workspace, path: str) -> frozenset[str]:
+    """How the Python files beside a stand-alone args file read such files:
+    ``"parse_yaml_file"`` / ``"parse_json_file"`` (HfArgumentParser, values reach the dataclass
+    as the file has them) and ``"TrlParser"`` (values become argparse defaults)."""
+    folder = os.path.dirname(path)
+    found: set[str] = set()
+    for f in ws.files.values():
+        if f.kind == "python" and f.doc is not None and os.path.dirname(f.path) == folder:
+            text = f.doc.text
+            found.update(name for name in ("parse_yaml_file", "parse_json_file", "TrlParser") if name in text)
+    return frozenset(found)
 
 
 def _same_folder_hf_class(ws: Workspace, path: str) -> str | None:

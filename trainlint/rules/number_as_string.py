@@ -57,7 +57,9 @@ class NumberReadAsString(SiteRule):
     the data are loaded), or in `__post_init__` for `warmup_steps`.
 
     Launch-line flags are converted by argparse (`type=float`), and so are the YAML values that
-    `TrlParser` (`--config`) sets as argparse defaults: those are not flagged.
+    `TrlParser` (`--config`) sets as argparse defaults: those are not flagged. A YAML file that no
+    launch line links to a script is judged when the Python files beside it call
+    `parse_yaml_file` (and none uses `TrlParser`).
 
     ## Example
     ```yaml
@@ -101,6 +103,9 @@ class NumberReadAsString(SiteRule):
         Case(files={"run.sh": "python train.py args.yaml\n", "train.py": HF_SCRIPT,
                     "args.yaml": "output_dir: out\nlearning_rate: '2e-5'\n"},
              fixed_path="args.yaml", fixed="output_dir: out\nlearning_rate: 2.0e-5\n", note="quoted"),
+        Case(files={"train.py": HF_SCRIPT.replace("sys.argv[1]", "'args.yaml'"),
+                    "args.yaml": "output_dir: out\nlearning_rate: 1e-5\n"},
+             note="no launch line: the script beside it calls parse_yaml_file"),
         # must not flag
         Case(files={"run.sh": "python train.py args.yaml\n", "train.py": HF_SCRIPT,
                     "args.yaml": "output_dir: out\nlearning_rate: 1.0e-5\nmax_steps: 1000\nlr_scheduler_type: cosine\n"},
@@ -110,6 +115,8 @@ class NumberReadAsString(SiteRule):
              flags=False, note="TrlParser sets YAML values as argparse defaults, which argparse converts"),
         Case(files={"args.yaml": "output_dir: out\nlearning_rate: 1e-5\n"}, flags=False,
              note="no script: which parser reads it is unknown"),
+        Case(files={"args.yaml": "output_dir: out\nlearning_rate: 1e-5\n", "train.py": TRL_SCRIPT},
+             flags=False, note="the script beside it uses TrlParser"),
         Case("""
             from transformers import TrainingArguments
             args = TrainingArguments(output_dir="o", learning_rate=5e-5, optim="adamw_torch", run_name="1e-5")
@@ -160,11 +167,13 @@ class NumberReadAsString(SiteRule):
 
 def _yaml_read_by_parse_yaml_file(setup: Setup) -> bool:
     """A YAML args file reaches the dataclass unconverted when the setup's script reads it
-    with ``parse_yaml_file``/``parse_dict`` (a launch line ``python run.py args.yaml``);
-    ``TrlParser`` hands YAML values to argparse as defaults, which converts them."""
-    if not setup.scripts:
-        return False
-    return not any("TrlParser" in pf.text for pf in setup.scripts)
+    with ``parse_yaml_file``/``parse_dict`` (a launch line ``python run.py args.yaml``), or,
+    for a stand-alone file, when the scripts beside it call ``parse_yaml_file``; ``TrlParser``
+    hands YAML values to argparse as defaults, which converts them."""
+    if setup.scripts:
+        return not any("TrlParser" in pf.text for pf in setup.scripts)
+    readers = setup.extra.get("args_readers") or frozenset()
+    return "parse_yaml_file" in readers and "TrlParser" not in readers
 
 
 def _shown(setup: Setup, v: Value) -> str:
