@@ -33,6 +33,11 @@ def target(setup: Setup) -> tuple[str, str, str, str]:
             trl.value if trl else ta.trl_newest(), trl.note if trl else "newest known")
 
 
+def transformers_at_least(setup: Setup, version: str) -> bool:
+    """Whether the target transformers version is ``version`` or newer."""
+    return ta.vkey(target(setup)[0]) >= ta.vkey(version)
+
+
 def _source(note: str) -> str:
     return {"installed": "the installed package", "newest known": "the newest the data knows"}.get(note, note)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.rules._setup_util import where
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 

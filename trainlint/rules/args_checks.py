@@ -15,18 +15,16 @@ import ast
 from typing import Any, Iterable, Iterator
 
 from trainlint.diagnostics import Diagnostic, Severity, Span
-from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
     SiteRule,
     dict_literal,
     effective,
     fields_for,
-    is_known_class,
     is_num,
     python_keyword,
     strategy,
-    target,
     target_text,
+    transformers_at_least,
     wrapper_of,
 )
 from trainlint.rules.base import Case, Rule
@@ -38,10 +36,6 @@ V457 = {"transformers_version": "4.57.1"}
 V524 = {"transformers_version": "5.24.0"}
 
 TA = "from transformers import TrainingArguments\n"
-
-
-def _tf_at_least(setup: Setup, version: str) -> bool:
-    return ta.vkey(target(setup)[0]) >= ta.vkey(version)
 
 
 def _span(site: ArgsSite, *names: str) -> Span | None:
@@ -403,15 +397,15 @@ class WarmupOutOfRange(SiteRule):
         ws = site.known("warmup_steps")
         wr = site.known("warmup_ratio")
         fields = fields_for(setup, site.class_name) or {}
-        if is_num(ws) and ws < 0 and (_tf_at_least(setup, "4.57.1") or _tf_at_least(setup, "5.0.0")):
+        if is_num(ws) and ws < 0 and (transformers_at_least(setup, "4.57.1") or transformers_at_least(setup, "5.0.0")):
             yield self.diagnostic(_span(site, "warmup_steps"), f"warmup_steps={ws!r} is negative: "
                                   f"TrainingArguments raises ValueError ({target_text(setup)})")
             return
-        if "warmup_ratio" in fields and not _tf_at_least(setup, "5.0.0"):
+        if "warmup_ratio" in fields and not transformers_at_least(setup, "5.0.0"):
             if is_num(wr) and (wr < 0 or wr > 1):
                 yield self.diagnostic(_span(site, "warmup_ratio"), f"warmup_ratio={wr!r} is outside [0, 1]: "
                                       f"TrainingArguments raises ValueError ({target_text(setup)})")
-            if _tf_at_least(setup, "4.57.1") and site.get("warmup_steps") is not None and ws is not UNKNOWN \
+            if transformers_at_least(setup, "4.57.1") and site.get("warmup_steps") is not None and ws is not UNKNOWN \
                     and (not isinstance(ws, int) or isinstance(ws, bool) or ws < 0):
                 yield self.diagnostic(_span(site, "warmup_steps"),
                                       f"warmup_steps={ws!r} must be an int >= 0 in {target_text(setup)} (the float "
@@ -580,7 +574,7 @@ class EvalWithoutEvalDataset(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not _tf_at_least(setup, "4.57.1"):
+        if not transformers_at_least(setup, "4.57.1"):
             return
         for pf, tc in _trainer_calls(setup):
             if tc.args_call is None or "eval_dataset" in tc.keywords or _open_call(tc):
@@ -738,8 +732,7 @@ class FsdpInvalidOptions(SiteRule):
         opts = fsdp_options(site.known("fsdp"))
         if opts is None:
             return
-        tf, _, _, _ = target(setup)
-        if ta.vkey(tf) >= ta.vkey(FSDP2_SINCE):
+        if transformers_at_least(setup, FSDP2_SINCE):
             only1 = [o for o in opts if o in FSDP1_ONLY]
             if only1 and fsdp_version(setup, site) == 2:
                 yield self.diagnostic(_span(site, "fsdp"), f"fsdp={only1[0]!r} is a sharding strategy only FSDP1 has, "
@@ -814,8 +807,7 @@ class FsdpLegacyForm(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        tf, _, _, _ = target(setup)
-        if ta.vkey(tf) < ta.vkey(FSDP2_SINCE):
+        if not transformers_at_least(setup, FSDP2_SINCE):
             return
         v = site.get("fsdp")
         opts = fsdp_options(v.value) if v is not None else None
@@ -970,7 +962,7 @@ class ModelInitConflict(Rule):
                                           "model that model_init re-creates; Trainer raises RuntimeError")
             model = kws.get("model")
             if model is not None and not (isinstance(model, ast.Constant) and model.value is None):
-                raises = _tf_at_least(setup, "5.24.0")
+                raises = transformers_at_least(setup, "5.24.0")
                 yield self.diagnostic(
                     _kw_span(pf, tc, "model_init"),
                     "model= and model_init= together: " + ("Trainer raises ValueError" if raises else
@@ -1047,14 +1039,14 @@ class OptimizersConflict(Rule):
                 continue
             cls_kwargs = tc.keywords.get("optimizer_cls_and_kwargs")
             if cls_kwargs is not None and not (isinstance(cls_kwargs, ast.Constant) and cls_kwargs.value is None) \
-                    and _tf_at_least(setup, "4.48.0"):
+                    and transformers_at_least(setup, "4.48.0"):
                 yield self.diagnostic(_kw_span(pf, tc, "optimizers"), "optimizers= and optimizer_cls_and_kwargs= "
                                       "together: Trainer raises RuntimeError; keep optimizer_cls_and_kwargs")
                 continue
             if wrapped is None:
                 continue
             wrapper, evidence = wrapped
-            if wrapper == "DeepSpeed" and _tf_at_least(setup, "4.46.0"):
+            if wrapper == "DeepSpeed" and transformers_at_least(setup, "4.46.0"):
                 continue
             related = [evidence.span.related(f"{wrapper} is configured here")] \
                 if evidence is not None and evidence.span is not None else []
@@ -1222,7 +1214,7 @@ class HeadlessModelInTrainer(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not _tf_at_least(setup, "4.57.1"):
+        if not transformers_at_least(setup, "4.57.1"):
             return
         for pf, tc in _trainer_calls(setup):
             m = tc.keywords.get("model")

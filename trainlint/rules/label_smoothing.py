@@ -7,8 +7,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.knowledge.training_args import vkey
-from trainlint.rules._versioned import is_num, remove_edit, target, target_text
+from trainlint.rules._versioned import is_num, remove_edit, target_text, transformers_at_least
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -82,7 +81,7 @@ class LabelSmoothingMultiLabel(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        disabled = vkey(target(setup)[0]) >= vkey(DISABLED_SINCE)
+        disabled = transformers_at_least(setup, DISABLED_SINCE)
         for ctx in trainer_contexts(setup):
             flow = ctx.flow
             if flow is None or not ctx.sites:

@@ -24,6 +24,7 @@ from trainlint.rules._versioned import (
     replace_with_field_edits,
     target,
     target_text,
+    transformers_at_least,
     valid_names,
 )
 from trainlint.rules.base import Case, Rule
@@ -644,10 +645,6 @@ PROCESSING_CLASS_SINCE = "4.46.0"  # Trainer.__init__ has processing_class (4.46
 TOKENIZER_REMOVED_IN = "5.0.0"  # Trainer.__init__ without tokenizer, no .tokenizer property (5.0.0)
 
 
-def _tf_at_least(setup: Setup, version: str) -> bool:
-    return _vkey(target(setup)[0]) >= _vkey(version)
-
-
 # TRL trainers: the TRL versions in which ``tokenizer=`` is a deprecated alias of
 # ``processing_class`` (a ``deprecate_kwarg`` decorator on ``__init__``); outside them the
 # keyword is a TypeError. Read in the trl 0.12.0, 0.13.0, 0.14.0, 0.15.0, 0.16.0 and 0.20.0
@@ -762,9 +759,9 @@ class TrainerTokenizerArgument(Rule):
     def _status(self, setup: Setup, pf: PythonFile, tc: TrainerCall) -> tuple[Severity, str, str] | None:
         """(severity, what happens, whose versions) for ``tokenizer=`` on this trainer class."""
         if tc.class_name in ("Trainer", "Seq2SeqTrainer"):
-            if not _tf_at_least(setup, PROCESSING_CLASS_SINCE):
+            if not transformers_at_least(setup, PROCESSING_CLASS_SINCE):
                 return None
-            if _tf_at_least(setup, TOKENIZER_REMOVED_IN):
+            if transformers_at_least(setup, TOKENIZER_REMOVED_IN):
                 return Severity.ERROR, f"removed in transformers {TOKENIZER_REMOVED_IN}", target_text(setup)
             return (Severity.WARNING, f"deprecated since {PROCESSING_CLASS_SINCE}, removed in {TOKENIZER_REMOVED_IN}",
                     target_text(setup))
@@ -784,8 +781,8 @@ class TrainerTokenizerArgument(Rule):
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         attr_status = None
-        if _tf_at_least(setup, PROCESSING_CLASS_SINCE):
-            removed = _tf_at_least(setup, TOKENIZER_REMOVED_IN)
+        if transformers_at_least(setup, PROCESSING_CLASS_SINCE):
+            removed = transformers_at_least(setup, TOKENIZER_REMOVED_IN)
             attr_status = (Severity.ERROR if removed else Severity.WARNING,
                            f"removed in transformers {TOKENIZER_REMOVED_IN}" if removed
                            else f"deprecated since {PROCESSING_CLASS_SINCE}, removed in {TOKENIZER_REMOVED_IN}")
@@ -890,7 +887,7 @@ class EvaluationStrategyEnum(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not _tf_at_least(setup, EVALUATION_STRATEGY_REMOVED_IN):
+        if not transformers_at_least(setup, EVALUATION_STRATEGY_REMOVED_IN):
             return
         for pf in setup.scripts:
             for node in pf.nodes:
@@ -1001,7 +998,7 @@ class FromPretrainedRemovedKwargs(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        removed = _tf_at_least(setup, AUTH_TOKEN_REMOVED_IN)
+        removed = transformers_at_least(setup, AUTH_TOKEN_REMOVED_IN)
         severity = Severity.ERROR if removed else Severity.WARNING
         state = f"no longer handled since transformers {AUTH_TOKEN_REMOVED_IN}" if removed else "deprecated"
         for pf in setup.scripts:
@@ -1085,7 +1082,7 @@ class FromPretrainedTorchDtype(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not _tf_at_least(setup, DTYPE_SINCE):
+        if not transformers_at_least(setup, DTYPE_SINCE):
             return
         for pf in setup.scripts:
             for call in _from_pretrained_calls(pf):
@@ -1175,7 +1172,7 @@ class CheckpointingMethodRenamed(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not _tf_at_least(setup, CHECKPOINTING_RENAMED_IN):
+        if not transformers_at_least(setup, CHECKPOINTING_RENAMED_IN):
             return
         for pf in setup.scripts:
             if not any(pf.uses_module(m) for m in ("transformers", "peft", "trl")) \

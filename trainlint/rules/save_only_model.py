@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.knowledge.training_args import vkey
-from trainlint.rules._versioned import SiteRule, effective, remove_edit, target, wrapper_of
+from trainlint.rules._versioned import SiteRule, effective, remove_edit, transformers_at_least, wrapper_of
 from trainlint.rules.base import Case
 from trainlint.setup import ArgsSite, Setup
 
@@ -113,9 +112,8 @@ class SaveOnlyModelConflict(SiteRule):
             return
         acc = setup.extra.get("accelerate")
         sdt = acc.fsdp_value("fsdp_state_dict_type") if acc is not None and wrapper == "FSDP" else None
-        tf, _, _, _ = target(setup)
         if sdt is not None and isinstance(sdt.value, str) and "SHARDED_STATE_DICT" in sdt.value.upper() \
-                and vkey(tf) >= vkey(SHARDED_CHECK_SINCE):
+                and transformers_at_least(setup, SHARDED_CHECK_SINCE):
             if sdt.span is not None:
                 related.append(sdt.span.related("the sharded state dict type"))
             yield self.diagnostic(
