@@ -234,6 +234,23 @@ def dict_literal(setup: Setup, value: Value) -> Any:
     return UNKNOWN
 
 
+def fsdp_enabled(v: Value | None) -> bool | None:
+    """Whether a written ``fsdp`` value turns FSDP on: True, a non-empty option string
+    ("full_shard auto_wrap") or list; None when unknown."""
+    if v is None:
+        return False
+    if not v.known:
+        return None
+    value = v.value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return bool(value.strip()) and value.strip().lower() not in ("false", "no", "none", "0")
+    if isinstance(value, (list, tuple)):
+        return bool(value)
+    return None
+
+
 def wrapper_of(setup: Setup, site: ArgsSite) -> tuple[str, Value | None] | None:
     """("DeepSpeed" | "FSDP", the value that turns it on) when the run is wrapped; None when
     neither is configured (or it cannot be told)."""
@@ -243,7 +260,7 @@ def wrapper_of(setup: Setup, site: ArgsSite) -> tuple[str, Value | None] | None:
     if setup.extra.get("deepspeed") is not None:
         return "DeepSpeed", None
     fsdp = site.get("fsdp")
-    if fsdp is not None and fsdp.known and fsdp.value not in (None, "", False, [], "no"):
+    if fsdp_enabled(fsdp):
         return "FSDP", fsdp
     acc = setup.extra.get("accelerate")
     kind = acc.distributed_type if acc is not None else None

@@ -20,6 +20,7 @@ from trainlint.rules._versioned import (
     dict_literal,
     effective,
     fields_for,
+    fsdp_enabled,
     is_num,
     python_keyword,
     strategy,
@@ -825,7 +826,7 @@ class FsdpLegacyForm(SiteRule):
                                   f"transformers {FSDP2_SINCE} (announced for removal in 5.20; "
                                   f"{target_text(setup)}): write {advice}",
                                   edits=edits, fix_message=f"write {shown}")
-        if v is not None and v.value not in (None, "", False, []) and fsdp_version(setup, site) == 1:
+        if fsdp_enabled(v) and fsdp_version(setup, site) == 1:
             yield self.diagnostic(_span(site, "fsdp_config"), "fsdp_config selects FSDP1 (version 1), deprecated "
                                   f"since transformers {FSDP2_SINCE} and announced for removal in 5.20: "
                                   "migrate to FSDP2 (version 2, the default)")

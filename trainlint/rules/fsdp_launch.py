@@ -6,27 +6,11 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import located
+from trainlint.rules._versioned import fsdp_enabled
 from trainlint.rules.base import Case, Rule
-from trainlint.setup import Setup, Value
+from trainlint.setup import Setup
 
 TRAINER = "from transformers import Trainer, TrainingArguments\n"
-
-
-def fsdp_enabled(v: Value | None) -> bool | None:
-    """Whether a written ``fsdp`` value turns FSDP on: True, a non-empty option string
-    ("full_shard auto_wrap") or list; None when unknown."""
-    if v is None:
-        return False
-    if not v.known:
-        return None
-    value = v.value
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        return bool(value.strip()) and value.strip().lower() not in ("false", "no", "none", "0")
-    if isinstance(value, (list, tuple)):
-        return bool(value)
-    return None
 
 
 class FsdpWithoutDistributedLaunch(Rule):
