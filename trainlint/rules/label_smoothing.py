@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
@@ -73,6 +72,9 @@ class LabelSmoothingMultiLabel(Rule):
         Case(_script(), fixed=_script().replace(", label_smoothing_factor=0.1", "").lstrip("\n")),
         Case(_script(kw="", extra='model.config.problem_type = "multi_label_classification"\n'),
              note="set on the config before the Trainer"),
+        Case(_script(kw=", problem_type=PROBLEM", extra="").replace(
+            "from transformers import", 'PROBLEM = "multi_label_classification"\nfrom transformers import'),
+            note="through a constant"),
         Case(_script(), options={"transformers_version": "4.51.0"}, note="error before 4.56"),
         # must not flag
         Case(_script(kw=""), flags=False, note="single-label classification"),
@@ -117,7 +119,7 @@ def _multi_label(pf, flow) -> str | None:
         if v is not None and v.value == MULTI_LABEL:
             return "problem_type in from_pretrained"
     for _stmt, target_name, value in flow.attr_sets:
-        if target_name.endswith("config.problem_type") and isinstance(value, ast.Constant) \
-                and value.value == MULTI_LABEL:
+        if target_name.endswith("config.problem_type") \
+                and pf.resolve(value, flow.trainer.site.scope).value == MULTI_LABEL:
             return "model.config.problem_type"
     return None

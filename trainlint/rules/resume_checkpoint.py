@@ -63,6 +63,7 @@ class ResumeWithoutCheckpoint(Rule):
         Case("from transformers import Trainer\n"
              "Trainer(model=m, args=make_args()).train(resume_from_checkpoint=True)\n",
              note="args= is a call: flagged, no fix"),
+        Case(HEAD + "RESUME = True\ntrainer.train(resume_from_checkpoint=RESUME)\n", note="through a constant"),
         # must not flag
         Case(HEAD + "from transformers.trainer_utils import get_last_checkpoint\n"
              "last = get_last_checkpoint(training_args.output_dir)\n"
@@ -70,6 +71,7 @@ class ResumeWithoutCheckpoint(Rule):
         Case(HEAD + "import os\nif os.listdir(training_args.output_dir):\n"
              "    trainer.train(resume_from_checkpoint=True)\nelse:\n    trainer.train()\n", flags=False),
         Case(HEAD + "trainer.train(resume_from_checkpoint='out/checkpoint-500')\n", flags=False),
+        Case(HEAD + "RESUME = False\ntrainer.train(resume_from_checkpoint=RESUME)\n", flags=False),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -82,7 +84,7 @@ class ResumeWithoutCheckpoint(Rule):
                 if not (isinstance(f, ast.Attribute) and f.attr == "train"):
                     continue
                 kw = pf.keyword(cs.node, "resume_from_checkpoint")
-                if kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
+                if kw is None or pf.resolve(kw.value, cs.scope).value is not True:
                     continue
                 if any(a <= cs.stmt.lineno <= b for a, b in guarded):
                     continue
