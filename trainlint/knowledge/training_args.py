@@ -476,18 +476,13 @@ def _build_rename(row: dict) -> Rename:
 
 @lru_cache(maxsize=1)
 def _renames_cached() -> tuple[Rename, ...]:
-    return tuple(_renames_of(row["old"])[i] for i, row in _rows_in_order())
-
-
-@lru_cache(maxsize=1)
-def _rows_in_order() -> tuple[tuple[int, dict], ...]:
-    """(index among the rows of the same old name, row) in the data's order."""
-    seen: dict[str, int] = {}
+    """Every rename, in the data's order (each built by ``_renames_of``, so once)."""
+    taken: dict[str, int] = {}
     out = []
     for row in _renames_data():
-        i = seen.get(row["old"], 0)
-        seen[row["old"]] = i + 1
-        out.append((i, row))
+        i = taken.get(row["old"], 0)
+        taken[row["old"]] = i + 1
+        out.append(_renames_of(row["old"])[i])
     return tuple(out)
 
 
