@@ -172,9 +172,8 @@ def _library_names(cls: str, tf: str, trl: str) -> tuple[frozenset[str], frozens
     """The constructor's names for ``cls`` in these versions, and the ``--no_X`` flags
     HfArgumentParser adds for every bool field whose default is True (computed once: rules
     ask for every site, many times)."""
-    fields = ta.fields(cls, tf, trl)
-    return (frozenset(n for n, f in fields.items() if f.init),
-            frozenset(f"no_{n}" for n, f in fields.items() if f.default is True))
+    return (ta.field_names(cls, tf, trl),
+            frozenset(f"no_{n}" for n, f in ta.fields(cls, tf, trl).items() if f.default is True))
 
 
 def effective(setup: Setup, site: ArgsSite, name: str) -> Any:
