@@ -117,6 +117,10 @@ class InvalidConfig(Rule):
     `json.load` accepts `NaN` but strict parsers do not), or, worse, silently keeps the last of
     two duplicate keys. trainlint cannot check the settings of a file it cannot read.
 
+    A YAML key written twice with the same value is a warning, not an error: the file means
+    what it says today, but an edit of one copy is silently overridden by the other. In JSON
+    every duplicate is an error (DeepSpeed refuses the file).
+
     ## Example
     ```json
     {"train_micro_batch_size_per_gpu": 8, "train_micro_batch_size_per_gpu": 16}
@@ -133,7 +137,7 @@ class InvalidConfig(Rule):
     ## References
     - https://www.json.org/ (no NaN, no Infinity)
     - DeepSpeed `runtime/config_utils.py` `dict_raise_error_on_duplicate_keys`
-    - pitfalls catalog D07 (duplicate keys)
+    - https://yaml.org/spec/1.2.2/#mapping (mapping keys are unique; PyYAML keeps the last)
     """
 
     code = "TL003"
@@ -144,8 +148,13 @@ class InvalidConfig(Rule):
     cases = [
         Case(files={"ds_config.json": '{"zero_optimization": {"stage": 2,}, "train_batch_size": 8}\n'}),
         Case(files={"ds_config.json": '{"zero_optimization": {"stage": 2, "stage": 3}}\n'}),
+        Case(files={"accelerate_config.yaml": "distributed_type: MULTI_GPU\nnum_processes: 2\nnum_processes: 4\n"},
+             severity="error", note="two different values: the later one wins silently"),
+        Case(files={"accelerate_config.yaml": "distributed_type: MULTI_GPU\nnum_processes: 2\nnum_processes: 2\n"},
+             severity="warning", note="the same value twice"),
         Case(files={"ds_config.json": '{"zero_optimization": {"stage": 2}, "train_batch_size": 8}\n'},
              flags=False),
+        Case(files={"accelerate_config.yaml": "distributed_type: MULTI_GPU\nnum_processes: 2\n"}, flags=False),
     ]
 
 
