@@ -70,6 +70,58 @@ def _settings(paths: list[Path], **kw):
     return load_settings(start, overrides)
 
 
+def _preflight(settings, paths: list[Path], base_given: bool) -> None:
+    """What the run should say before it starts: a version the data does not know (and which
+    is used instead), a ``--base`` revision that does not exist (a usage error: lr-not-scaled
+    would be disabled silently), ``--gpu auto`` that finds no GPU (hardware rules off)."""
+    if settings.transformers_version or settings.trl_version:
+        from trainlint.config import version_notes
+
+        for note in version_notes(settings):
+            click.echo(f"trainlint: note: {note}", err=True)
+    if base_given:
+        from trainlint.vcs import base_problem
+
+        problem = base_problem([str(p) for p in paths], settings.base)
+        if problem is not None:
+            _fail(problem)
+    if settings.gpu and settings.gpu.lower() != "auto":
+        from trainlint.resolve import target_gpu
+
+        target_gpu(settings)  # an unknown name is a usage error even when no setup needs it
+    elif settings.gpu:
+        from trainlint.knowledge.gpus import auto_gpu_problem
+
+        problem = auto_gpu_problem()
+        if problem is not None:
+            click.echo(f"trainlint: note: --gpu auto: {problem}, so the hardware rules are off (they need a "
+                       f"target GPU); pass --gpu NAME (see `trainlint gpus`)", err=True)
+
+
+def _color() -> bool | None:
+    """NO_COLOR (https://no-color.org) turns colour off, FORCE_COLOR on; else the terminal decides."""
+    import os
+
+    if os.environ.get("NO_COLOR"):
+        return False
+    force = os.environ.get("FORCE_COLOR")
+    if force and force.lower() not in ("0", "false", "no"):
+        return True
+    return None
+
+
+def _write_guarded(write) -> bool:
+    """Run ``write`` (which prints to stdout); False when the reader closed the pipe (``| head``):
+    stdout is then silenced, and the exit code is still the findings' one."""
+    try:
+        write()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return False
+    return True
+
+
 def _fail(message: str) -> None:
     click.echo(f"trainlint: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
@@ -115,9 +167,9 @@ class _Guarded(_LazyGroup):
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit,
                 KeyboardInterrupt):
             raise
-        except BrokenPipeError:  # `trainlint check | head`: the reader went away
+        except BrokenPipeError:  # `trainlint rules | head`: the reader went away; nothing failed
             _silence_stdout()
-            sys.exit(EXIT_ERROR)
+            sys.exit(EXIT_OK)
         except Exception as exc:  # noqa: BLE001 - last resort: report, do not crash
             if os.environ.get("TRAINLINT_TRACEBACK"):
                 raise
@@ -163,7 +215,7 @@ def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero:
     """Check training scripts, launch lines and configs (files or folders, `-` for stdin; default: .)."""
     _light_pydantic()
     from trainlint.config import ConfigError
-    from trainlint.engine import lint
+    from trainlint.engine import lint, nothing_checked
     from trainlint.report import render
 
     path_list = list(paths) or [Path(".")]
@@ -180,14 +232,22 @@ def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero:
         _fail("--stdin-filename needs `-` as the path")
     try:
         settings = _settings(path_list, **kw)
+        _preflight(settings, path_list, bool(kw.get("base")))
         result = lint(path_list, settings, overlay, jobs=jobs, cache=not no_cache and not overlay)
     except ConfigError as e:
         _fail(str(e))
         return
     fmt = fmt or ("text" if sys.stdout.isatty() else "concise")
-    render(fmt, result.diagnostics, result.texts, sys.stdout, statistics=statistics,
-           color=None if fmt == "text" else False)
-    sys.stdout.flush()
+    color = _color()
+    empty = None if overlay else nothing_checked(path_list, result, settings)
+    if empty is not None and fmt in ("text", "concise"):
+        if fmt == "text" and not statistics:
+            _write_guarded(lambda: click.echo(f"{empty}."))
+        else:
+            click.echo(f"trainlint: {empty}.", err=True)
+    else:
+        _write_guarded(lambda: render(fmt, result.diagnostics, result.texts, sys.stdout, statistics=statistics,
+                                      color=color if fmt == "text" else False))
     if result.internal_errors:
         sys.exit(EXIT_ERROR)
     failing = [d for d in result.diagnostics if d.severity.rank >= settings.fail_on.rank]
@@ -200,7 +260,11 @@ def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero:
 @click.option("--apply", "apply_", is_flag=True, help="Write the fixes (default: print the diff only).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change training numerics or behaviour.")
 @click.option("--diff", is_flag=True, help="Print the unified diff (the default without --apply).")
-def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, **kw) -> None:
+@click.option("--stdin-filename", help="With `-` as the path: the file name the text on stdin stands for; "
+              "the fixed text is printed to stdout (the diff with --diff).")
+@click.option("--no-cache", is_flag=True, help="Accepted like `check --no-cache`; fix always reads the files afresh.")
+def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, stdin_filename: str | None,
+        no_cache: bool, **kw) -> None:
     """Fix what can be fixed. Prints the diff; --apply writes it."""
     _light_pydantic()
     import difflib
@@ -210,17 +274,39 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
     from trainlint.fixing.apply import write_fixed
 
     path_list = list(paths) or [Path(".")]
+    overlay: dict[str, str] = {}
+    stdin_name = None
+    if any(str(p) == "-" for p in path_list):
+        if len(path_list) != 1:
+            _fail("`-` (stdin) cannot be combined with other paths")
+        if apply_:
+            _fail("`fix -` prints the fixed text; --apply needs files")
+        import os
+
+        stdin_name = os.path.normpath(stdin_filename or "stdin.py")
+        overlay[stdin_name] = sys.stdin.read()
+        path_list = [Path(stdin_name)]
+    elif stdin_filename:
+        _fail("--stdin-filename needs `-` as the path")
     try:
         settings = _settings(path_list, **kw)
-        outcome = fix_outcome(path_list, settings, unsafe=unsafe_fixes)
+        _preflight(settings, path_list, bool(kw.get("base")))
+        outcome = fix_outcome(path_list, settings, unsafe=unsafe_fixes, overlay=overlay)
     except ConfigError as e:
         _fail(str(e))
         return
-    if diff or not apply_:
-        for path in sorted(outcome.fixed):
-            old = outcome.original[path].splitlines(keepends=True)
-            new = outcome.fixed[path].splitlines(keepends=True)
-            sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
+
+    def show() -> None:
+        if stdin_name is not None and not diff:
+            sys.stdout.write(outcome.fixed.get(stdin_name, overlay[stdin_name]))
+            return
+        if diff or not apply_:
+            for path in sorted(outcome.fixed):
+                old = outcome.original[path].splitlines(keepends=True)
+                new = outcome.fixed[path].splitlines(keepends=True)
+                sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
+
+    _write_guarded(show)
     not_written: set[str] = set()
     if apply_:
         for path, text in sorted(outcome.fixed.items()):
@@ -231,10 +317,14 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
     for d, error in outcome.reverted:
         click.echo(f"trainlint: fix for {d.code} at {d.path}:{d.line} was not applied: the result did not parse "
                    f"({error})", err=True)
+    remaining = outcome.remaining
+    # what stops a file from being fixed at all (missing, unreadable, unparsable): say it
+    for d in remaining:
+        if d.code in ("TL000", "TL001", "TL002", "TL003"):
+            click.echo(f"{d.path}:{d.line}:{d.column}: {d.code} [{d.name}] {d.message}", err=True)
 
     n = len(outcome.applied)
     verb = "Fixed" if apply_ else "Would fix"
-    remaining = outcome.remaining
     hidden = sum(1 for d in remaining if d.fix is not None and d.fix.applicability == "unsafe")
     msg = f"{verb} {n} finding{'s' if n != 1 else ''} in {len(outcome.fixed)} file{'s' if len(outcome.fixed) != 1 else ''}"
     msg += f" ({len(remaining)} remaining"
@@ -320,9 +410,8 @@ def entry() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
-            if stream is sys.stdout and code == EXIT_OK:
-                code = EXIT_ERROR
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there; the exit
+            pass  # code stays the findings' one (`trainlint check . | head -1` exits 1 every time)
     os._exit(code)
 
 

@@ -31,6 +31,8 @@ __all__ = [
     "is_ampere_or_newer",
     "lookup_gpu",
     "lookup_gpu_variants",
+    "nearest_gpus",
+    "auto_gpu_problem",
     "parse_nvidia_smi",
 ]
 
@@ -291,6 +293,37 @@ def _run_smi(fields: str, timeout: float) -> str | None:
     if proc.returncode != 0:
         return None
     return proc.stdout
+
+
+def auto_gpu_problem() -> str | None:
+    """Why ``--gpu auto`` finds no GPU (``nvidia-smi`` missing or failing), else None."""
+    if shutil.which("nvidia-smi") is None:
+        return "nvidia-smi is not on PATH (no NVIDIA driver here)"
+    if _run_smi("name", 5.0) is None:
+        return "nvidia-smi reported no GPU it could describe"
+    return None
+
+
+def nearest_gpus(text: str, n: int = 3) -> list[str]:
+    """The table names closest to an unknown spelling (for "did you mean")."""
+    import difflib
+
+    names = {}
+    for gpu, _, _ in _table():
+        for spelling in (gpu.name, *gpu.aliases):
+            names.setdefault(_key(spelling), gpu.name)
+    keys = difflib.get_close_matches(_key(text), list(names), n=n * 3, cutoff=0.5)
+    out: list[str] = []
+    typo = lookup_gpu(re.sub(r"(?<=\d)[oO]|[oO](?=\d)", "0", text))  # "A10O" -> A100
+    if typo is not None:
+        out.append(typo.name)
+    for k in keys:
+        if names[k] not in out:
+            out.append(names[k])
+    if not out:  # same digits: "4080 super" -> RTX 4080 SUPER
+        digits = "".join(ch for ch in text if ch.isdigit())
+        out = [g.name for g, _, _ in _table() if digits and digits in _key(g.name)]
+    return out[:n]
 
 
 def gpu_from_nvidia_smi(timeout: float = 5.0) -> list[Gpu]:

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainlint.diagnostics import Diagnostic
-from trainlint.report.summary import statistics_rows
+from trainlint.report.summary import fix_marks, statistics_rows
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 
@@ -45,8 +45,9 @@ def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *,
            color: bool | None = None) -> None:
     console = Console(file=out, force_terminal=color, no_color=color is False, highlight=False, soft_wrap=True)
     if statistics:
-        for code, name, count, fixable in statistics_rows(diagnostics):
-            console.print(f"{count:5d}  [bold]{code}[/]  [{'*' if fixable else ' '}] {name}")
+        marks = fix_marks(diagnostics)
+        for code, name, count, _fixable in statistics_rows(diagnostics):
+            console.print(f"{count:5d}  [bold]{code}[/]  {escape('[' + marks[code] + ']')} {name}")
         return
     cache: dict[str, list[str]] = {}
     for d in diagnostics:

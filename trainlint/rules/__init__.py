@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from trainlint.rules.base import Case, NoOptions, Rule
 
-__all__ = ["Case", "NoOptions", "Rule", "all_rules", "get_rule", "select_rules"]
+__all__ = ["Case", "NoOptions", "Rule", "all_rules", "get_rule", "select_rules", "unknown_selector"]
 
 
 @lru_cache(maxsize=1)
@@ -61,6 +61,28 @@ def select_rules(select: list[str], ignore: list[str]) -> list[type[Rule]]:
     names) and by none in ``ignore``."""
     return [r for r in all_rules()
             if any(_matches(r, s) for s in select) and not any(_matches(r, s) for s in ignore)]
+
+
+def unknown_selector(selector: str) -> str | None:
+    """None when ``selector`` (a code, a code prefix, a name or ``ALL``) matches some rule; else
+    the error text, with the nearest codes or names ("did you mean ...?")."""
+    s = selector.strip()
+    if not s or s.upper() == "ALL" or any(_matches(r, s) for r in all_rules()):
+        return None
+    import difflib
+
+    rules = all_rules()
+    names = [r.name for r in rules]
+    codes = [r.code for r in rules]
+    close: list[str] = []
+    if s.upper().startswith("TL"):
+        norm = "TL" + s.upper()[2:].replace("O", "0").replace("-", "").replace("_", "").replace(" ", "")
+        prefixed = [c for c in codes if c.startswith(norm)]
+        close = [norm] if prefixed else difflib.get_close_matches(norm, codes, n=3, cutoff=0.8)
+    else:
+        close = difflib.get_close_matches(s.lower().replace("_", "-"), names, n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else " (see `trainlint rules`)"
+    return f"unknown rule code, prefix or name {s!r}{hint}"
 
 
 def is_selected(code: str, name: str, selectors: list[str]) -> bool:
