@@ -9,9 +9,9 @@ from pathlib import Path
 from helpers import run_cli
 
 BAD = (
-    "from transformers import TrainingArguments, Trainer\n"
+    "from transformers import AutoModelForSequenceClassification, TrainingArguments, Trainer\n"
     "args = TrainingArguments(output_dir='o', logging_steps=1, fp16=True, save_total_limit=2)\n"
-    "Trainer(model=model, args=args)\n"
+    "Trainer(model=AutoModelForSequenceClassification.from_pretrained('bert-base-uncased'), args=args)\n"
 )
 
 

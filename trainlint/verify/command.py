@@ -138,7 +138,7 @@ def verify(script: Path, script_args: tuple[str, ...], gpus: Optional[int], step
             if run.status != "ok" and run.log_tail and not run.message:
                 err.print(f"[dim]--- {run.label}: launcher log tail ---[/]")
                 err.print(run.log_tail[-1500:], markup=False, highlight=False)
-        err.print(f"[dim]run files (and launcher logs) kept in {root}[/]")
+        err.print(f"[dim]run files kept in {root} (with the launcher logs)[/]")
     sys.exit({"pass": 0, "original-fails": 2}.get(verdict, 1))
 
 

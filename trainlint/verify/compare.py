@@ -74,7 +74,8 @@ def decide(
         return "fail", ["nothing was run"], notes
     if fixed is not None and original is not None and original.status != "ok" and fixed.status != "ok":
         reasons.append(f"the original run already fails ({original.status}), so the smoke run says nothing about "
-                       f"the fix; make the original run (a local model, --steps, the data offline) and verify again")
+                       f"the fix; make the original script run first (e.g. a local model path, or a cached model with "
+                       f"HF_HUB_OFFLINE=1), then verify again")
         return "original-fails", reasons, notes
     if main.status != "ok":
         reasons.append(f"{main.label} run: {main.status}")
@@ -203,7 +204,8 @@ def render(report: VerifyReport, console=None) -> None:
                           + (f": {run.message}" if run.message else ""))
     for note in report.notes:
         console.print(f"[dim]note:[/] {note}")
+    label = "[yellow]original fails:[/]" if report.verdict == "original-fails" else "[red]fail:[/]"
     for reason in report.reasons:
-        console.print(f"[red]fail:[/] {reason}")
+        console.print(f"{label} {reason}")
     colour = {"pass": "green", "original-fails": "yellow"}.get(report.verdict, "red")
     console.print(f"verdict: [{colour} bold]{report.verdict}[/]")
