@@ -251,3 +251,30 @@ def test_close_clears_diagnostics(workspace: Path) -> None:
         await c.wait_for(uri, lambda d: len(d) == 0)
 
     run(_session(workspace, body))
+
+
+def test_watches_settings_and_setup_files_when_the_client_can(workspace: Path) -> None:
+    async def main() -> None:
+        c = TrainlintClient()
+        registrations: list[types.RegistrationParams] = []
+
+        @c.client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def on_register(params: types.RegistrationParams) -> None:
+            registrations.append(params)
+
+        import shutil as _sh
+
+        await c.client.start_io(_sh.which("trainlint"), "server")
+        await c.client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(
+                did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True))),
+            root_uri=workspace.as_uri()))
+        c.client.initialized(types.InitializedParams())
+        uri = c.open(workspace / "train.py")
+        await c.wait_for(uri, lambda d: bool(d))
+        await c.stop()
+        (reg,) = [r for p in registrations for r in p.registrations]
+        assert reg.method == "workspace/didChangeWatchedFiles"
+        assert "pyproject.toml" in str(reg.register_options)
+
+    run(main())

@@ -31,6 +31,7 @@ from trainlint.server.session import Session, norm
 FIX_ALL_KIND = "source.fixAll.trainlint"
 SHOW_RULE = "trainlint.showRule"
 DEBOUNCE_S = 0.05
+WATCHED_GLOB = "**/{pyproject.toml,*.py,*.sh,*.json,*.yaml,*.yml,*.md,*.ipynb}"
 log = logging.getLogger("trainlint.server")
 
 _SEVERITY = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: types.DiagnosticSeverity.Warning,
@@ -171,8 +172,16 @@ def build_server() -> TrainlintServer:
         ls.session.root = Path(root) if root else None
 
     @server.feature(types.INITIALIZED)
-    def initialized(ls: TrainlintServer, params: types.InitializedParams) -> None:
+    async def initialized(ls: TrainlintServer, params: types.InitializedParams) -> None:
         ls.worker.submit(ls.session.index)  # read the workspace once, before the first run needs it
+        caps = ls.client_capabilities.workspace
+        watched = caps.did_change_watched_files if caps else None
+        if watched and watched.dynamic_registration:
+            # settings (pyproject.toml) and the files of setups changed outside the editor
+            await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
+                id="trainlint-watch", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=[
+                    types.FileSystemWatcher(glob_pattern=WATCHED_GLOB)]))]))
 
     def _path(ls: TrainlintServer, uri: str) -> str | None:
         p = uri_to_path(uri)
