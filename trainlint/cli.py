@@ -238,6 +238,12 @@ def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero:
     except ConfigError as e:
         _fail(str(e))
         return
+    if settings.gpu and settings.gpu.lower() != "auto":
+        from trainlint.knowledge.gpus import assumed_variant_note
+
+        note = assumed_variant_note(settings.gpu, result.texts)
+        if note is not None:
+            click.echo(f"trainlint: note: {note}", err=True)
     fmt = fmt or ("text" if sys.stdout.isatty() else "concise")
     color = _color()
     empty = None if overlay else nothing_checked(path_list, result, settings)
@@ -341,7 +347,8 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, s
 
 
 @main.command("rules")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "fmt", type=click.Choice(["text", "table", "json"]), default="text",
+              help="text: a table on a wide terminal, else one line per rule; table: always the table; json.")
 def rules_cmd(fmt: str) -> None:
     """List every rule: code, name, severity, fix safety."""
     from trainlint.rules import all_rules
@@ -352,16 +359,52 @@ def rules_cmd(fmt: str) -> None:
 
         click.echo(json.dumps([dict(zip(("code", "name", "severity", "fix", "summary"), r)) for r in rows], indent=2))
         return
+    import shutil
+
+    wide = sys.stdout.isatty() and shutil.get_terminal_size((80, 24)).columns >= 120
+    if fmt == "text" and not wide:  # piped or narrow: one plain line per rule
+        width = max(len(r[1]) for r in rows)
+        mark = {"safe": "[*]", "unsafe": "[-]", "none": "   "}
+        click.echo("\n".join(f"{code}  {mark[fix]} {name:<{width}}  {sev:<7}  {summary}"
+                             for code, name, sev, fix, summary in rows))
+        return
     from rich.console import Console
     from rich.table import Table
 
     table = Table(show_lines=False, header_style="bold")
     for col in ("code", "name", "severity", "fix"):
         table.add_column(col, no_wrap=True)
-    table.add_column("summary")
+    table.add_column("summary", min_width=30)
     for row in rows:
         table.add_row(*row)
-    Console(soft_wrap=False).print(table)
+    Console(soft_wrap=False, color_system=None if _color() is False else "auto").print(table)
+
+
+@main.command("gpus")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def gpus_cmd(fmt: str) -> None:
+    """List the GPUs trainlint knows (for --gpu): memory, compute capability, bf16/tf32/fp8."""
+    from trainlint.knowledge.gpus import all_gpus
+
+    gpus = all_gpus()
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps([{"name": g.name, "vendor": g.vendor, "memory_gib": g.memory_gib,
+                                "memory_bytes": g.memory_bytes,
+                                "compute_capability": ".".join(map(str, g.compute_capability))
+                                if g.compute_capability else None,
+                                "arch": g.arch, "bf16": g.bf16, "tf32": g.tf32, "fp8": g.fp8,
+                                "aliases": list(g.aliases)} for g in gpus], indent=2))
+        return
+    width = max(len(g.name) for g in gpus)
+    lines = [f"{'name':<{width}}  {'memory':>9}  {'cc':>4}  {'arch':<10} formats"]
+    for g in gpus:
+        cc = ".".join(map(str, g.compute_capability)) if g.compute_capability else "-"
+        formats = ",".join(f for f, ok in (("bf16", g.bf16), ("tf32", g.tf32), ("fp8", g.fp8)) if ok) or "fp16"
+        lines.append(f"{g.name:<{width}}  {g.memory_gib:>5g} GiB  {cc:>4}  {g.arch:<10} {formats}")
+    click.echo("\n".join(lines))
+    click.echo("A family name without memory size (A100, H100, V100) means the larger variant.", err=True)
 
 
 @main.command("rule")
@@ -373,14 +416,17 @@ def rule_cmd(code_or_name: str) -> None:
 
     rule = get_rule(code_or_name)
     if rule is None:
-        _fail(f"no rule {code_or_name!r} (see `trainlint rules`)")
+        from trainlint.rules import unknown_selector
+
+        _fail((unknown_selector(code_or_name) or f"no rule {code_or_name!r}").replace(
+            "unknown rule code, prefix or name", "no rule"))
         return
     click.echo(render_markdown(rule))
 
 
 # Commands after which the process has nothing left to clean up: no child processes, no
 # temporary folders, every write already atomic and closed.
-_QUICK_EXIT_COMMANDS = frozenset({"check", "fix", "rules", "rule"})
+_QUICK_EXIT_COMMANDS = frozenset({"check", "fix", "rules", "rule", "gpus"})
 
 
 def entry() -> None:

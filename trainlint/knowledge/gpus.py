@@ -33,6 +33,7 @@ __all__ = [
     "lookup_gpu_variants",
     "nearest_gpus",
     "auto_gpu_problem",
+    "assumed_variant_note",
     "parse_nvidia_smi",
 ]
 
@@ -179,6 +180,27 @@ def lookup_gpu_variants(text: str) -> list[Gpu]:
         rows = [r for r in rows if r[1] == form]
     rows.sort(key=lambda r: (not r[2], -r[0].memory_gib))
     return [r[0] for r in rows]
+
+
+def assumed_variant_note(text: str, texts: dict[str, str]) -> str | None:
+    """For an ambiguous ``--gpu`` (``A100``: 40 or 80 GB): when one of the checked files names
+    another variant (``A100-40GB``, ``a100_40gb``, ``A100 40GB``), say which one was assumed."""
+    variants = lookup_gpu_variants(text)
+    if len(variants) < 2:
+        return None
+    assumed, others = variants[0], variants[1:]
+    for other in others:
+        for spelling in (other.name, *other.aliases):
+            toks = [t for t in _tokens(spelling) if t not in _NOISE]
+            if len(toks) < 2:
+                continue
+            pat = re.compile(r"(?<![a-z0-9])" + r"[\s_-]?".join(
+                re.escape(t).replace("gb", r"\s?gb?") for t in toks) + r"(?![a-z0-9])", re.I)
+            for path, body in texts.items():
+                if pat.search(body):
+                    return (f"--gpu {text} was taken as {assumed.name} ({assumed.memory_gib:g} GiB, the larger "
+                            f"variant), but {path} names {other.name}: pass --gpu {other.name} if that is the target")
+    return None
 
 
 def lookup_gpu(text: str) -> Gpu | None:

@@ -200,12 +200,12 @@ class RunContext:
         if gpu is None or not self.setup.scripts:
             return None
         from trainlint.estimate import SetupEstimate, estimate_setup
-        from trainlint.memory import CUDA_CONTEXT_BYTES, estimate
+        from trainlint.memory import CUDA_CONTEXT_BYTES
 
         r = estimate_setup(self.setup)
         if not isinstance(r, SetupEstimate) or r.quantized:
             return None
-        total = estimate(r.favourable_shape()).total + CUDA_CONTEXT_BYTES
+        total = r.judged()[1].total + CUDA_CONTEXT_BYTES
         return total, gpu.memory_bytes
 
     @property

@@ -51,7 +51,6 @@ class OffloadNotNeeded(Rule):
     ## References
     - https://huggingface.co/docs/transformers/deepspeed (ZeRO-Offload; "disable CPU/NVMe offload")
     - DeepSpeed `estimate_zero2_model_states_mem_needs` / `estimate_zero3_model_states_mem_needs`
-    - pitfalls catalog D09
     """
 
     code = "TL308"

@@ -26,7 +26,7 @@ class InternalError(Rule):
     No fix.
 
     ## References
-    - design.md, section 2: exit codes
+    - trainlint README, "Exit codes" (`2`: usage or internal error)
     """
 
     code = "TL000"
@@ -182,7 +182,7 @@ class MissingReference(Rule):
     No fix.
 
     ## References
-    - design.md section 1 ("A referenced file that is missing is itself a finding")
+    - trainlint README, "30-second tour" (a launch line and the files it names are read together)
     """
 
     code = "TL004"

@@ -34,7 +34,6 @@ class BadNumProcesses(Rule):
 
     ## References
     - accelerate `commands/launch.py`
-    - pitfalls catalog C04
     """
 
     code = "TL404"

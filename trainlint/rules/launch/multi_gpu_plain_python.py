@@ -38,7 +38,6 @@ class MultiGpuPlainPython(Rule):
     ## References
     - transformers `trainer.py` (`args.n_gpu > 1` wraps the model in `nn.DataParallel`)
     - https://pytorch.org/docs/stable/notes/cuda.html#use-nn-parallel-distributeddataparallel-instead-of-multiprocessing-or-nn-dataparallel
-    - pitfalls catalog P23
     """
 
     code = "TL406"

@@ -56,7 +56,7 @@ class CheckpointingMethodRenamed(Rule):
     `gradient_checkpointing_kwargs=` is renamed with them).
 
     ## References
-    - pitfalls catalog R21; transformers 5.23 `PreTrainedModel.gradient_checkpointing_enable`
+    - transformers 5.23 `PreTrainedModel.gradient_checkpointing_enable`
       (read in the 5.22.0 and 5.23.0 wheels)
     """
 

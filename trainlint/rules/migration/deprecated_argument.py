@@ -73,7 +73,6 @@ class DeprecatedArgument(Rule):
     into it); otherwise no fix.
 
     ## References
-    - pitfalls catalog R01, R03-R13, R18, R19, R21
     - the deprecation messages in `TrainingArguments.__post_init__` of each version
     """
 

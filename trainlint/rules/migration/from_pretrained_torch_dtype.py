@@ -44,7 +44,7 @@ class FromPretrainedTorchDtype(Rule):
     Safe: the same value under the new name.
 
     ## References
-    - pitfalls catalog R23; transformers 4.56.0 `modeling_utils.py`
+    - transformers 4.56.0 `modeling_utils.py`
     """
 
     code = "TL608"

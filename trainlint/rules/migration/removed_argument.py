@@ -75,7 +75,6 @@ class RemovedArgument(Rule):
     export `TENSORBOARD_LOGGING_DIR`.
 
     ## References
-    - pitfalls catalog R01, R03-R16, R18-R20, R26 (field lists diffed over released wheels)
     - huggingface/transformers#36946 (evaluation_strategy), #41017 and #41404 (v5 removals)
     - huggingface/trl#3704 (max_seq_length)
     """

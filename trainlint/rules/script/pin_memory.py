@@ -1,4 +1,4 @@
-"""TL120 pin-memory-disabled (pitfalls catalog P28 and A30)."""
+"""TL120 pin-memory-disabled."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class PinMemoryDisabled(Rule):
     for non-blocking copies (`accelerator_config={"non_blocking": True}`), which need pinned
     memory.
 
-    The other half of the catalog entry, `dataloader_num_workers` larger than the CPU cores a
+    The related pitfall, `dataloader_num_workers` larger than the CPU cores a
     process gets, is not checked: the number of cores on the training machine, and how the
     launcher shares them among processes, cannot be read from the files.
 
@@ -48,7 +48,6 @@ class PinMemoryDisabled(Rule):
     - transformers `TrainingArguments.dataloader_pin_memory` (default True), `Trainer._get_dataloader`
     - https://pytorch.org/docs/stable/data.html#memory-pinning
     - transformers `Trainer.create_accelerator_and_postprocess` (the `non_blocking` warning)
-    - pitfalls catalog P28, A30
     """
 
     code = "TL120"
