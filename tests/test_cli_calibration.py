@@ -233,3 +233,90 @@ def test_verify_when_the_original_already_fails(tmp_path):
     finite = next(line for line in out.stdout.splitlines() if "loss finite" in line)
     assert "True" not in finite
     assert out.stdout.count("We couldn't connect") + out.stderr.count("We couldn't connect") == 2  # once a run
+
+
+# -- 3. output people can read -----------------------------------------------------------------
+
+
+def test_rules_listing_is_one_line_per_rule_when_piped_and_json_always():
+    from trainlint.rules import all_rules
+
+    out = run_cli("rules")
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and len(lines) == len(all_rules())
+    assert all(line.startswith("TL") for line in lines) and not any(ch in out.stdout for ch in "┃│━")
+    assert "padding-max-length" in next(line for line in lines if line.startswith("TL102"))
+    data = json.loads(run_cli("rules", "--format", "json").stdout)
+    assert {d["code"] for d in data} == {r.code for r in all_rules()}
+    hint = run_cli("rule", "padding-maxlength")
+    assert hint.returncode == 2 and "did you mean 'padding-max-length'" in hint.stderr
+
+
+def test_gpus_lists_memory_and_compute_capability():
+    out = run_cli("gpus")
+    row = next(line for line in out.stdout.splitlines() if line.startswith("A100-80GB "))
+    assert out.returncode == 0 and "80 GiB" in row and "8.0" in row and "bf16" in row
+    data = {g["name"]: g for g in json.loads(run_cli("gpus", "--format", "json").stdout)}
+    assert data["H100-SXM"]["compute_capability"] == "9.0" and data["T4"]["bf16"] is False
+
+
+def test_gpu_family_name_says_which_memory_it_assumed(tmp_path):
+    write_files(tmp_path, {"run.sh": "#!/bin/bash\n#SBATCH --gres=gpu:a100_40gb:2\ntorchrun --nproc_per_node 2 "
+                                     "train.py --output_dir o\n",
+                           "train.py": BERT + "from transformers import HfArgumentParser\n"
+                                              "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"})
+    out = run_cli("check", str(tmp_path), "--gpu", "A100", "--no-cache")
+    assert "--gpu A100 was taken as A100-80GB (80 GiB" in out.stderr and "names A100-40GB" in out.stderr
+    exact = run_cli("check", str(tmp_path), "--gpu", "A100-40GB", "--no-cache")
+    assert "was taken as" not in exact.stderr
+
+
+def test_estimate_and_the_oom_rule_share_one_source(tmp_path):
+    write_files(tmp_path, {
+        "run.sh": "torchrun --nproc_per_node 2 train.py --per_device_train_batch_size 1\n"
+                  "torchrun --nproc_per_node 4 train.py --per_device_train_batch_size 1\n",
+        "train.py": LLAMA + "from transformers import HfArgumentParser\n"
+                            "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+                            "model.gradient_checkpointing_enable()\n"})
+    est = json.loads(run_cli("estimate", str(tmp_path), "--gpu", "A100-40GB", "--format", "json",
+                             "--transformers-version", "4.57.1").stdout)
+    launches = [e["launch"] for e in est["estimates"]]
+    assert launches == ["run.sh:1: torchrun --nproc_per_node 2 train.py --per_device_train_batch_size 1",
+                        "run.sh:2: torchrun --nproc_per_node 4 train.py --per_device_train_batch_size 1"]
+    findings = json.loads(run_cli("check", str(tmp_path), "--gpu", "A100-40GB", "--select", "TL550", "--format",
+                                  "json", "--transformers-version", "4.57.1", "--no-cache").stdout)
+    totals = sorted(round((e["per_gpu"]["total"] + e["cuda_context"]) / 2**30, 1) for e in est["estimates"])
+    said = sorted(float(d["message"].split("estimated ")[1].split(" GiB")[0]) for d in findings)
+    assert said and set(said) <= set(totals), (said, totals)
+    v4 = json.loads(run_cli("estimate", str(tmp_path), "--format", "json", "--transformers-version", "4.57.1").stdout)
+    v5 = json.loads(run_cli("estimate", str(tmp_path), "--format", "json", "--transformers-version", "5.24.0").stdout)
+    assert any("defaults to float32 in transformers 4" in n for n in v4["estimates"][0]["provenance"])
+    assert any("dtype='auto' in transformers 5" in n for n in v5["estimates"][0]["provenance"])
+    assert v5["estimates"][0]["per_gpu"]["weights"] < v4["estimates"][0]["per_gpu"]["weights"]
+    text = run_cli("estimate", str(tmp_path)).stdout
+    assert "launched by run.sh:1:" in text and "launched by run.sh:2:" in text
+
+
+def test_user_facing_docs_cite_public_sources_only():
+    root = Path(__file__).resolve().parents[1]
+    pages = list((root / "rules").glob("*.md"))
+    assert len(pages) > 100
+    for page in [*pages, root / "README.md"]:
+        text = page.read_text(encoding="utf-8")
+        for internal in ("pitfalls catalog", "design.md", "../seeds/", "Fix is always available"):
+            assert internal not in text, (page.name, internal)
+    shown = run_cli("rule", "TL201").stdout
+    assert "## References" in shown and "catalog" not in shown
+
+
+def test_disable_next_silences_one_command_of_a_multiline_launch(tmp_path):
+    write_files(tmp_path, {
+        "run.sh": "#!/bin/bash\n# trainlint: disable-next=TL201\ntorchrun --nproc_per_node 2 train.py \\\n"
+                  "  --output_dir a \\\n  --logging_steps 1\n\ntorchrun --nproc_per_node 2 train.py \\\n"
+                  "  --output_dir b \\\n  --logging_steps 1\n",
+        "train.py": BERT + "from transformers import HfArgumentParser\n"
+                           "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n",
+        "accelerate.yaml": "distributed_type: MULTI_GPU\nnum_processes: 2\n# trainlint: disable-next=TL003\n"
+                           "num_processes: 2\n"})
+    out = _concise(tmp_path, "--select", "TL201,TL003")
+    assert [line.split(":")[0:2] for line in out.stdout.splitlines()] == [[str(tmp_path / "run.sh"), "9"]], out.stdout
