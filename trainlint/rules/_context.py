@@ -79,7 +79,7 @@ class RunContext:
     def test_file(self) -> str | None:
         """Why the run is a test (``tests/test_train.py is a test file``), else None."""
         paths = [self.site.path] if self.site is not None else []
-        paths += [pf.path for pf in self.setup.scripts]
+        paths += [pf.path for pf in self.setup.scripts] + list(self.setup.files)
         for path in paths:
             if is_test_path(path):
                 return f"{PurePath(path).name} is a test file"

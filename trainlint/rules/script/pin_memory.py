@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._context import run_context
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import PYTHON, Setup, Value
 
@@ -109,6 +110,13 @@ class PinMemoryDisabled(Rule):
             ),
         ),
         # must not flag
+        Case(files={"tests/test_loader.py": "from transformers import TrainingArguments\n"
+                    "def test_loader():\n    TrainingArguments(output_dir='o', dataloader_pin_memory=False)\n"},
+             options={"gpu": "A100"}, flags=False, note="tests turn pinning off on purpose"),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", dataloader_pin_memory=False, max_steps=5)
+            """, options={"gpu": "A100"}, flags=False, note="a 5-step smoke run"),
         Case(
             """
             from transformers import TrainingArguments
@@ -151,6 +159,8 @@ class PinMemoryDisabled(Rule):
             cpu = next((site.get(n) for n in ("use_cpu", "no_cuda") if site.get(n) is not None), None)
             if cpu is not None and cpu.value is not False:
                 continue  # CPU training, or not resolvable
+            if run_context(setup, site).quiet_reason is not None:
+                continue  # tests and smoke runs turn pinning off on purpose (CI machines, CPU runners)
             edits = None
             span = v.edit_span()
             if v.origin == PYTHON and span is not None and not v.shared:
