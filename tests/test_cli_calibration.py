@@ -52,12 +52,18 @@ def test_logging_steps_severity_follows_step_cost_and_is_silent_in_tests_and_smo
 
 def test_save_total_limit_only_for_long_runs(tmp_path):
     write_files(tmp_path, {
-        "long.py": "from transformers import TrainingArguments\n"
-                   "args = TrainingArguments(output_dir='o', max_steps=50000, save_steps=1000)\n",
-        "short.py": "from transformers import TrainingArguments\n"
-                    "args = TrainingArguments(output_dir='o', max_steps=1000, save_steps=500)\n",
-        "tests/test_ckpt.py": "from transformers import TrainingArguments\n"
-                              "args = TrainingArguments(output_dir='o', save_steps=1, num_train_epochs=9)\n"})
+        "long.py": "from transformers import Trainer, TrainingArguments\n"
+                   "args = TrainingArguments(output_dir='o', max_steps=50000, save_steps=1000)\n"
+                   "Trainer(model=model, args=args).train()\n",
+        "loop.py": "from transformers import TrainingArguments\n"
+                   "args = TrainingArguments(output_dir='o', max_steps=50000, save_steps=1000)\n"
+                   "my_loop(model, args)\n",
+        "short.py": "from transformers import Trainer, TrainingArguments\n"
+                    "args = TrainingArguments(output_dir='o', max_steps=1000, save_steps=500)\n"
+                    "Trainer(model=model, args=args).train()\n",
+        "tests/test_ckpt.py": "from transformers import Trainer, TrainingArguments\n"
+                              "args = TrainingArguments(output_dir='o', save_steps=1, num_train_epochs=9)\n"
+                              "Trainer(model=model, args=args).train()\n"})
     out = _concise(tmp_path, "--select", "TL224")
     assert [Path(line.split(":")[0]).name for line in out.stdout.splitlines()] == ["long.py"], out.stdout
     assert "50 checkpoints" in out.stdout and out.returncode == 0  # info: advice, not failing
@@ -184,7 +190,7 @@ def test_exit_code_does_not_depend_on_a_closed_pipe(tmp_path):
 
 def test_statistics_marks_safe_and_unsafe_like_the_findings(tmp_path):
     write_files(tmp_path, {"train.py": BERT + "args = TrainingArguments(output_dir='o', logging_steps=1, "
-                                              "max_steps=90000)\n"})
+                                              "max_steps=90000)\nTrainer(model=model, args=args).train()\n"})
     out = run_cli("check", str(tmp_path), "--statistics", "--no-cache")
     lines = {line.split("\t")[1]: line for line in out.stdout.splitlines()}
     assert "[*] logging-steps-too-low" in lines["TL201"]  # a safe fix

@@ -10,11 +10,13 @@ from pydantic import Field
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
 from trainlint.rules._context import run_context
+from trainlint.rules._setup_models import uses_hf_trainer
 from trainlint.rules._versioned import SiteRule, python_file, strategy
 from trainlint.rules.base import Case, RuleOptions
 from trainlint.setup import ArgsSite, Setup
 
-TA = "from transformers import TrainingArguments\n"
+TA = "from transformers import Trainer, TrainingArguments\n"
+TR = "Trainer(model=model, args=args).train()\n"
 
 
 class SaveLimitOptions(RuleOptions):
@@ -31,7 +33,9 @@ class SaveTotalLimitMissing(SiteRule):
     limit the fix would write (3) by the settings (`num_train_epochs` with epoch saving,
     `max_steps` / `save_steps` with step saving), or a step-saving run whose length depends on
     the data. It is silent for test files (`test_*.py`, `conftest.py`, files under `tests/`, which
-    often assert on every checkpoint) and short runs (`max_steps` up to 100).
+    often assert on every checkpoint) and short runs (`max_steps` up to 100), and when no
+    `Trainer` (or TRL trainer) in the setup runs with the arguments: a custom loop saves what it
+    saves itself.
 
     ## Why is this bad?
     Without a limit every checkpoint is kept. A checkpoint holds the model and, to resume, the
@@ -69,29 +73,40 @@ class SaveTotalLimitMissing(SiteRule):
     Options = SaveLimitOptions
 
     cases = [
-        Case(TA + "args = TrainingArguments(output_dir='o', save_steps=200)\n", unsafe=True,
-             fixed=TA + "args = TrainingArguments(output_dir='o', save_steps=200, save_total_limit=3)\n"),
-        Case(TA + "args = TrainingArguments(output_dir='o', save_strategy='epoch', num_train_epochs=10)\n"),
-        Case(TA + "args = TrainingArguments(output_dir='o', max_steps=20000, save_steps=1000)\n",
+        Case(TA + "args = TrainingArguments(output_dir='o', save_steps=200)\n" + TR, unsafe=True,
+             fixed=TA + "args = TrainingArguments(output_dir='o', save_steps=200, save_total_limit=3)\n" + TR),
+        Case(TA + "args = TrainingArguments(output_dir='o', save_strategy='epoch', num_train_epochs=10)\n" + TR),
+        Case(TA + "args = TrainingArguments(output_dir='o', max_steps=20000, save_steps=1000)\n" + TR,
              note="20 checkpoints"),
         Case(files={"run.sh": "python run.py --output_dir o --save_strategy epoch --num_train_epochs 8\n",
-                    "run.py": "from transformers import HfArgumentParser, TrainingArguments\n"
-                              "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"}),
+                    "run.py": "from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+                              "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n" + TR}),
+        Case("from trl import SFTConfig, SFTTrainer\nargs = SFTConfig(output_dir='o', max_steps=9000, save_steps=100)\n"
+             "SFTTrainer(model='m', args=args, train_dataset=ds).train()\n", note="a TRL trainer"),
         # must not flag
-        Case(TA + "args = TrainingArguments(output_dir='o', save_strategy='epoch')\n", flags=False,
+        Case(TA + "args = TrainingArguments(output_dir='o', save_strategy='epoch')\n" + TR, flags=False,
              note="the default 3 epochs leave 3 checkpoints"),
-        Case(TA + "args = TrainingArguments(output_dir='o', max_steps=1500, save_steps=500)\n", flags=False,
+        Case(TA + "args = TrainingArguments(output_dir='o', max_steps=1500, save_steps=500)\n" + TR, flags=False,
              note="3 checkpoints"),
-        Case(TA + "args = TrainingArguments(output_dir='o', max_steps=10, save_steps=1)\n", flags=False,
+        Case(TA + "args = TrainingArguments(output_dir='o', max_steps=10, save_steps=1)\n" + TR, flags=False,
              note="a smoke run"),
         Case(files={"tests/test_checkpoints.py": TA + "def test_every_checkpoint(tmp_path):\n"
-                    "    args = TrainingArguments(output_dir=str(tmp_path), save_steps=1, num_train_epochs=5)\n"},
+                    "    args = TrainingArguments(output_dir=str(tmp_path), save_steps=1, num_train_epochs=5)\n"
+                    "    Trainer(model=model, args=args).train()\n"},
              flags=False, note="a test that may assert on every checkpoint"),
-        Case(TA + "args = TrainingArguments(output_dir='o', save_total_limit=2)\n", flags=False),
-        Case(TA + "args = TrainingArguments(output_dir='o', save_strategy='no')\n", flags=False),
-        Case(TA + "import os\nargs = TrainingArguments(output_dir='o', save_strategy=os.environ['S'])\n", flags=False,
-             note="unknown strategy: never guessed"),
-        Case(TA + "args = TrainingArguments(output_dir='o', **load_config())\n", flags=False,
+        Case(TA + "args = TrainingArguments(output_dir='o', max_steps=90000, save_steps=100)\n"
+             "accelerator = Accelerator()\nfor step, batch in enumerate(loader):\n    model(**batch).loss.backward()\n",
+             flags=False, note="a custom loop: no Trainer writes checkpoints"),
+        Case(files={"run.sh": "python run.py --output_dir o --save_strategy epoch --num_train_epochs 8\n",
+                    "run.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                              "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+                              "train_loop(model, args)\n"}, flags=False,
+             note="the parsed arguments feed the project's own loop"),
+        Case(TA + "args = TrainingArguments(output_dir='o', save_total_limit=2)\n" + TR, flags=False),
+        Case(TA + "args = TrainingArguments(output_dir='o', save_strategy='no')\n" + TR, flags=False),
+        Case(TA + "import os\nargs = TrainingArguments(output_dir='o', save_strategy=os.environ['S'])\n" + TR,
+             flags=False, note="unknown strategy: never guessed"),
+        Case(TA + "args = TrainingArguments(output_dir='o', **load_config())\n" + TR, flags=False,
              note="the unresolved **kwargs may set the limit"),
     ]
 
@@ -101,6 +116,8 @@ class SaveTotalLimitMissing(SiteRule):
         save = strategy(self.eff(setup, site, "save_strategy"))
         if save not in ("steps", "epoch", "best"):
             return
+        if not uses_hf_trainer(setup):
+            return  # no Trainer saves checkpoints here (a custom loop, or the args go elsewhere)
         ctx = run_context(setup, site)
         if ctx.quiet_reason is not None:
             return  # a test or a smoke run: it may well want every checkpoint
