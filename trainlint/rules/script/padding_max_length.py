@@ -9,6 +9,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.fixing.python_edits import add_keyword, ensure_import, remove_argument, remove_dict_entry, replace
+from trainlint.rules._context import is_test_path, run_context
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import TRL_TRAINER_CLASSES, CallSite, PythonFile, Scope, TrainerCall
@@ -253,7 +254,8 @@ class PaddingMaxLength(Rule):
     (a class with `__getitem__`), or preprocessing before `trainer.train()`. Calls after
     `train()` in the same body, and calls in functions that predict, generate or evaluate
     (by name, or because they call `.generate()` or run under `torch.no_grad()`), are
-    inference and are not flagged.
+    inference and are not flagged, and so are test files (`test_*.py`, `conftest.py`, files
+    under `tests/`), which pad to a fixed length on purpose.
 
     ## Why is this bad?
     Padding in preprocessing pads *every* example to `max_length` (often 512) once and for all.
@@ -402,6 +404,12 @@ class PaddingMaxLength(Rule):
             note="preprocessing before train()",
         ),
         # must not flag
+        Case(files={"tests/test_callbacks.py": (
+            "from transformers import Trainer\n"
+            "def test_logs(tmp_path):\n"
+            "    ds = ds.map(lambda b: tokenizer(b['text'], padding='max_length', max_length=16), batched=True)\n"
+            "    Trainer(model=model, train_dataset=ds).train()\n")},
+             flags=False, note="a test pads to a fixed length on purpose"),
         Case(
             """
             from transformers import Trainer
@@ -464,6 +472,8 @@ class PaddingMaxLength(Rule):
         for pf in setup.scripts:
             if not pf.trainer_calls or pf.uses_module("torch_xla"):
                 continue
+            if is_test_path(pf.path) or run_context(setup).test_file is not None:
+                continue  # a test pads to a fixed length on purpose (deterministic shapes and values)
             train_calls = _train_calls(pf)
             for use in find_padding(pf):
                 if not feeds_training(pf, use, train_calls):
