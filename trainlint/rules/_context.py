@@ -36,6 +36,9 @@ SHORT_SEQUENCE = 512
 HEAVY_ACCUMULATION = 8
 TIGHT_FRACTION = 0.75  # estimate above this share of the GPU: little room left for buffers
 
+MODEL_FLAGS = ("model_name_or_path", "model_name", "model_id", "base_model", "model")
+SEQ_FLAGS = ("max_seq_length", "max_length", "model_max_length", "max_seq_len", "cutoff_len")
+
 _TEST_NAME = re.compile(r"^(test_.*|.*_test|conftest|tests?)\.py$")
 _TEST_DIRS = {"tests", "test", "testing"}
 
@@ -131,7 +134,18 @@ class RunContext:
         from trainlint.rules._setup_models import single_model
 
         m = single_model(self.setup)
-        return m.info if m is not None and m.info is not None and getattr(m.info, "params", None) else None
+        if m is not None and m.info is not None and getattr(m.info, "params", None):
+            return m.info
+        # a launch line or args file naming the model for the script (--model_name_or_path ...)
+        from trainlint.knowledge.models import lookup_model
+
+        for name in MODEL_FLAGS:
+            value = self._value(name)
+            if isinstance(value, str) and value:
+                info = lookup_model(value, str(self.setup.root))
+                if info is not None and getattr(info, "params", None):
+                    return info
+        return None
 
     @property
     def params(self) -> int | None:
@@ -140,7 +154,7 @@ class RunContext:
     @cached_property
     def seq_len(self) -> tuple[int, str] | None:
         """(tokens, where it is written) from the site or the script's tokenizer calls."""
-        for name in ("max_seq_length", "max_length"):
+        for name in SEQ_FLAGS:
             n = _int(self._value(name))
             if n is not None and n > 0 and not (self.site is not None and self.site.is_generation_class()):
                 return n, f"{name}={n}"

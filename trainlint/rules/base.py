@@ -52,6 +52,7 @@ class Case:
     note: str = ""
     severity: str = ""  # when set: the severity every finding of the rule must have
     fixable: bool | None = None  # when set: whether the findings carry a fix
+    message: str = ""  # when set: text every finding's message contains (the reason it gives)
 
     def all_files(self) -> dict[str, str]:
         files = dict(self.files)

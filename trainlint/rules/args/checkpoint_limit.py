@@ -77,7 +77,7 @@ class SaveTotalLimitMissing(SiteRule):
              fixed=TA + "args = TrainingArguments(output_dir='o', save_steps=200, save_total_limit=3)\n" + TR),
         Case(TA + "args = TrainingArguments(output_dir='o', save_strategy='epoch', num_train_epochs=10)\n" + TR),
         Case(TA + "args = TrainingArguments(output_dir='o', max_steps=20000, save_steps=1000)\n" + TR,
-             note="20 checkpoints"),
+             message="20 checkpoints", note="20 checkpoints"),
         Case(files={"run.sh": "python run.py --output_dir o --save_strategy epoch --num_train_epochs 8\n",
                     "run.py": "from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
                               "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n" + TR}),

@@ -117,20 +117,30 @@ class LoggingStepsTooLow(Rule):
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', logging_steps=5)\n",
              rule_options={"threshold": 5}),
         Case(_BERT + "args = TrainingArguments(output_dir='o', logging_steps=1)\n", severity="warning",
-             note="a 110M-parameter model: steps are fast"),
+             message="109M-parameter model", note="a 110M-parameter model: steps are fast"),
         Case(TA + "args = TrainingArguments(output_dir='o', logging_steps=1, eval_strategy='steps')\n",
-             severity="warning", note="evaluation falls back to logging_steps: every step"),
+             severity="warning", message="evaluation falls back to logging_steps",
+             note="evaluation falls back to logging_steps: every step"),
         Case(_LLAMA + "args = TrainingArguments(output_dir='o', logging_steps=1, bf16=True)\n", severity="info",
-             note="multi-second steps of a 7B model"),
+             message="6.7B-parameter model", note="multi-second steps of a 7B model"),
         Case("from trl import SFTConfig\nargs = SFTConfig(output_dir='o', logging_steps=1, packing=True)\n",
-             severity="info", note="packing: long steps"),
+             severity="info", message="packing=True", note="packing: long steps"),
         Case(TA + "args = TrainingArguments(output_dir='o', logging_steps=1, gradient_accumulation_steps=16)\n",
-             severity="info", note="heavy accumulation"),
+             severity="info", message="gradient_accumulation_steps=16", note="heavy accumulation"),
         Case(files={"run.sh": "python train.py --output_dir o --logging_steps 1\n",
                     "train.py": "from transformers import AutoModel, HfArgumentParser, TrainingArguments\n"
                                 "model = AutoModel.from_pretrained('bert-base-uncased')\n"
                                 "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
-             severity="warning", note="a launch-line flag"),
+             severity="warning", message="109M-parameter model", note="a launch-line flag"),
+        Case(files={"run.sh": "deepspeed train.py --model_name_or_path meta-llama/Llama-2-7b-hf --output_dir o "
+                              "--logging_steps 1\n",
+                    "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
+             severity="info", message="6.7B-parameter model", note="the model named on the launch line"),
+        Case(files={"run.sh": "torchrun train.py --model_max_length 4096 --output_dir o --logging_steps 1\n",
+                    "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
+             severity="info", message="4096-token sequences", note="a long model_max_length"),
         # must not flag
         Case(_BERT + "args = TrainingArguments(output_dir='o', logging_steps=1, max_steps=3)\n", flags=False,
              note="a 3-step smoke run: logging every step is the point"),

@@ -69,7 +69,7 @@ class OverlapCommBuckets(Rule):
                                ' "overlap_comm": true}}\n'}, severity="info",
              note="default buckets 5e8: 9 GB, no target GPU: information with the figure"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
-                               ' "overlap_comm": true}}\n'}, options={"gpu": "RTX 4090"}, severity="warning",
+                               ' "overlap_comm": true}}\n'}, options={"gpu": "RTX 4090"}, severity="warning", message="35% of a RTX 4090",
              note="9 GB of a 24 GB card"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
                                ' "overlap_comm": true}}\n'}, options={"gpu": "H100"}, severity="info",
@@ -80,7 +80,7 @@ class OverlapCommBuckets(Rule):
                                 "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-2-7b-hf')\n"
                                 "args = TrainingArguments(output_dir='o', per_device_train_batch_size=1, bf16=True,"
                                 " deepspeed='ds.json')\nTrainer(model=model, args=args).train()\n"},
-             options={"gpu": "A100-80GB", "gpus": 2}, severity="warning",
+             options={"gpu": "A100-80GB", "gpus": 2}, severity="warning", message="so memory is tight",
              note="the estimate of a 7B ZeRO-2 run leaves little of 80 GB"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
                                ' "overlap_comm": true}}\n',
@@ -88,7 +88,8 @@ class OverlapCommBuckets(Rule):
                                 "model = AutoModelForSequenceClassification.from_pretrained('bert-base-uncased')\n"
                                 "args = TrainingArguments(output_dir='o', bf16=True, deepspeed='ds.json')\n"
                                 "Trainer(model=model, args=args).train()\n"},
-             options={"gpu": "A100-80GB"}, severity="info", note="BERT leaves most of 80 GB free"),
+             options={"gpu": "A100-80GB"}, severity="info", message="the setup's estimate is",
+             note="BERT leaves most of 80 GB free"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
                                ' "overlap_comm": true, "allgather_bucket_size": 2e8, "reduce_bucket_size": 2e8}}\n'},
              note="3.6 GB: information"),

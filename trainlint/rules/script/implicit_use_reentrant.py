@@ -111,7 +111,7 @@ class ImplicitUseReentrant(Rule):
                    "args = TrainingArguments(output_dir='o', gradient_checkpointing=True, deepspeed='ds_z3.json', "
                    'gradient_checkpointing_kwargs={"use_reentrant": True})\n'
                    "Trainer(model=model, args=args).train()\n"),
-            note="PEFT + ZeRO-3: use_reentrant=False raises a CheckpointError, so the advice is True",
+            message="CheckpointError", note="PEFT + ZeRO-3: use_reentrant=False raises a CheckpointError, so the advice is True",
         ),
         # must not flag
         Case(
