@@ -198,6 +198,10 @@ def test_statistics_marks_safe_and_unsafe_like_the_findings(tmp_path):
     assert "[-] save-total-limit-missing" in lines["TL224"]  # unsafe only: needs --unsafe-fixes
     text = run_cli("check", str(tmp_path), "--statistics", "--format", "text", "--no-cache").stdout
     assert "[-] save-total-limit-missing" in text and "[*] logging-steps-too-low" in text
+    stats = {s["code"]: s for s in json.loads(run_cli("check", str(tmp_path), "--statistics", "--format", "json",
+                                                       "--no-cache").stdout)}
+    assert (stats["TL201"]["safe_fixes"], stats["TL201"]["unsafe_fixes"]) == (1, 0)
+    assert (stats["TL224"]["safe_fixes"], stats["TL224"]["unsafe_fixes"]) == (0, 1)
 
 
 def test_no_color_and_force_color(tmp_path):
