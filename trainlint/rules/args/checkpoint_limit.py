@@ -19,6 +19,17 @@ TA = "from transformers import Trainer, TrainingArguments\n"
 TR = "Trainer(model=model, args=args).train()\n"
 
 
+def _trainer_runs(setup: Setup, site: ArgsSite) -> bool:
+    """A Trainer (or TRL trainer) runs with the site's arguments: the setup's scripts build
+    one, or a framework CLI that runs the HF Trainer reads the file (``llamafactory-cli``,
+    ``trl sft``: the site's consumer names it, with no script of the project in between)."""
+    if uses_hf_trainer(setup):
+        return True
+    consumer = getattr(site, "consumer", None)
+    return (consumer is not None and getattr(consumer, "kind", "") == "library" and not setup.scripts
+            and bool(getattr(consumer, "frameworks", ()) or "cli" in getattr(consumer, "via", "")))
+
+
 class SaveLimitOptions(RuleOptions):
 
     fix_value: int = Field(3, ge=1, alias="fix-value", description="the save_total_limit the fix writes")
@@ -116,7 +127,7 @@ class SaveTotalLimitMissing(SiteRule):
         save = strategy(self.eff(setup, site, "save_strategy"))
         if save not in ("steps", "epoch", "best"):
             return
-        if not uses_hf_trainer(setup):
+        if not _trainer_runs(setup, site):
             return  # no Trainer saves checkpoints here (a custom loop, or the args go elsewhere)
         ctx = run_context(setup, site)
         if ctx.quiet_reason is not None:
