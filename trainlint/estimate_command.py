@@ -137,6 +137,13 @@ def estimate(paths: tuple[Path, ...], gpus: int | None, gpu: str | None, transfo
     try:
         settings = load_settings(config_path or path_list[0], {"gpu": gpu, "gpus": gpus,
                                                                "transformers-version": transformers_version})
+        if settings.gpu and settings.gpu.lower() == "auto":
+            from trainlint.knowledge.gpus import auto_gpu_problem
+
+            problem = auto_gpu_problem()
+            if problem is not None:
+                click.echo(f"trainlint: note: --gpu auto: {problem}; the estimate is not compared with a GPU "
+                           f"(pass --gpu NAME, see `trainlint gpus`)", err=True)
         if transformers_version:
             from trainlint.config import version_notes
 
