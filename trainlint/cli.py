@@ -71,31 +71,11 @@ def _settings(paths: list[Path], **kw):
 
 
 def _preflight(settings, paths: list[Path], base_given: bool) -> None:
-    """What the run should say before it starts: a version the data does not know (and which
-    is used instead), a ``--base`` revision that does not exist (a usage error: lr-not-scaled
-    would be disabled silently), ``--gpu auto`` that finds no GPU (hardware rules off)."""
-    if settings.transformers_version or settings.trl_version:
-        from trainlint.config import version_notes
+    """Notes before the run (unknown versions, --gpu auto); usage errors raise ConfigError."""
+    from trainlint.preflight import preflight
 
-        for note in version_notes(settings):
-            click.echo(f"trainlint: note: {note}", err=True)
-    if base_given:
-        from trainlint.vcs import base_problem
-
-        problem = base_problem([str(p) for p in paths], settings.base)
-        if problem is not None:
-            _fail(problem)
-    if settings.gpu and settings.gpu.lower() != "auto":
-        from trainlint.resolve import target_gpu
-
-        target_gpu(settings)  # an unknown name is a usage error even when no setup needs it
-    elif settings.gpu:
-        from trainlint.knowledge.gpus import auto_gpu_problem
-
-        problem = auto_gpu_problem()
-        if problem is not None:
-            click.echo(f"trainlint: note: --gpu auto: {problem}, so the hardware rules are off (they need a "
-                       f"target GPU); pass --gpu NAME (see `trainlint gpus`)", err=True)
+    for note in preflight(settings, paths, base_given):
+        click.echo(f"trainlint: note: {note}", err=True)
 
 
 def _color() -> bool | None:
@@ -238,12 +218,10 @@ def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero:
     except ConfigError as e:
         _fail(str(e))
         return
-    if settings.gpu and settings.gpu.lower() != "auto":
-        from trainlint.knowledge.gpus import assumed_variant_note
+    from trainlint.preflight import after_run_notes
 
-        note = assumed_variant_note(settings.gpu, result.texts)
-        if note is not None:
-            click.echo(f"trainlint: note: {note}", err=True)
+    for note in after_run_notes(settings, result.texts):
+        click.echo(f"trainlint: note: {note}", err=True)
     fmt = fmt or ("text" if sys.stdout.isatty() else "concise")
     color = _color()
     empty = None if overlay else nothing_checked(path_list, result, settings)
@@ -350,61 +328,29 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, s
 @click.option("--format", "fmt", type=click.Choice(["text", "table", "json"]), default="text",
               help="text: a table on a wide terminal, else one line per rule; table: always the table; json.")
 def rules_cmd(fmt: str) -> None:
-    """List every rule: code, name, severity, fix safety."""
-    from trainlint.rules import all_rules
-
-    rows = [(r.code, r.name, r.severity.value, r.fix_safety, r.summary) for r in all_rules()]
-    if fmt == "json":
-        import json
-
-        click.echo(json.dumps([dict(zip(("code", "name", "severity", "fix", "summary"), r)) for r in rows], indent=2))
-        return
+    """List every rule: code, fix mark, name, severity, summary."""
     import shutil
 
-    wide = sys.stdout.isatty() and shutil.get_terminal_size((80, 24)).columns >= 120
-    if fmt == "text" and not wide:  # piped or narrow: one plain line per rule
-        width = max(len(r[1]) for r in rows)
-        mark = {"safe": "[*]", "unsafe": "[-]", "none": "   "}
-        click.echo("\n".join(f"{code}  {mark[fix]} {name:<{width}}  {sev:<7}  {summary}"
-                             for code, name, sev, fix, summary in rows))
-        return
-    from rich.console import Console
-    from rich.table import Table
+    from trainlint.report import listings
 
-    table = Table(show_lines=False, header_style="bold")
-    for col in ("code", "name", "severity", "fix"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("summary", min_width=30)
-    for row in rows:
-        table.add_row(*row)
-    Console(soft_wrap=False, color_system=None if _color() is False else "auto").print(table)
+    rows = listings.rule_rows()
+    if fmt == "json":
+        click.echo(listings.rules_json(rows))
+    elif fmt == "text" and not (sys.stdout.isatty() and shutil.get_terminal_size((80, 24)).columns >= 120):
+        click.echo(listings.rules_lines(rows))  # piped or narrow: one plain line per rule
+    else:
+        listings.print_rules_table(rows, _color())
 
 
 @main.command("gpus")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def gpus_cmd(fmt: str) -> None:
-    """List the GPUs trainlint knows (for --gpu): memory, compute capability, bf16/tf32/fp8."""
-    from trainlint.knowledge.gpus import all_gpus
+    """List the GPUs trainlint knows (for --gpu): memory, compute capability, number formats."""
+    from trainlint.report import listings
 
-    gpus = all_gpus()
-    if fmt == "json":
-        import json
-
-        click.echo(json.dumps([{"name": g.name, "vendor": g.vendor, "memory_gib": g.memory_gib,
-                                "memory_bytes": g.memory_bytes,
-                                "compute_capability": ".".join(map(str, g.compute_capability))
-                                if g.compute_capability else None,
-                                "arch": g.arch, "bf16": g.bf16, "tf32": g.tf32, "fp8": g.fp8,
-                                "aliases": list(g.aliases)} for g in gpus], indent=2))
-        return
-    width = max(len(g.name) for g in gpus)
-    lines = [f"{'name':<{width}}  {'memory':>9}  {'cc':>4}  {'arch':<10} formats"]
-    for g in gpus:
-        cc = ".".join(map(str, g.compute_capability)) if g.compute_capability else "-"
-        formats = ",".join(f for f, ok in (("bf16", g.bf16), ("tf32", g.tf32), ("fp8", g.fp8)) if ok) or "fp16"
-        lines.append(f"{g.name:<{width}}  {g.memory_gib:>5g} GiB  {cc:>4}  {g.arch:<10} {formats}")
-    click.echo("\n".join(lines))
-    click.echo("A family name without memory size (A100, H100, V100) means the larger variant.", err=True)
+    click.echo(listings.gpus_json() if fmt == "json" else listings.gpus_lines())
+    if fmt != "json":
+        click.echo("A family name without memory size (A100, H100, V100) means the larger variant.", err=True)
 
 
 @main.command("rule")
