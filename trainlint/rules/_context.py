@@ -39,6 +39,7 @@ TIGHT_FRACTION = 0.75  # estimate above this share of the GPU: little room left 
 MODEL_FLAGS = ("model_name_or_path", "model_name", "model_id", "base_model", "model")
 SEQ_FLAGS = ("max_seq_length", "max_length", "model_max_length", "max_seq_len", "cutoff_len")
 
+_SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([bBmM])(?![a-zA-Z0-9])")
 _TEST_NAME = re.compile(r"^(test_.*|.*_test|conftest|tests?)\.py$")
 _TEST_DIRS = {"tests", "test", "testing"}
 
@@ -147,9 +148,33 @@ class RunContext:
                     return info
         return None
 
-    @property
+    @cached_property
+    def model_name(self) -> str | None:
+        """The model id the setup names (from_pretrained, or a launch flag / args-file key)."""
+        from trainlint.rules._setup_models import setup_models
+
+        models = setup_models(self.setup)
+        if models:
+            return models[0].model_id
+        for name in MODEL_FLAGS:
+            value = self._value(name)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+    @cached_property
     def params(self) -> int | None:
-        return self.model.params if self.model is not None else None
+        """Parameters from the model facts; else the size a hub id spells out (``Qwen3-30B-A3B``:
+        30B, ``Llama-2-7b-hf``: 7B), which is what the name promises."""
+        if self.model is not None:
+            return self.model.params
+        name = self.model_name
+        if name:
+            m = _SIZE_IN_NAME.search(name.rsplit("/", 1)[-1])
+            if m:
+                scale = {"b": 1e9, "m": 1e6}[m.group(2).lower()]
+                return int(float(m.group(1)) * scale)
+        return None
 
     @cached_property
     def seq_len(self) -> tuple[int, str] | None:
@@ -200,8 +225,9 @@ class RunContext:
             return None
         if self.params is not None and self.params < SMALL_MODEL_PARAMS:
             return f"a {self.params / 1e6:.0f}M-parameter model"
-        if self.seq_len is not None and self.seq_len[0] <= SHORT_SEQUENCE:
-            return f"{self.seq_len[0]}-token sequences"
+        if self.seq_len is not None and self.seq_len[0] <= SHORT_SEQUENCE and self.params is None \
+                and self.model_name is None:
+            return f"{self.seq_len[0]}-token sequences"  # short sequences tell only without a big model
         return None
 
     # -- memory -----------------------------------------------------------------------

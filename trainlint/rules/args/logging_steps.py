@@ -35,8 +35,9 @@ class LoggingStepsTooLow(Rule):
 
     The severity comes from what the setup says about the run: a **warning** when evaluation
     falls back to `logging_steps` (`eval_strategy="steps"` without `eval_steps`: an evaluation
-    after every step) or when steps are fast (a model under 1B parameters, sequences of 512
-    tokens or less); **information** when steps take seconds anyway (a 7B+ model, sequences of
+    after every step) or when steps are fast (a model under 1B parameters, or sequences of 512
+    tokens or less when no model is named); **information** when steps take seconds anyway (a
+    6B+ model by the model facts or the size its hub id spells out, sequences of
     2048 tokens or more, TRL `packing=True`, `gradient_accumulation_steps` of 8 or more) or
     when the step time cannot be told. It is silent in test files (`test_*.py`, `conftest.py`,
     files under `tests/`) and in short runs (`max_steps` up to 100, `num_train_epochs` below
@@ -141,6 +142,12 @@ class LoggingStepsTooLow(Rule):
                     "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
                                 "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
              severity="info", message="4096-token sequences", note="a long model_max_length"),
+        Case(files={"sft.yaml": "model_name_or_path: Qwen/Qwen3-VL-30B-A3B-Instruct\ncutoff_len: 512\n"
+                                "output_dir: o\nlogging_steps: 1\n",
+                    "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_yaml_file('sft.yaml')\n"},
+             severity="info", message="30.0B-parameter model",
+             note="short sequences, but the model's name says 30B: not fast"),
         # must not flag
         Case(_BERT + "args = TrainingArguments(output_dir='o', logging_steps=1, max_steps=3)\n", flags=False,
              note="a 3-step smoke run: logging every step is the point"),
