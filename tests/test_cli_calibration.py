@@ -149,10 +149,12 @@ def test_base_revision_must_exist(tmp_path):
 
 
 def test_runs_that_check_nothing_say_so(tmp_path):
-    write_files(tmp_path, {"notes/readme.txt": "hello\n", "plain/util.py": "import os\n"})
+    write_files(tmp_path, {"notes/readme.txt": "hello\n", "plain/util.py": "import os\n",
+                           "venv/.venv/lib/site.py": "from transformers import TrainingArguments\n"})
     (tmp_path / "empty").mkdir()
     cases = {"empty": "no Python, shell, JSON or YAML files", "notes": "1 file skipped, not a kind trainlint reads",
-             "notes/readme.txt": "1 file skipped", "plain": "1 file read, none holds TrainingArguments"}
+             "notes/readme.txt": "1 file skipped", "plain": "1 file read, none holds TrainingArguments",
+             "venv": "1 file skipped by .gitignore, `exclude` or a virtualenv"}
     for rel, why in cases.items():
         target = str(tmp_path / rel)
         text = run_cli("check", target, "--format", "text")
