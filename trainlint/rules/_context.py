@@ -37,7 +37,10 @@ HEAVY_ACCUMULATION = 8
 TIGHT_FRACTION = 0.75  # estimate above this share of the GPU: little room left for buffers
 
 MODEL_FLAGS = ("model_name_or_path", "model_name", "model_id", "base_model", "model")
-SEQ_FLAGS = ("max_seq_length", "max_length", "model_max_length", "max_seq_len", "cutoff_len")
+# TRL / transformers names, then the spellings of frameworks that feed the Trainer
+# (LLaMA-Factory ``cutoff_len``, axolotl ``sequence_len`` and ``sample_packing``)
+SEQ_FLAGS = ("max_seq_length", "max_length", "model_max_length", "max_seq_len", "cutoff_len", "sequence_len")
+PACKING_FLAGS = ("packing", "sample_packing")
 
 _SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([bBmM])(?![a-zA-Z0-9])")
 _TEST_NAME = re.compile(r"^(test_.*|.*_test|conftest|tests?)\.py$")
@@ -194,7 +197,7 @@ class RunContext:
 
     @cached_property
     def packing(self) -> bool:
-        return self._value("packing") is True
+        return any(self._value(name) is True for name in PACKING_FLAGS)
 
     @cached_property
     def grad_accum(self) -> int | None:
