@@ -20,6 +20,7 @@ whether the file is a test pays nothing for the estimate.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from functools import cached_property
 from pathlib import PurePath
@@ -48,14 +49,18 @@ _TEST_DIRS = {"tests", "test", "testing"}
 
 
 def is_test_path(path: str) -> bool:
-    """A pytest file or anything under a tests folder (by name only). Of an absolute path only
-    the two folders above the file count: ``/home/me/test/repo/train.py`` is not a test."""
+    """A pytest file or anything under a tests folder (by name only). The folders count from
+    the working directory; of an absolute path outside it only the file's own folder counts
+    (``/home/me/test/repo/train.py`` is not a test, ``/ci/repo/tests/train.py`` is)."""
     p = PurePath(path)
     if _TEST_NAME.match(p.name):
         return True
     parents = p.parts[:-1]
     if p.is_absolute():
-        parents = parents[-2:]
+        try:
+            parents = p.relative_to(os.getcwd()).parts[:-1]
+        except ValueError:
+            parents = parents[-1:]
     return any(part.lower() in _TEST_DIRS for part in parents)
 
 
