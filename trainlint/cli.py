@@ -218,6 +218,11 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
         return
     if diff or not apply_:
         for path in sorted(outcome.fixed):
+            if path.endswith(".ipynb"):  # the cells' sources, not the escaped JSON
+                from trainlint.fixing.notebook import cell_diff
+
+                sys.stdout.writelines(cell_diff(path, outcome.original[path], outcome.fixed[path]))
+                continue
             old = outcome.original[path].splitlines(keepends=True)
             new = outcome.fixed[path].splitlines(keepends=True)
             sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
@@ -229,7 +234,8 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
                 not_written.add(path)
                 click.echo(f"trainlint: not written: {path}: {problem}", err=True)
     for d, error in outcome.reverted:
-        click.echo(f"trainlint: fix for {d.code} at {d.path}:{d.line} was not applied: the result did not parse "
+        at = f"{d.path}:cell {d.cell}:{d.line}" if d.cell is not None else f"{d.path}:{d.line}"
+        click.echo(f"trainlint: fix for {d.code} at {at} was not applied: the result did not parse "
                    f"({error})", err=True)
 
     n = len(outcome.applied)

@@ -150,6 +150,10 @@ def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) ->
             continue
         seen.add(key)
         kept.append(d)
+    if any(f.kind == "notebook" for f in ws.files.values()):
+        from trainlint.sources.notebook import to_cells
+
+        kept = to_cells(kept, ws)  # notebook findings: cell + line within the cell
     kept.sort(key=lambda d: d.sort_key())
     return kept
 
@@ -203,7 +207,7 @@ def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,
 
 def _fix_key(d: Diagnostic) -> tuple:
     assert d.fix is not None
-    return (d.code, tuple(sorted((e.path, e.line, e.column, e.end_line, e.end_column, e.content)
+    return (d.code, tuple(sorted((e.path, e.cell or 0, e.line, e.column, e.end_line, e.end_column, e.content)
                                  for e in d.fix.edits)))
 
 
