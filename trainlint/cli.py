@@ -27,6 +27,8 @@ def selection_options(f):
     options = [
         click.option("--select", multiple=True, help="Rule codes, code prefixes or names to check (comma-separated)."),
         click.option("--ignore", multiple=True, help="Rule codes, code prefixes or names to skip."),
+        click.option("--exclude", multiple=True, help="Glob patterns of files/folders a folder walk skips, "
+                     "e.g. '*.ipynb' (comma-separated; replaces [tool.trainlint] exclude)."),
         click.option("--extend-select", multiple=True, help="Add to the configured selection."),
         click.option("--gpu", help='Target GPU, e.g. "A100-80GB", "H100", "RTX 4090", or "auto" (nvidia-smi).'),
         click.option("--gpus", type=click.IntRange(min=1), help="World size (GPUs) when no launch line says."),
@@ -58,6 +60,7 @@ def _settings(paths: list[Path], **kw):
     overrides = {
         "select": _split(kw.get("select") or ()) or None,
         "ignore": _split(kw.get("ignore") or ()) or None,
+        "exclude": _split(kw.get("exclude") or ()) or None,
         "extend-select": _split(kw.get("extend_select") or ()) or None,
         "gpu": kw.get("gpu"),
         "gpus": kw.get("gpus"),

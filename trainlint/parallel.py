@@ -103,13 +103,13 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     texts: dict[str, str] = {}
     for p, explicit in walk(paths, settings.exclude):
         path = norm(p)
-        if path.lower().endswith(".py"):
+        if path.lower().endswith((".py", ".ipynb")):
             try:
                 text = read_text(path, overlay).text
             except ReadProblem:
                 order.append((path, explicit, None))
                 continue
-            if not explicit and not any(tok in text for tok in PY_PREFILTER):
+            if not explicit and not _prefilter(path, text, PY_PREFILTER):
                 continue  # the plain pipeline drops it too, without a finding
             unit = Unit(path, explicit, text)
             candidates.append(unit)
@@ -122,11 +122,17 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
                 pass
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
-    blob = "\n".join(others.values())
+    # a notebook's launch lines name scripts too: its text counts as a mention (but not of itself)
+    blob = "\n".join([*others.values(), *(u.text for u in candidates if u.path.lower().endswith(".ipynb"))])
     for unit in candidates:
         base = os.path.basename(unit.path)
-        stem = base[:-3]
-        if blob and (base in blob or (stem and _word(stem).search(blob))):
+        stem = os.path.splitext(base)[0]
+        if unit.path.lower().endswith(".ipynb"):
+            word = _word(stem) if stem else None
+            if blob.count(base) > unit.text.count(base) or (
+                    word is not None and len(word.findall(blob)) > len(word.findall(unit.text))):
+                continue
+        elif blob and (base in blob or (stem and _word(stem).search(blob))):
             continue
         if any(name in unit.text for name in other_names):
             continue
@@ -136,6 +142,14 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     for u in units:
         texts[u.path] = u.text
     return units, rest, texts
+
+
+def _prefilter(path: str, text: str, markers: tuple[str, ...]) -> bool:
+    if path.lower().endswith(".ipynb"):
+        from trainlint.sources.notebook import prefilter
+
+        return prefilter(text, markers)
+    return any(tok in text for tok in markers)
 
 
 def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, jobs: int | None = None,
@@ -214,7 +228,7 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
     seen: set[tuple] = set()
     merged = []
     for d in diagnostics:
-        k = (d.path, d.line, d.column, d.code, d.message)
+        k = (d.path, d.cell, d.line, d.column, d.code, d.message)
         if k not in seen:
             seen.add(k)
             merged.append(d)
