@@ -122,17 +122,23 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
                 pass
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
-    # a notebook's launch lines name scripts too: its text counts as a mention (but not of itself)
-    blob = "\n".join([*others.values(), *(u.text for u in candidates if u.path.lower().endswith(".ipynb"))])
+    blob = "\n".join(others.values())
+    # a notebook's launch lines name scripts (and modules) too: the names each notebook
+    # mentions, gathered once (a notebook's mention of itself does not count)
+    named: dict[str, int] = {}
+    own: dict[str, set[str]] = {}
+    for u in candidates:
+        if u.path.lower().endswith(".ipynb"):
+            own[u.path] = names = _mentioned_names(u.text)
+            for n in names:
+                named[n] = named.get(n, 0) + 1
     for unit in candidates:
         base = os.path.basename(unit.path)
         stem = os.path.splitext(base)[0]
-        if unit.path.lower().endswith(".ipynb"):
-            word = _word(stem) if stem else None
-            if blob.count(base) > unit.text.count(base) or (
-                    word is not None and len(word.findall(blob)) > len(word.findall(unit.text))):
-                continue
-        elif blob and (base in blob or (stem and _word(stem).search(blob))):
+        mine = own.get(unit.path, ())
+        if named.get(base, 0) - (base in mine) > 0 or named.get(stem, 0) - (stem in mine) > 0:
+            continue
+        if blob and (base in blob or (stem and _word(stem).search(blob))):
             continue
         if any(name in unit.text for name in other_names):
             continue
@@ -142,6 +148,19 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     for u in units:
         texts[u.path] = u.text
     return units, rest, texts
+
+
+_FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
+
+
+def _mentioned_names(text: str) -> set[str]:
+    """Basenames of files (``train.py``, ``ds.json``) and last parts of modules (``-m pkg.run``)
+    a notebook's text names."""
+    out: set[str] = set()
+    for m in _FILE_NAME.finditer(text):
+        name = m.group(1) or m.group(2)
+        out.add(name.rsplit("/", 1)[-1])
+    return out
 
 
 def _prefilter(path: str, text: str, markers: tuple[str, ...]) -> bool:

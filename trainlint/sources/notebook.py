@@ -61,7 +61,11 @@ _FETCH = re.compile(r"\b(?:wget|curl|git\s+clone|gdown|unzip|tar|cp|mv|rsync|hf_
 _ASSIGN_SPECIAL = re.compile(
     r"([A-Za-z_][\w.]*(?:\[[^\]\n]*\])?(?:\s*,\s*[A-Za-z_][\w.]*)*)(\s*=\s*)(!|%(?!%))")
 _HELP_END = re.compile(r"%{0,2}[A-Za-z_*][\w*]*(?:\.[A-Za-z_*][\w*]*|\[[^\]\n]*\])*\s*\?\??$")
-_MAGIC = re.compile(r"%{1,2}([\w!]+)")
+_MAGIC = re.compile(r"%{0,2}([\w!]+)")
+# IPython's automagic: these magics work without their %, on a line that is not Python
+_AUTOMAGIC = re.compile(r"(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|cat|cp|mv|rm|rmdir|load_ext|matplotlib|env|run|"
+                        r"time|timeit|pushd|popd|wget)\s+\S")
+_PROMPT = re.compile(r"(?:>>>|\.\.\.)(?: |$)")
 _BRACE = re.compile(r"\{[^{}\n]*\}")
 _TIMEIT_OPT = re.compile(r"(?:-[nrp]\s*\d+\s+|-[tcqo]\s+)*")
 _SIMPLE_WORD = re.compile(r"[\w./:,@%+=-]*")
@@ -316,7 +320,26 @@ class _Builder:
                 self.add(cell.number, i + 1, lines[i], "", "")
             self.cell_magic(cell, lines, first)
             return
+        if first is not None and lines[first].startswith(">>>"):
+            self.doctest_lines(cell.number, lines)
+            return
         self.python_lines(cell.number, lines, 0)
+
+    def doctest_lines(self, n: int, lines: list[str]) -> None:
+        """A cell pasted from a doctest: IPython strips the ``>>> ``/``... `` prompts."""
+        stripped = []
+        for ln in lines:
+            m = _PROMPT.match(ln)
+            stripped.append(ln[m.end():] if m else ln)
+        start = len(self.vlines)
+        self.python_lines(n, stripped, 0)
+        for j, ln in enumerate(lines):
+            m = _PROMPT.match(ln)
+            v = self.vlines[start + j]
+            v.length = len(ln)
+            self.disp[start + j] = ln
+            if m:
+                v.shift = (1, -m.end())
 
     def cell_magic(self, cell: Cell, lines: list[str], at: int) -> None:
         head = lines[at]
@@ -410,7 +433,7 @@ class _Builder:
                     raw = lines[i + j]
                     self.add(n, k + j, raw, py if j == 0 else "", "", opaque=[(1, len(raw) + 2)])
             return count
-        if c0 == "%":
+        if c0 == "%" or (_AUTOMAGIC.match(stripped) and not _parses(stripped)):
             return self.line_magic(n, lines, i, k, ln, indent, stripped)
         if c0 in "?/,;" or (stripped.rstrip().endswith("?") and _HELP_END.fullmatch(stripped.rstrip())):
             count = self._continued(lines, i)
