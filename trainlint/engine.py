@@ -127,8 +127,11 @@ def _single_file_setups(ws: Workspace, settings: Settings) -> list:
     from trainlint.setup import Setup
 
     gpu = target_gpu(settings)
-    return [Setup(root=Path(f.path).parent, scripts=[f.doc], sites=f.doc.sites, files=[f.path], gpu=gpu)
-            for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+    docs = [(f.path, f.doc) for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+    docs += [(f.path, f.doc.python) for f in ws.files.values()  # a notebook's program
+             if f.kind == "notebook" and f.doc is not None and f.doc.python is not None]
+    return [Setup(root=Path(path).parent, scripts=[doc], sites=doc.sites, files=[path], gpu=gpu)
+            for path, doc in docs]
 
 
 def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) -> list[Diagnostic]:
