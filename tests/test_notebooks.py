@@ -327,6 +327,12 @@ def test_reporters_name_the_cell(tmp_path: Path):
     # the SARIF fix is a replacement of the notebook's JSON text that removes the line
     rep = sarif["fixes"][0]["artifactChanges"][0]["replacements"][0]
     assert rep["insertedContent"]["text"] == ""
+    # the language server shows the .ipynb text: the finding at the JSON line, fix edits of the JSON
+    from trainlint.report.cells import as_raw
+
+    r = as_raw(d, result.texts)
+    assert r.cell is None and raw_lines[r.line - 1][r.column - 1:].startswith("model.to(device)")
+    assert r.message.startswith("cell 3, line 7: ") and r.fix is not None and r.fix.edits[0].cell is None
 
 
 def test_precommit_hooks_run_on_notebooks():

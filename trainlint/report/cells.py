@@ -65,3 +65,32 @@ class NotebookTexts:
         from trainlint.sources.notebook import raw_position
 
         return raw_position(self.texts[path], spans, cell, line, column) or (1, 1)
+
+
+def as_raw(d: Any, texts: dict[str, str]) -> Any:
+    """A notebook finding with the positions of its notebook's JSON text (``cell`` None, the
+    cell named in the message, fix edits as replacements of the JSON text): for consumers that
+    see the ``.ipynb`` file as text (an editor through the language server)."""
+    from dataclasses import replace
+
+    if d.cell is None and not any(r.cell is not None for r in d.related) and not (
+            d.fix is not None and any(e.cell is not None for e in d.fix.edits)):
+        return d
+    nbs = NotebookTexts(texts)
+    fix = d.fix
+    if fix is not None and any(e.cell is not None for e in fix.edits):
+        from trainlint.fixing.notebook import json_fixes
+
+        out, _ = json_fixes([d], texts, {e.path: "notebook" for e in fix.edits if e.cell is not None})
+        fix = out[0].fix if out else None
+    related = [replace(r, cell=None, line=nbs.raw(r.path, r.cell, r.line, r.column)[0],
+                       column=nbs.raw(r.path, r.cell, r.line, r.column)[1], message=where(r) + r.message)
+               if r.cell is not None and r.path in texts else r for r in d.related]
+    if d.cell is None or d.path not in texts:
+        return replace(d, related=related, fix=fix)
+    line, col = nbs.raw(d.path, d.cell, d.line, d.column)
+    end_line, end_col = nbs.raw(d.path, d.cell, d.end_line, d.end_column)
+    if (end_line, end_col) <= (line, col):
+        end_line, end_col = line, col + 1
+    return replace(d, cell=None, line=line, column=col, end_line=end_line, end_column=end_col,
+                   message=where(d) + d.message, related=related, fix=fix)

@@ -65,6 +65,10 @@ _MAGIC = re.compile(r"%{0,2}([\w!]+)")
 # IPython's automagic: these magics work without their %, on a line that is not Python
 _AUTOMAGIC = re.compile(r"(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|cat|cp|mv|rm|rmdir|load_ext|matplotlib|env|run|"
                         r"time|timeit|pushd|popd|wget)\s+\S")
+# a cell without any of these is plain Python (no line can be IPython syntax)
+_MAYBE_IPYTHON = re.compile(r"^[ \t]*[!%?/,;]|\?[ \t]*$|=[ \t]*[!%]|^[ \t]*(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|"
+                            r"cat|cp|mv|rm|rmdir|load_ext|matplotlib|env|run|time|timeit|pushd|popd|wget)[ \t]",
+                            re.M)
 _PROMPT = re.compile(r"(?:>>>|\.\.\.)(?: |$)")
 _BRACE = re.compile(r"\{[^{}\n]*\}")
 _TIMEIT_OPT = re.compile(r"(?:-[nrp]\s*\d+\s+|-[tcqo]\s+)*")
@@ -76,7 +80,7 @@ def prefilter(text: str, markers: Iterable[str]) -> bool:
     return any(tok in text for tok in markers) or any(tok in text for tok in NOTEBOOK_MARKERS)
 
 
-@dataclass
+@dataclass(slots=True)
 class VLine:
     """One virtual line: where it is in the notebook and how the derived texts differ from it."""
 
@@ -125,8 +129,15 @@ class Notebook:
     written: list[Written] = field(default_factory=list)
     findings: list[Diagnostic] = field(default_factory=list)  # TL001 per cell, TL003 of written files
     problems: list = field(default_factory=list)  # reader problems (shell, written configs)
-    fetches: bool = False  # downloads, clones or changes folder: a missing file may come from there
     broken: bool = False  # a cell does not parse: never fixed
+    _fetches: bool | None = None
+
+    @property
+    def fetches(self) -> bool:
+        """Whether it downloads, clones or changes folder: a missing file may come from there."""
+        if self._fetches is None:
+            self._fetches = bool(_FETCH.search(self.display))
+        return self._fetches
 
     @property
     def launches(self) -> list:
@@ -255,39 +266,38 @@ def _lines(src: str) -> list[str]:
     return parts
 
 
+_TOK = re.compile(r"\\.?|'''|\"\"\"|['\"#()\[\]{}]")
+
+
 def _advance(line: str, quote: str | None, depth: int) -> tuple[str | None, int, bool]:
     """Python lexical state after ``line`` (no newline): open string quote, bracket depth,
     whether it ends in a backslash continuation."""
-    i, n = 0, len(line)
-    while i < n:
-        c = line[i]
+    cont = False
+    for m in _TOK.finditer(line):
+        tok = m.group()
+        c = tok[0]
         if quote is not None:
             if c == "\\":
-                i += 2
                 continue
-            if line.startswith(quote, i):
-                i += len(quote)
-                quote = None
-                continue
-            i += 1
+            if tok == quote or (len(quote) == 1 and tok == quote * 3):
+                quote = None  # a one-quote string closed by three quotes: closed, then an empty one
+            continue
+        if c == "\\":
+            cont = m.end() == len(line) and len(tok) == 1
             continue
         if c == "#":
             return None, depth, False
         if c == '"' or c == "'":
-            q = line[i:i + 3]
-            quote = q if q in ('"""', "'''") else c
-            i += len(quote)
-            continue
-        if c in "([{":
+            quote = tok
+        elif c in "([{":
             depth += 1
-        elif c in ")]}":
+        else:
             depth = max(0, depth - 1)
-        i += 1
     if quote is not None:
         if len(quote) == 1 and not line.endswith("\\"):
             quote = None  # an unterminated one-line string: Python reports it; go on
         return quote, depth, False
-    return None, depth, line.endswith("\\")
+    return None, depth, cont
 
 
 class _Builder:
@@ -305,9 +315,9 @@ class _Builder:
         self.disp.append(raw)
         self.py.append(py)
         self.sh.append(sh)
-        if sh.strip():
+        if sh and not self.shell_any and sh.strip():
             self.shell_any = True
-        self.vlines.append(VLine(cell, k, list(opaque or []), shift, len(raw)))
+        self.vlines.append(VLine(cell, k, opaque or [], shift, len(raw)))
 
     # -- one code cell
     def cell(self, cell: Cell) -> None:
@@ -322,6 +332,15 @@ class _Builder:
             return
         if first is not None and lines[first].startswith(">>>"):
             self.doctest_lines(cell.number, lines)
+            return
+        if not _MAYBE_IPYTHON.search(cell.source):  # plain Python: every line as it is
+            n = cell.number
+            start = len(self.vlines) + 1
+            self.disp.extend(lines)
+            self.py.extend(lines)
+            self.sh.extend([""] * len(lines))
+            self.vlines.extend(VLine(n, k, [], None, len(ln)) for k, ln in enumerate(lines, start=1))
+            self.cell_ranges.append((n, start, len(lines)))
             return
         self.python_lines(cell.number, lines, 0)
 
@@ -579,7 +598,6 @@ def layout(path: str, cells: list[Cell]) -> Notebook:
     nb = Notebook(path=path, cells=cells, vlines=b.vlines, display=_join(b.disp), python_text=_join(b.py),
                   shell_text=_join(b.sh) if b.shell_any else "")
     nb._builder = b  # type: ignore[attr-defined]
-    nb.fetches = bool(_FETCH.search(nb.display))
     return nb
 
 
@@ -643,8 +661,12 @@ def _parse_python(nb: Notebook) -> None:
     _written(nb)
 
 
+_LAUNCH_WORD = re.compile(r"python|torchrun|accelerate|deepspeed")
+
+
 def _parse_shell(nb: Notebook) -> None:
-    if not nb.shell_text:
+    # only launch lines are read from the shell text: without a launcher word there are none
+    if not nb.shell_text or not _LAUNCH_WORD.search(nb.shell_text):
         return
     from trainlint.sources.shell import parse_shell
 
