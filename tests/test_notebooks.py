@@ -379,3 +379,22 @@ def test_cli_exclude_verify_refused_and_estimate(tmp_path: Path):
     doc = json.loads(r.stdout)
     assert doc["model"]["name"].endswith("bert-base-uncased") and doc["per_gpu"]["total"] > 0
     assert doc["script"].endswith("nb.ipynb")
+
+
+def test_automagic_and_doctest_prompts(tmp_path: Path):
+    cells = [("code", "pip install -q transformers\ncd /content\nls -la"),  # automagic: IPython runs these
+             ("code", ">>> from transformers import TrainingArguments\n"
+                      ">>> args = TrainingArguments('o', save_total_limit=1,\n"
+                      "...                          logging_steps=1)\n"),
+             ("code", "time = 3\nls = [time]\ncd = ls  # Python that starts like a magic stays Python")]
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    result = lint_folder(tmp_path)
+    assert not _codes(result) & {"TL000", "TL001"}
+    # the position is the cell's, prompt included
+    assert ("TL201", 2, 3, 44) in _found(result)
+    nb = read_notebook("nb.ipynb", notebook(cells))
+    assert "cd = ls" in nb.python_text and "pip install" not in nb.python_text
+    # a fix in a prompted line lands on the cell's own columns
+    outcome = fix_folder(tmp_path)
+    src = "".join(json.loads(outcome.fixed[str(tmp_path / "nb.ipynb")])["cells"][1]["source"])
+    assert src.splitlines()[2] == "...                          logging_steps=10)"
