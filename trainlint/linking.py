@@ -102,12 +102,23 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) ->
 
     if not ref or "$" in ref or "`" in ref:
         return None
+    quiet = False
+    nb = _notebook_of(ws, base_file)
+    if nb is not None:
+        # a notebook: the files its %%writefile cells wrote before this line come first;
+        # paths are relative to the notebook's folder (its working directory)
+        written = nb.written_file(ref, span.line if span is not None else 10 ** 9)
+        if written is not None:
+            return written
+        base_file = nb.path
+        # files a notebook downloads, clones or finds after a %cd are not on disk here
+        quiet = nb.fetches or os.path.isabs(ref)
     ref_expanded = os.path.expanduser(ref)
     folders = [""] if os.path.isabs(ref_expanded) else reference_folders(base_file)
     candidates = [norm(os.path.join(f, ref_expanded)) for f in folders]
     path = next((c for c in candidates if c in ws.files or c in ws.overlay or os.path.exists(c)), None)
     if path is None:
-        if span is not None:
+        if span is not None and not quiet:
             _missing(ws, ref, span, what, folders)
         return None
     if path in ws.files:
@@ -117,6 +128,24 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) ->
     if os.path.isdir(path):
         return None
     return read_file(ws, path, explicit=True)
+
+
+def _notebook_of(ws: Workspace, path: str):
+    if not path.endswith(".ipynb") and "::" not in path:
+        return None
+    from trainlint.sources.notebook import notebook_of
+
+    return notebook_of(ws, path)
+
+
+def _linkable(ws: Workspace) -> list[ParsedFile]:
+    """The workspace's files, a notebook also as its Python program and the files it writes."""
+    out = []
+    for f in ws.files.values():
+        out.append(f)
+        if f.kind == "notebook" and f.doc is not None:
+            out.extend(f.doc.parsed_files())
+    return out
 
 
 def _view(pf: ParsedFile | None, cls, make, json_only: bool = False):
@@ -483,26 +512,27 @@ def _same_folder_hf_class(ws: Workspace, path: str) -> str | None:
 def link_setups(ws: Workspace, settings: Settings) -> list[Setup]:
     linker = _Linker(ws, settings)
     setups: list[Setup] = []
-    for f in list(ws.files.values()):
-        if f.kind in ("shell", "markdown") and f.doc is not None:
+    files = _linkable(ws)
+    for f in files:
+        if f.kind in ("shell", "markdown", "notebook") and f.doc is not None:
             for i, launch in enumerate(f.doc.launches):
                 s = linker.launch_setup(f, launch, i)
                 if s is not None:
                     setups.append(s)
-    for f in list(ws.files.values()):
+    for f in files:
         if f.kind == "python" and f.doc is not None and f.path not in linker.launched_scripts:
             setups.append(linker.script_setup(f.doc))
-    for f in list(ws.files.values()):
+    for f in files:
         if f.kind == "hf_args" and f.path not in linker.linked:
             s = linker.argsfile_setup(f, _same_folder_hf_class(ws, f.path) or "TrainingArguments")
             if s is not None:
                 setups.append(s)
-    for f in list(ws.files.values()):
+    for f in files:
         if f.kind == "accelerate" and f.path not in linker.linked:
             s = linker.accelerate_setup(f)
             if s is not None:
                 setups.append(s)
-    for f in list(ws.files.values()):
+    for f in files:
         if f.kind == "deepspeed" and f.path not in linker.linked:
             s = linker.deepspeed_setup(f)
             if s is not None:
@@ -529,8 +559,13 @@ def site_at_revision(setup: Setup, site: ArgsSite, rev: str) -> tuple[ArgsSite, 
         if kind == "launch":
             from trainlint.sources.shell import markdown_launches, parse_shell
 
-            launches = markdown_launches(text, path) if path.endswith((".md", ".markdown", ".mdx")) \
-                else parse_shell(text, path).launches
+            if path.endswith(".ipynb"):
+                from trainlint.sources.notebook import read_notebook
+
+                launches = read_notebook(path, text).launches
+            else:
+                launches = markdown_launches(text, path) if path.endswith((".md", ".markdown", ".mdx")) \
+                    else parse_shell(text, path).launches
             if index >= len(launches):
                 return None
             base_launch = launches[index]
