@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from trainlint.config import ConfigError, Settings
+from trainlint.consumers import with_consumer
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.resolve import Workspace, build_setups, read_workspace
 from trainlint.rules import all_rules, is_selected, select_rules
@@ -115,7 +116,7 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
             declared.update(str(f) for f in setup.files)
         for rule in rules:
             try:
-                out.extend(rule.check(setup))
+                out.extend(with_consumer(setup, list(rule.check(setup))))
             except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
                 path = setup.files[0] if setup.files else str(setup.root)
                 out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
