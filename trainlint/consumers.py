@@ -193,7 +193,7 @@ def patchers_of(pf: PythonFile) -> list:
     cached = getattr(pf, "_patchers", None)
     if cached is not None:
         return cached
-    from trainlint.knowledge.frameworks import patchers
+    from trainlint.knowledge.wrappers import patchers
 
     out = []
     if any(m in pf.text for m in patchers()):
@@ -272,8 +272,8 @@ def with_consumer(setup, diagnostics: list) -> list:
     where: dict[tuple[str, int], str] = {}
     for site in setup.sites:
         c = site.reader
-        if site.call is not None and not c.frameworks:
-            continue
+        if (site.call is not None and not c.frameworks) or getattr(site, "assumed", ""):
+            continue  # a plain call says it itself; an assumed reader is said by the engine
         text = c.describe()
         for v in site.values.values():
             for sp in (v.key_span, v.span):

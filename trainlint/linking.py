@@ -295,6 +295,10 @@ class _Linker:
             return False
         if v.value.strip().startswith("{"):
             return False  # a JSON string: inline config
+        from trainlint.knowledge.wrappers import deepspeed_preset
+
+        if "/" not in v.value and not v.value.endswith(".json") and deepspeed_preset(v.value) is not None:
+            return True  # a framework's preset name (ms-swift's --deepspeed zero2), not a file
         span = v.span or v.key_span
         pf = load_referenced(self.ws, base_file, v.value, span, "DeepSpeed config")
         cfg = as_deepspeed(pf)
@@ -401,7 +405,7 @@ class _Linker:
         ``--config`` YAML of ``TrlParser.parse_args_and_config()``, and the flags."""
         import os
 
-        from trainlint.knowledge.frameworks import trl_parser_config_flag
+        from trainlint.knowledge.wrappers import trl_parser_config_flag
 
         script = os.path.basename(pf.path)
         out: list[ArgsSite] = []
@@ -421,7 +425,11 @@ class _Linker:
                 site = self._args_file_from(setup, launch.path, cfg.value, cfg.value_span or cfg.name_span,
                                             parser.class_name, consumer)
                 if site is not None:
-                    out.append(site)
+                    # one run: the YAML sets the parser's defaults, the flags override them
+                    flags = flag_site(launch, parser.class_name, consumer, skip=skip)
+                    site.values.update(flags.values)
+                    site.open_ended = site.open_ended or flags.open_ended
+                    return [site]
         fs = flag_site(launch, parser.class_name, parser.consumer(pf, f"{parser.kind} in {script}", own), skip=skip)
         setup.extra["site_refs"][id(fs)] = ("launch", shell_path, index)
         out.append(fs)
@@ -557,7 +565,7 @@ def _file_method(parser) -> str:
 
 
 def _reserved_trl_keys() -> frozenset[str]:
-    from trainlint.knowledge.frameworks import trl_parser_reserved_keys
+    from trainlint.knowledge.wrappers import trl_parser_reserved_keys
 
     return trl_parser_reserved_keys()
 

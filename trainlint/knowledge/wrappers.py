@@ -1,11 +1,9 @@
-"""Facts about frameworks around the Hugging Face arguments classes, read from
+"""Facts about frameworks that wrap the Hugging Face/TRL classes, read from
 ``data/frameworks.json`` (hand-written, each entry with the source it was read from).
 
 * *patchers*: libraries that change what the TRL classes accept when imported first
   (``unsloth`` before ``trl``: ``tokenizer=`` on TRL trainers, ``max_seq_length`` on TRL
   configs);
-* *CLIs*: framework commands whose arguments are TrainingArguments
-  (``llamafactory-cli train x.yaml``, ``trl sft --config x.yaml``, ``swift sft ...``);
 * *DeepSpeed presets*: ``--deepspeed zero2`` names a config the framework ships, not a file;
 * the ``TrlParser`` conventions (``--config``, the reserved ``env`` key).
 
@@ -36,20 +34,6 @@ class Patcher(NamedTuple):
     sources: tuple[str, ...]
 
 
-class FrameworkCli(NamedTuple):
-    name: str
-    subcommands: tuple[str, ...]
-    args_file: str  # "positional" or the flag that names the file ("--config")
-    class_name: str  # the default arguments class
-    class_by_subcommand: dict[str, str]
-    other_dataclasses: tuple[str, ...]  # parsed too (their fields are not in the data)
-    via: str
-    sources: tuple[str, ...]
-
-    def class_for(self, subcommand: str) -> str:
-        return self.class_by_subcommand.get(subcommand, self.class_name)
-
-
 @lru_cache(maxsize=1)
 def patchers() -> dict[str, Patcher]:
     out = {}
@@ -58,26 +42,6 @@ def patchers() -> dict[str, Patcher]:
                                    dict(p.get("config_fields", {})), bool(p.get("trainer_config_keywords")),
                                    tuple(p.get("sources", ())))
     return out
-
-
-@lru_cache(maxsize=1)
-def clis() -> dict[str, FrameworkCli]:
-    raw = _data()["clis"]
-    out: dict[str, FrameworkCli] = {}
-    for name, c in raw.items():
-        target = c.get("alias_of")
-        c = raw[target] if target else c
-        out[name] = FrameworkCli(
-            name=target or name, subcommands=tuple(c.get("subcommands", ())), args_file=c.get("args_file", ""),
-            class_name=c.get("class", ""), class_by_subcommand=dict(c.get("class_by_subcommand", {})),
-            other_dataclasses=tuple(c.get("other_dataclasses", ())), via=c.get("via", name),
-            sources=tuple(c.get("sources", ())))
-    return out
-
-
-def cli(command: str) -> FrameworkCli | None:
-    """The framework CLI a command word names (``llamafactory-cli``, ``/usr/bin/trl``)."""
-    return clis().get(command.rsplit("/", 1)[-1])
 
 
 @lru_cache(maxsize=1)
