@@ -185,7 +185,7 @@ def annotate_python_sites(pf: PythonFile) -> None:
         if tac.args.consumer is None:
             func = tac.site.node.func
             callee = pf.source_of(func) or tac.class_name
-            tac.args.consumer = python_call_consumer(pf, tac.class_name, callee, tac.site.node.lineno)
+            tac.args.consumer = python_call_consumer(pf, tac.class_name, callee, tac.site.node.lineno, tac.site)
     pf._consumers_set = True  # type: ignore[attr-defined]
 
 
@@ -574,19 +574,19 @@ def _local_dataclass_fields(pf: PythonFile, parser) -> set[str]:
     """The annotated fields of the file's own dataclasses the parser reads (and their local
     bases)."""
     out: set[str] = set()
-    defs = {n.name: n for n in pf.tree.body if isinstance(n, ast.ClassDef)}
-    todo = list(parser.local_classes)
-    seen: set[str] = set()
+    todo = [(pf, name) for name in parser.local_classes]
+    seen: set[tuple[str, str]] = set()
     while todo:
-        name = todo.pop()
-        if name in seen or name not in defs:
+        owner, name = todo.pop()
+        found = owner.class_def(name)
+        if found is None or (found[0].path, name) in seen:
             continue
-        seen.add(name)
-        cd = defs[name]
+        seen.add((found[0].path, name))
+        owner, cd = found
         for stmt in cd.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 out.add(stmt.target.id)
-        todo.extend(b.id for b in cd.bases if isinstance(b, ast.Name))
+        todo.extend((owner, b.id) for b in cd.bases if isinstance(b, ast.Name))
     return out
 
 

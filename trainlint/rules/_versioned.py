@@ -39,6 +39,8 @@ def transformers_at_least(setup: Setup, version: str) -> bool:
 
 
 def _source(note: str) -> str:
+    if note.startswith("installed, within "):
+        return f"the installed package (inside the range declared in {note[len('installed, within '):]})"
     return {"installed": "the installed package", "newest known": "the newest the data knows"}.get(note, note)
 
 

@@ -229,6 +229,7 @@ class PythonFile:
         self.external_defs: dict[str, tuple[PythonFile, ast.ClassDef]] = {}
         self.external_qualified: dict[str, tuple[str, str]] = {}
         self.external_args: dict[str, TrainingArgsCall] = {}
+        self._args_keywords = False
         self._index()
         self.args_calls: list[TrainingArgsCall] = []
         self.trainer_calls: list[TrainerCall] = []
@@ -587,7 +588,7 @@ class PythonFile:
                     return _Resolved(UNKNOWN, expr)
                 inner = self.resolve(opt.default, self.module_scope, _depth + 1)
                 return _Resolved(inner.value, inner.node, inner.shared)
-            dc = self.dataclass_option(expr, scope)
+            dc = self.dataclass_option(expr, scope) if self._args_keywords else None
             if dc is not None and dc.default is not None:
                 # ``script_args.log_every`` of a dataclass parsed by HfArgumentParser: its
                 # default (a launch flag or args file may override it: linking does that)
@@ -815,7 +816,13 @@ class PythonFile:
                 continue
             kind, cls = lib
             if kind == "args":
-                values, open_ended = self.call_keywords(cs.node, cs.scope)
+                # parsed dataclasses' defaults count for TrainingArguments values only (a
+                # ``model_name_or_path`` default elsewhere is a placeholder the command line sets)
+                self._args_keywords = True
+                try:
+                    values, open_ended = self.call_keywords(cs.node, cs.scope)
+                finally:
+                    self._args_keywords = False
                 if cs.node.args and not isinstance(cs.node.args[0], ast.Starred) and "output_dir" not in values:
                     values["output_dir"] = self.value_of("output_dir", cs.node.args[0], cs.node.args[0], cs.scope)
                 site = ArgsSite(path=self.path, class_name=cls, values=values, open_ended=open_ended,
