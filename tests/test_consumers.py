@@ -103,6 +103,14 @@ def test_trlparser_flags_override_the_recipe(tmp_path):
     assert site.values["learning_rate"].origin == "argsfile"
 
 
+def test_trlparser_script_given_a_positional_yaml_does_not_read_it(tmp_path):
+    # alignment-handbook's README once ran `scripts/dpo.py recipes/.../config_qlora.yaml`: TrlParser
+    # reads a YAML only after --config, so that file never reaches DPOConfig
+    _recipes(tmp_path, readme=README.replace("--config recipes", "recipes"))
+    r = lint_folder(tmp_path, options={"transformers_version": "4.57.1", "trl_version": "0.21.0"})
+    assert not [d for d in r.diagnostics if d.path.endswith("config_full.yaml")]
+
+
 def test_custom_loop_repository_yaml_that_looks_like_training_arguments_is_not_judged(tmp_path):
     write_files(tmp_path, {
         "configs/train.yaml": "output_dir: runs/a\nlearning_rate: 1e-5\nlogging_steps: 1\n"

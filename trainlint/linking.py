@@ -410,8 +410,16 @@ class _Linker:
         script = os.path.basename(pf.path)
         out: list[ArgsSite] = []
         own = frozenset(_local_dataclass_fields(pf, parser))
-        positional = self._args_file_site(setup, launch, parser.class_name,
-                                          parser.consumer(pf, f"{parser.kind} ({_file_method(parser)}) in {script}", own))
+        # ``python run.py args.yaml``: read only by a script that parses files from its command
+        # line (``parse_yaml_file(sys.argv[1])``); TrlParser takes a YAML only after --config
+        positional = None
+        unseen = not (parser.reads_argv or parser.file_kinds or parser.reads_dict)  # how it parses is not visible
+        if (parser.argv_file and parser.file_kinds) or unseen:
+            kinds = None if unseen else ({"yaml", "json"} if "yaml" in parser.file_kinds else set(parser.file_kinds))
+            via = f"{parser.kind} in {script} (assumed to read the file given as its only argument)" if unseen \
+                else f"{parser.kind}.{_file_method(parser)} in {script}"
+            positional = self._args_file_site(setup, launch, parser.class_name, parser.consumer(pf, via, own),
+                                              kinds=kinds)
         if positional is not None:
             return [positional]
         skip: tuple[str, ...] = ()
@@ -455,13 +463,16 @@ class _Linker:
                     self.project_files.setdefault(cand, project_consumer(via=via))
                     break
 
-    def _args_file_site(self, setup: Setup, launch: LaunchCommand, class_name: str, consumer=None
-                        ) -> ArgsSite | None:
-        """``python run.py args.json``: the only argument is an args file."""
+    def _args_file_site(self, setup: Setup, launch: LaunchCommand, class_name: str, consumer=None,
+                        kinds: set[str] | None = None) -> ArgsSite | None:
+        """``python run.py args.json``: the only argument is an args file (of a kind the
+        script's parser reads, when ``kinds`` says)."""
         if launch.script_args or len(launch.positionals) != 1:
             return None
         text, span = launch.positionals[0]
         if not text.endswith(ARGS_FILE_SUFFIXES):
+            return None
+        if kinds is not None and ("json" if text.endswith(".json") else "yaml") not in kinds:
             return None
         return self._args_file_from(setup, launch.path, text, span, class_name, consumer)
 
