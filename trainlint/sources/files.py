@@ -20,7 +20,8 @@ MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are reported, not read
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024  # notebooks carry their outputs (images, logs)
 
 # What a folder walk picks up. Anything passed explicitly is read whatever its suffix.
-WALK_SUFFIXES = {".py", ".sh", ".bash", ".json", ".yaml", ".yml", ".ipynb"}
+# Markdown: README commands are launch lines that feed scripts and args files to their readers.
+WALK_SUFFIXES = {".py", ".sh", ".bash", ".json", ".yaml", ".yml", ".md", ".ipynb"}
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env", "node_modules",
              ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis",
              "build", "dist", "site-packages", ".trainlint_cache", ".eggs"}
