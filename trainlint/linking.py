@@ -718,21 +718,13 @@ def link_setups(ws: Workspace, settings: Settings) -> list[Setup]:
             for i, launch in enumerate(f.doc.launches):
                 s = linker.launch_setup(f, launch, i)
                 if s is not None:
-<<<<<<< HEAD
-                    setups.append(s)
-    for f in files:
-        if f.kind == "python" and f.doc is not None and f.path not in linker.launched_scripts:
-            setups.append(linker.script_setup(f.doc))
-    for f in files:
-=======
                     setups.append(_with_imports(s, ws, uses))
-    for f in list(ws.files.values()):
+    for f in files:
         if f.kind == "python" and f.doc is not None and f.path not in linker.launched_scripts:
             if f.path in consumed and not f.doc.trainer_calls:
                 continue
             setups.append(_with_imports(linker.script_setup(f.doc), ws, uses))
-    for f in list(ws.files.values()):
->>>>>>> consumer
+    for f in files:
         if f.kind == "hf_args" and f.path not in linker.linked:
             s = linker.argsfile_setup(f, _same_folder_hf_class(ws, f.path) or "TrainingArguments")
             if s is not None:

@@ -132,7 +132,6 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
     blob = "\n".join(others.values())
-<<<<<<< HEAD
     # a notebook's launch lines name scripts (and modules) too: the names each notebook
     # mentions, gathered once (a notebook's mention of itself does not count)
     named: dict[str, int] = {}
@@ -142,14 +141,12 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
             own[u.path] = names = _mentioned_names(u.text)
             for n in names:
                 named[n] = named.get(n, 0) + 1
-=======
     # Python files that import one another (``from config import training_args``, a Trainer
     # subclass in ``trainers.py``) are linked across modules: none of them stands alone
     stems = {_module_stem(u.path) for u in candidates}
     imports = {u.path: {part for groups in _IMPORT.findall(u.text) for m in groups for part in m.split(".") if part}
                & stems for u in candidates}
     imported = set().union(*imports.values()) if imports else set()
->>>>>>> consumer
     for unit in candidates:
         base = os.path.basename(unit.path)
         stem = os.path.splitext(base)[0]
