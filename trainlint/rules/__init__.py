@@ -1,7 +1,10 @@
 """The rule registry.
 
-Every module in this package (except ``base``) holds one rule or one family of rules. They are
-discovered, not listed, so adding a rule is adding a module. ``all_rules()`` is ordered by code.
+The rules live in one sub-package per family (``inputs`` TL0xx, ``script`` TL1xx, ``args`` TL2xx,
+``deepspeed`` TL3xx, ``launch`` TL4xx, ``hardware`` TL5xx, ``migration`` TL6xx); each module holds
+one rule (or a tight pair); modules whose name starts with ``_`` are helpers of their family.
+Rules are discovered, not listed, so adding a rule is adding a module. ``all_rules()`` is ordered
+by code.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ __all__ = ["Case", "NoOptions", "Rule", "all_rules", "get_rule", "select_rules"]
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[type[Rule], ...]:
     found: dict[str, type[Rule]] = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name in ("base",) or info.name.startswith("_"):
+    for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
+        leaf = info.name.rsplit(".", 1)[1]
+        if info.ispkg or leaf in ("base", "docs") or leaf.startswith("_"):
             continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+        module = importlib.import_module(info.name)
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule \
                     and getattr(obj, "code", None) and obj.__module__ == module.__name__:
