@@ -24,10 +24,11 @@ from typing import NamedTuple
 
 from trainlint.knowledge.training_args import vkey
 
-__all__ = ["PACKAGES", "NameHistory", "known_versions", "names", "exists", "history", "removed", "import_path"]
+__all__ = ["PACKAGES", "NameHistory", "known_versions", "names", "exists", "history", "removed", "import_path", "replacement"]
 
 DATA = Path(__file__).parent / "data" / "public_names.json"
 REMOVED = Path(__file__).parent / "data" / "removed_names.json"
+REPLACEMENTS = Path(__file__).parent / "data" / "import_replacements.json"
 PACKAGES = ("transformers", "trl", "peft")
 
 
@@ -141,3 +142,15 @@ def import_path(package: str, name: str, version: str | None = None) -> str | No
         if a <= i <= b:
             return module
     return None
+
+
+@lru_cache(maxsize=1)
+def _replacements() -> dict:
+    with open(REPLACEMENTS, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def replacement(package: str, name: str) -> dict | None:
+    """The hand-written replacement of a removed name (``data/import_replacements.json``):
+    ``import`` ("module.Name") with ``safety`` and ``note``, or ``advice``; None if none."""
+    return _replacements().get(package, {}).get(name)
