@@ -32,10 +32,11 @@ What it does:
      (``use_auth_token = kwargs.pop("use_auth_token", None)``), and the methods they pass
      ``**kwargs`` on to.
 3. Writes ``trainlint/knowledge/data/model_api.json``: ``versions`` (oldest first),
-   ``methods`` (``{name: {"kind", "params", "varkw", "deprecated", "alias_of"}}``),
-   ``forward`` (``{class: {"model_type", "params", "varkw", "aliases"}}``) and ``loaders``
-   (``{"Class.method": {"params", "varkw", "kwargs_keys", "forwards"}}``), every value as
-   ``[first, last, value]`` runs of version numbers.
+   ``methods`` (``{name: {"kind", "params", "varkw", "deprecated", "alias_of"}}``) and ``loaders``
+   (``{"Class.method": {"params", "varkw", "kwargs_keys", "forwards"}}``); and
+   ``model_forward.json`` (``versions``, ``forward``: ``{class: {"model_type", "params",
+   "varkw", "aliases"}}``), apart because only the dataset-columns check reads it. Every value is
+   a list of ``[first, last, value]`` runs of version numbers.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from wheel_ast import Wheel, base_names, dunder_all, method, ranges, signature  
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "trainlint" / "knowledge" / "data"
 OUT = DATA / "model_api.json"
+FORWARD_NAME = "model_forward.json"
 
 
 def model_types() -> list[str]:
@@ -95,11 +97,18 @@ def _deprecation(func: ast.FunctionDef) -> str | None:
     return None
 
 
-def _forwards_to(func: ast.FunctionDef, methods: set[str]) -> str | None:
+def _forwards_to(func: ast.FunctionDef, methods: set[str], message: str) -> str | None:
+    """The method a deprecated one hands over to: a ``self.<m>(...)`` call (or, for a property,
+    ``return self.<m>``) whose name the deprecation message names."""
     for node in ast.walk(func):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
-                and node.attr in methods and node.attr != func.name:
-            return node.attr
+        target = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            target = node.func
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Attribute):
+            target = node.value
+        if target is not None and isinstance(target.value, ast.Name) and target.value.id == "self" \
+                and target.attr in methods and target.attr != func.name and target.attr in message:
+            return target.attr
     return None
 
 
@@ -127,7 +136,7 @@ def pretrained_methods(wheel: Wheel) -> dict[str, dict]:
             "params": sig["params"],
             "varkw": sig["varkw"],
             "deprecated": dep,
-            "alias_of": _forwards_to(func, names) if dep else None,
+            "alias_of": _forwards_to(func, names, dep) if dep else None,
         }
     return out
 
@@ -313,7 +322,8 @@ def build(versions: list[str], wheels: dict[str, Path]) -> dict:
         loaders[key] = {f: ranges([None if r is None else r[f] for r in rows])
                         for f in ("params", "varkw", "kwargs_keys", "forwards")}
     return {"schema": 1, "generator": "python scripts/gen_model_api.py", "versions": versions,
-            "methods": methods, "forward": forward, "loaders": loaders}
+            "methods": methods, "loaders": loaders}, \
+        {"schema": 1, "generator": "python scripts/gen_model_api.py", "versions": versions, "forward": forward}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -330,10 +340,11 @@ def main(argv: list[str] | None = None) -> int:
         wheel_dir.mkdir(parents=True, exist_ok=True)
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             wheels = dict(zip(versions, pool.map(lambda v: g.download("transformers", v, wheel_dir), versions)))
-        doc = build(versions, wheels)
-    payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-    args.out.write_text(payload + "\n", encoding="utf-8")
-    print(f"wrote {args.out} ({len(payload.encode()) / 1024:.0f} KiB)")
+        api, fwd = build(versions, wheels)
+    for doc, out in ((api, args.out), (fwd, args.out.parent / FORWARD_NAME)):
+        payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        out.write_text(payload + "\n", encoding="utf-8")
+        print(f"wrote {out} ({len(payload.encode()) / 1024:.0f} KiB)")
     return 0
 
 
