@@ -138,6 +138,12 @@ class HubAuthKeywords(Rule):
             trainer = Trainer()
             trainer.push_to_hub(repo_name="x")
             """, options={"transformers_version": "5.24.0"}, flags=False),
+        Case("""
+            from trl import DPOTrainer
+            trainer = DPOTrainer(model=m, args=a)
+            trainer.push_to_hub(dataset_name="me/data")
+            """, options={"transformers_version": "5.24.0"}, flags=False,
+             note="TRL trainers have their own create_model_card(dataset_name=)"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -161,8 +167,21 @@ class HubAuthKeywords(Rule):
                     yield from self._push_to_hub(setup, pf, cs.node, tf)
 
     def _trainer_names(self, pf: PythonFile) -> set[str]:
+        """Names bound once to a transformers ``Trainer``/``Seq2SeqTrainer`` (TRL trainers define
+        their own ``create_model_card``, with other keywords; a local subclass that overrides
+        either method decides itself)."""
         out = set()
         for tc in pf.trainer_calls:
+            if tc.class_name not in ("Trainer", "Seq2SeqTrainer"):
+                continue
+            func = tc.site.node.func
+            if isinstance(func, ast.Name) and func.id in pf.local_classes:
+                defs = [n for n in pf.nodes if isinstance(n, ast.ClassDef) and n.name == func.id]
+                if not defs or any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                   and s.name in ("push_to_hub", "create_model_card") for d in defs for s in d.body):
+                    continue
+            elif not (pf.qualname(func) or "").startswith("transformers"):
+                continue
             stmt = tc.site.stmt
             if isinstance(stmt, ast.Assign) and stmt.value is tc.site.node and len(stmt.targets) == 1 \
                     and isinstance(stmt.targets[0], ast.Name) \

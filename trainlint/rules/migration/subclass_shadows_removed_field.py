@@ -33,8 +33,8 @@ class SubclassShadowsRemovedField(Rule):
     ## What it does
     Flags a field declared by a dataclass that derives from `TrainingArguments` (or a TRL config)
     when the target version removed the parent's field of that name: `warmup_ratio` or
-    `group_by_length` re-declared on a `MyArgs(TrainingArguments)` for transformers 5.2 and
-    later, `max_seq_length` on a `MyConfig(SFTConfig)` for TRL 0.20 and later. Launch flags,
+    `group_by_length` re-declared on a `MyArgs(TrainingArguments)` (removed from the parent in
+    transformers 5.2 and 5.15), `max_seq_length` on a `MyConfig(SFTConfig)` for TRL 0.20 and later. Launch flags,
     args-file keys and keywords that set the field are shown with it. A field that the setup's
     own code reads (`args.warmup_ratio`) is left alone: the script then uses it itself.
 
@@ -62,8 +62,8 @@ class SubclassShadowsRemovedField(Rule):
     strategy), and the launch lines that set the field must change with it.
 
     ## References
-    - transformers 5.2.0 `training_args.py` (`warmup_ratio`, `group_by_length` gone; `warmup_steps`
-      takes a float ratio), read in the released wheels
+    - transformers 5.2.0 and 5.15.0 `training_args.py` (`group_by_length`, then `warmup_ratio` gone;
+      `warmup_steps` takes a float ratio), read in the released wheels
     """
 
     code = "TL613"
