@@ -6,7 +6,6 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
-from trainlint.knowledge import model_api
 from trainlint.rules._versioned import (
     target,
     target_text,
@@ -106,6 +105,8 @@ class CheckpointingMethodRenamed(Rule):
             if not any(g in pf.text for g in _GUARD) \
                     or not any(pf.uses_module(m) for m in ("transformers", "peft", "trl")):
                 continue
+            from trainlint.knowledge import model_api  # behind the guard: the data is read from here on
+
             renames = {}
             for node in pf.nodes:
                 if isinstance(node, ast.Attribute) and "checkpointing" in node.attr and node.attr not in renames:

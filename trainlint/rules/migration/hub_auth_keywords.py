@@ -6,7 +6,6 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.knowledge import model_api
 from trainlint.rules._versioned import target, target_text
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
@@ -33,6 +32,8 @@ def _accepted(key: str, version: str, depth: int = 0) -> tuple[set[str], bool] |
     """(keywords the method handles, whether anything else is swallowed without error) in that
     version: its parameters and the kwargs keys it reads, plus those of the methods it passes
     ``**kwargs`` on to."""
+    from trainlint.knowledge import model_api  # only once a keyword of interest is found
+
     lo = model_api.loader(key, version)
     if lo is None:
         return None

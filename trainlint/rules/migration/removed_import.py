@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity, Span
-from trainlint.knowledge import public_names
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import target, target_text
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.knowledge import public_names
+
+_PACKAGES = ("transformers", "trl", "peft")  # the packages whose names the data covers
+
+
+def _pn():
+    """The names data (imported, and its file read, only for a file that imports from one of
+    the packages)."""
+    from trainlint.knowledge import public_names
+
+    return public_names
 
 _GUARDS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "AttributeError"}
 
@@ -30,10 +42,10 @@ def _target_version(setup: Setup, package: str) -> tuple[str, str]:
     v = installed_version("peft")
     if v:
         return v, f"target peft {v} from the installed package"
-    pin = find_pin("peft", setup.root, public_names.known_versions("peft")) if setup.root else None
+    pin = find_pin("peft", setup.root, _pn().known_versions("peft")) if setup.root else None
     if pin is not None:
         return pin.version, f"target peft {pin.version} from {pin.source}"
-    newest = public_names.known_versions("peft")[-1]
+    newest = _pn().known_versions("peft")[-1]
     return newest, f"target peft {newest} from the newest the data knows"
 
 
@@ -183,8 +195,8 @@ class RemovedImport(Rule):
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         for pf in setup.scripts:
             imported = [n for n in pf.nodes if isinstance(n, ast.ImportFrom) and n.level == 0
-                        and n.module in public_names.PACKAGES]
-            modules = {local for local, qn in pf.imports.items() if qn in public_names.PACKAGES}
+                        and n.module in _PACKAGES]
+            modules = {local for local, qn in pf.imports.items() if qn in _PACKAGES}
             if not imported and not modules:
                 continue
             for node in imported:
@@ -213,24 +225,24 @@ class RemovedImport(Rule):
     def _status(self, package: str, name: str, version: str
                 ) -> tuple[str, public_names.NameHistory, str | None] | None:
         """("removed" | "stub", history, where it lives now) or None."""
-        h = public_names.removed(package, name)
+        h = _pn().removed(package, name)
         if h is not None and not h.present_in(version) and h.first is not None \
                 and ta.vkey(version) > ta.vkey(h.first):
-            return "removed", h, public_names.import_path(package, name, version)
+            return "removed", h, _pn().import_path(package, name, version)
         if package == "trl" and name.endswith("Trainer"):
             from trainlint.knowledge import trl_trainers
 
             sig = trl_trainers.signature(name, version)
             if sig is not None and sig.stub and not sig.module.startswith("trl.experimental"):
-                h = public_names.removed(package, name)
-                later = public_names.import_path(package, name, h.removed_in) if h and h.removed_in else None
-                hist = h or public_names.NameHistory(package, name, (), None, None)
+                h = _pn().removed(package, name)
+                later = _pn().import_path(package, name, h.removed_in) if h and h.removed_in else None
+                hist = h or _pn().NameHistory(package, name, (), None, None)
                 return "stub", hist, later or _stub_path(sig.stub, name)
         return None
 
     def _message(self, package: str, name: str, kind: str, h: public_names.NameHistory, moved_to: str | None,
                  where: str) -> tuple[str, Severity]:
-        rep = public_names.replacement(package, name)
+        rep = _pn().replacement(package, name)
         if moved_to:
             advice = f"import it from {moved_to}"
         elif rep and rep.get("import"):
@@ -249,7 +261,7 @@ class RemovedImport(Rule):
 
     def _fix(self, pf: PythonFile, node: ast.ImportFrom, alias: ast.alias, package: str, moved_to: str | None
              ) -> tuple[list[Edit] | None, str | None, str]:
-        rep = public_names.replacement(package, alias.name)
+        rep = _pn().replacement(package, alias.name)
         if moved_to:
             module, new_name, safety = moved_to, alias.name, "safe"
         elif rep and rep.get("import"):
@@ -283,7 +295,7 @@ class RemovedImport(Rule):
             edits.append(Span(path=pf.path, line=sp.line, column=sp.column, end_line=sp.line,
                               end_column=sp.column + len(alias.name)).edit(new_name))
         elif len(node.names) == 1 or all(
-                (public_names.import_path(package, a.name, None) or "") == module
+                (_pn().import_path(package, a.name, None) or "") == module
                 or self._moves_with(package, a.name, module) for a in node.names):
             # every name goes to the same place: rewrite the module of the statement
             names_text = pf.source_of(node)[pf.source_of(node).index(" import ") + len(" import "):]
@@ -304,8 +316,8 @@ class RemovedImport(Rule):
     def _moves_with(self, package: str, name: str, module: str) -> bool:
         """Whether ``name`` of the same statement moves to ``module`` too (ORPOConfig with
         ORPOTrainer): its history ends where the other's does."""
-        h = public_names.removed(package, name)
-        return h is not None and h.removed_in is not None and public_names.import_path(package, name, h.removed_in) \
+        h = _pn().removed(package, name)
+        return h is not None and h.removed_in is not None and _pn().import_path(package, name, h.removed_in) \
             == module
 
     # -- transformers.Name after import transformers ------------------------------------------
@@ -326,7 +338,7 @@ class RemovedImport(Rule):
                              end_line=sp.end_line, end_column=sp.end_column)
             message, severity = self._message(package, node.attr, kind, h, moved_to, where)
             message = message.replace("ImportError at start-up", "AttributeError when it runs")
-            rep = public_names.replacement(package, node.attr)
+            rep = _pn().replacement(package, node.attr)
             edits, applicability, fix_message = None, None, ""
             if moved_to is None and rep and rep.get("import", "").rpartition(".")[0] == package:
                 new = rep["import"].rpartition(".")[2]

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.knowledge import training_args as ta
-from trainlint.knowledge import trl_trainers
 from trainlint.rules._versioned import local_class_accepts_anything, target, target_text
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup, Value
 from trainlint.sources.python import CallSite, PythonFile, TrainerCall, TrainingArgsCall
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.knowledge import trl_trainers
 
 _OTHER_RULES = {"tokenizer"}  # trainer-tokenizer-argument (TL605) owns it
 _BUILTINS = frozenset(dir(builtins))
@@ -194,9 +196,11 @@ class TrainerKeywordMoved(Rule):
                 if local_class_accepts_anything(pf, tc.site.node.func):
                     continue
                 values, _ = pf.call_keywords(tc.site.node, tc.site.scope)
-                # cheap guard: only keywords this file writes that some trainer ever moved
                 if not values:
                     continue
+                # the signature data is read (and its module imported) only from here on
+                from trainlint.knowledge import trl_trainers
+
                 sig = trl_trainers.signature(tc.class_name, trl)
                 if sig is None or sig.varkw:
                     continue
