@@ -160,7 +160,9 @@ def _model_classes(wheel: Wheel, module: str) -> list[tuple[str, ast.ClassDef]]:
             return False
 
         names = [n for n, c in classes.items() if not n.startswith("_") and is_model(c)]
-    return [(module, classes[n]) for n in names if not n.endswith("PreTrainedModel")]
+    # model classes only (a modeling file's __all__ may also list building blocks such as an RMSNorm)
+    return [(module, classes[n]) for n in names
+            if not n.endswith("PreTrainedModel") and (n.endswith("Model") or "For" in n)]
 
 
 def forward_of(wheel: Wheel, module: str, cls: ast.ClassDef) -> dict | None:

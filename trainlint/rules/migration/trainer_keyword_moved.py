@@ -225,12 +225,15 @@ class TrainerKeywordMoved(Rule):
             state = f"was removed in trl {m.removed_in}: TypeError when the trainer is built"
             severity = Severity.ERROR
         where = target_text(setup, "trl")
+        given = tc.args_call.class_name if tc.args_call is not None else None
+        on = f"the {config} passed as args=" if given in (None, config) else \
+            f"args={config}(...) (args= is a {given} here)"
         if field is None:
             advice = f"{config} has no such field in the target version either; remove it"
         elif field != m.keyword:
-            advice = f"set {field}= on the {config} passed as args= ({config} renamed {m.keyword} to {field})"
+            advice = f"set {field}= on {on} ({config} renamed {m.keyword} to {field})"
         else:
-            advice = f"set it on the {config} passed as args="
+            advice = f"set it on {on}"
         message = f"{tc.class_name}({m.keyword}=) {state} ({where}): {advice}"
         edits, applicability, fix_message = self._fix(pf, tc, config, field, value)
         span = value.key_span or value.span or pf.span(tc.site.node)
