@@ -197,18 +197,13 @@ def _parser_extra_fields(setup: Setup, strict: bool = True) -> set[str] | None:
     return out if found else None
 
 
-<<<<<<< HEAD
 def valid_names(setup: Setup, site: ArgsSite, strict: bool = True) -> frozenset[str] | None:
-    """Every name ``site`` may set in the target version, or None when unknowable. With
-    ``strict=False`` a parser that lets unknown flags through still has its names (what it
-    would have accepted had it been strict)."""
-=======
-def valid_names(setup: Setup, site: ArgsSite) -> frozenset[str] | None:
     """Every name ``site`` may set in the target version, or None when unknowable: the
     class's fields, plus what its consumer accepts besides (a framework's patched fields, the
     parser's other dataclasses); None when the consumer also reads dataclasses whose fields
-    cannot be known (a library's ``ModelConfig``) or tolerates unknown names."""
->>>>>>> main
+    cannot be known (a library's ``ModelConfig``) or tolerates unknown names. With
+    ``strict=False`` a parser that lets unknown flags through still has its names (what it
+    would have accepted had it been strict)."""
     tf, _, trl, _ = target(setup)
     try:
         base, no_flags = _library_names(site.class_name, tf, trl)

@@ -223,6 +223,8 @@ class RemovedArgument(Rule):
         for site in setup.sites:
             if site.call is not None or not is_known_class(site.class_name):
                 continue
+            if getattr(site.reader, "strict", False):
+                continue  # this site's own reader rejects unknown flags (another script tolerates them)
             valid = valid_names(setup, site, strict=False)
             if valid is None:
                 continue
