@@ -235,3 +235,29 @@ def python_literal(value: object) -> str:
             return f"{mant}e{int(exp)}"
         return f"{value:.6g}" if "." in f"{value:.6g}" or "e" in f"{value:.6g}" else f"{value:.6g}.0"
     return repr(value)
+
+
+def rewrite_node(pf: PythonFile, node: ast.AST, edits: list[Edit]) -> Edit:
+    """One edit that replaces all of ``node``'s text with ``edits`` (all inside it) applied.
+
+    A fix whose edits only make sense together with the rest of a call (renaming the method
+    changes which keywords are valid) claims the whole call this way: any other fix that edits
+    the same call overlaps it, waits for the next pass and is computed again on the renamed
+    call (``trainlint.fixing.apply``: overlapping fixes never apply in the same pass)."""
+    sp = pf.span(node)
+    lines = pf.lines[sp.line - 1:sp.end_line]
+    local = "".join(lines)
+    shift = sp.column - 1
+
+    def rel(e: Edit) -> Edit:
+        # whole lines are kept, so only the line numbers move
+        return Edit(path=e.path, line=e.line - sp.line + 1, column=e.column,
+                    end_line=e.end_line - sp.line + 1, end_column=e.end_column, content=e.content)
+
+    from trainlint.fixing.apply import apply_edits
+
+    rewritten = apply_edits(local, [rel(e) for e in edits])
+    # the node's own text: from its start column on the first line to its end on the last
+    tail = len(lines[-1]) - (sp.end_column - 1)
+    body = rewritten[shift:len(rewritten) - tail if tail else None]
+    return sp.edit(body)
