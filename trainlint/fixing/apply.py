@@ -105,14 +105,36 @@ def _conflicts(accepted: list[tuple[int, int]], r: tuple[int, int]) -> bool:
     return False
 
 
-def _libcst_roundtrip(text: str) -> None:
+LIBCST_CHUNK_CHARS = 64 * 1024
+
+
+def _top_level_chunks(text: str, tree: ast.Module | None) -> list[str]:
+    """``text`` cut between top-level statements into pieces of about ``LIBCST_CHUNK_CHARS``
+    (each a valid module on its own; their concatenation is ``text``)."""
+    if tree is None or len(text) <= LIBCST_CHUNK_CHARS or not tree.body:
+        return [text]
+    starts = _line_starts(text)
+    cuts = [0]
+    for stmt in tree.body[1:]:
+        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+        at = starts[first - 1] if first - 1 < len(starts) else len(text)
+        if at - cuts[-1] >= LIBCST_CHUNK_CHARS:
+            cuts.append(at)
+    cuts.append(len(text))
+    return [text[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def _libcst_roundtrip(text: str, chunks: list[str] | None = None) -> None:
     """A fixed Python file must also be accepted by libcst, the formatting-preserving parser
     that codemod tools (and users' own refactorings) read it with, and must print back to the
-    same text. Only fixes pay for the import, never ``check``."""
+    same text. Only fixes pay for the import, never ``check``. libcst needs about 1 GB per MB
+    of source, so a large file is parsed in pieces cut between top-level statements (each a
+    module of its own): memory stays bounded by the piece, not the file."""
     import libcst
 
-    if libcst.parse_module(text).code != text:
-        raise ValueError("libcst does not reproduce the fixed text")
+    for chunk in chunks if chunks is not None else [text]:
+        if libcst.parse_module(chunk).code != chunk:
+            raise ValueError("libcst does not reproduce the fixed text")
 
 
 def parses(path: str, text: str, kind: str | None = None) -> str | None:
@@ -126,8 +148,10 @@ def parses(path: str, text: str, kind: str | None = None) -> str | None:
             else "yaml"
     try:
         if kind == "python":
-            ast.parse(text)
-            _libcst_roundtrip(text)
+            tree = ast.parse(text)
+            chunks = _top_level_chunks(text, tree)
+            del tree  # the syntax tree is not needed while libcst reads the pieces
+            _libcst_roundtrip(text, chunks)
         elif kind in JSON_KINDS:
             try:
                 from trainlint.sources.jsondoc import parse_json
