@@ -224,6 +224,10 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
             sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
     not_written: set[str] = set()
     if apply_:
+        from trainlint.fixing.apply import remove_stale_temps
+
+        # what a killed earlier run left next to the files it was writing
+        remove_stale_temps(sorted({os.path.dirname(os.path.realpath(p)) for p in outcome.original}))
         for path, text in sorted(outcome.fixed.items()):
             problem = write_fixed(path, outcome.original[path], text)
             if problem is not None:

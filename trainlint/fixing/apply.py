@@ -350,6 +350,48 @@ def write_fixed(path: str, original: str, new_text: str) -> str | None:
     return None
 
 
+TEMP_SUFFIX = ".trainlint.tmp"
+# ``.<file name>.<pid of the writer>.<random>.trainlint.tmp``
+_TEMP_NAME = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]+" + re.escape(TEMP_SUFFIX) + r"$")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists (another user's), or cannot tell: keep its file
+    return True
+
+
+def remove_stale_temps(folders: list[str]) -> list[str]:
+    """Remove the temporary files a killed ``fix --apply`` left in ``folders`` (its pid is in
+    the name and no longer runs); returns what was removed. A file of a writer that still runs
+    is kept."""
+    removed = []
+    for folder in dict.fromkeys(folders):
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(TEMP_SUFFIX):
+                continue
+            m = _TEMP_NAME.match(name)
+            if m is None or _alive(int(m.group(1))):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
 def write_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically: a temporary file in the same folder, flushed
     to disk, then ``os.replace``. The permission bits (and, when allowed, the owner) are kept;
@@ -360,7 +402,7 @@ def write_atomic(path: str, data: bytes) -> None:
         st: os.stat_result | None = os.stat(target)
     except OSError:
         st = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".trainlint.tmp", dir=str(target.parent))
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=str(target.parent))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
