@@ -105,7 +105,7 @@ def _conflicts(accepted: list[tuple[int, int]], r: tuple[int, int]) -> bool:
     return False
 
 
-LIBCST_CHUNK_CHARS = 64 * 1024
+LIBCST_CHUNK_CHARS = 8 * 1024
 
 
 def _top_level_chunks(text: str, tree: ast.Module | None) -> list[str]:
@@ -124,23 +124,32 @@ def _top_level_chunks(text: str, tree: ast.Module | None) -> list[str]:
     return [text[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
-def _libcst_roundtrip(text: str, chunks: list[str] | None = None) -> None:
+def _libcst_roundtrip(text: str, chunks: list[str] | None = None, before: str | None = None) -> None:
     """A fixed Python file must also be accepted by libcst, the formatting-preserving parser
-    that codemod tools (and users' own refactorings) read it with, and must print back to the
-    same text. Only fixes pay for the import, never ``check``. libcst needs about 1 GB per MB
-    of source, so a large file is parsed in pieces cut between top-level statements (each a
-    module of its own): memory stays bounded by the piece, not the file."""
+    that codemod tools (and users' own refactorings) read it with. Only fixes pay for the
+    import, never ``check``. libcst needs about 1 GB and several seconds per MB of source, so
+    the file is read in pieces cut between top-level statements (each a module of its own),
+    and only the pieces a fix changed (not found as they are in ``before``, the text the
+    fixes were applied to): memory is bounded by a piece and time grows with what changed."""
     import libcst
 
+    slack = abs(len(text) - len(before)) + 1024 if before is not None else 0
+    at = 0  # where in ``before`` the previous piece ended (pieces come in file order)
     for chunk in chunks if chunks is not None else [text]:
-        if libcst.parse_module(chunk).code != chunk:
-            raise ValueError("libcst does not reproduce the fixed text")
+        if before is not None:
+            found = before.find(chunk, max(0, at - slack), at + len(chunk) + slack)
+            if found != -1:
+                at = found + len(chunk)
+                continue  # the user's own text, unchanged by any fix
+            at += len(chunk)
+        libcst.parse_module(chunk)
 
 
-def parses(path: str, text: str, kind: str | None = None) -> str | None:
+def parses(path: str, text: str, kind: str | None = None, before: str | None = None) -> str | None:
     """None when ``text`` is valid for the file's kind (from the reader's detection, else the
     suffix), else the error message. Kinds without a strict grammar (shell, markdown) are
-    not checked."""
+    not checked. ``before``: the text the fixes were applied to (Python: libcst reads only
+    the changed statements)."""
     if kind is None or kind == "unknown":
         kind = _kind_from_suffix(path)
     if kind in ("accelerate", "hf_args"):
@@ -151,7 +160,7 @@ def parses(path: str, text: str, kind: str | None = None) -> str | None:
             tree = ast.parse(text)
             chunks = _top_level_chunks(text, tree)
             del tree  # the syntax tree is not needed while libcst reads the pieces
-            _libcst_roundtrip(text, chunks)
+            _libcst_roundtrip(text, chunks, before)
         elif kind in JSON_KINDS:
             try:
                 from trainlint.sources.jsondoc import parse_json
@@ -304,7 +313,7 @@ def _try(path: str, text: str, fixes: list[Diagnostic], edits_in: Callable[[Diag
         new_text = apply_edits(text, [e for d in fixes for e in edits_in(d, path)], starts)
     except ValueError as exc:  # overlapping edits
         return str(exc), text
-    return parses(path, new_text, kind), new_text
+    return parses(path, new_text, kind, before=text), new_text
 
 
 def _culprit(path: str, text: str, fixes: list[Diagnostic], edits_in: Callable[[Diagnostic, str], list[Edit]],
