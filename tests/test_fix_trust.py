@@ -328,3 +328,25 @@ def test_unreadable_folder_is_a_finding(tmp_path, monkeypatch):
     res = lint([tmp_path], settings_for(tmp_path))
     hit = [d for d in res.diagnostics if d.path.endswith("locked")]
     assert hit and hit[0].code == "TL002" and "cannot read folder" in hit[0].message
+
+
+# -- migrations in a project that supports older versions ---------------------------------------
+
+
+@pytest.mark.parametrize("pin,safe", [('"transformers>=4.56.2"', False), ('"transformers>=5.23"', True)])
+def test_renames_are_unsafe_when_the_project_supports_versions_without_the_new_name(tmp_path, pin, safe):
+    write_files(tmp_path, {
+        "pyproject.toml": f'[project]\nname = "lib"\ndependencies = [{pin}]\n',
+        "lib/train.py": textwrap.dedent("""\
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype="auto")
+            model.gradient_checkpointing_enable()
+            """)})
+    res = lint([tmp_path / "lib"], settings_for(tmp_path, options={"transformers_version": "5.24.0"}))
+    for code in ("TL609",):
+        d = next(d for d in res.diagnostics if d.code == code)
+        assert d.fix is not None and (d.fix.applicability == "safe") is safe, d
+        if not safe:
+            assert "the project allows transformers 4.56.2 (pyproject.toml:3)" in d.message
+    out = fix_folder(tmp_path / "lib", options={"transformers_version": "5.24.0"})
+    assert bool(out.fixed) is safe or not safe and all("activation_checkpointing" not in t for t in out.fixed.values())

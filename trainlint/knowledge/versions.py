@@ -341,3 +341,48 @@ def _line_of(text: str, package: str) -> int:
         if pat.search(line):
             return i
     return 1
+
+
+def oldest_allowed(package: str, root: Path, known: list[str]) -> ResolvedVersion | None:
+    """The oldest known version the project at ``root`` declares it supports: the lowest
+    known version that satisfies every requirement on ``package`` it writes (requirements
+    files and pyproject.toml, extras included: an install with extras must satisfy them all),
+    with where its lower bound is written; None when nothing is declared. A fix that writes a
+    name newer than this breaks the project on versions it says it supports, whatever version
+    is installed."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    specs: list[tuple[SpecifierSet, str]] = []
+    for path in _requirement_files(root):
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for lineno, raw in enumerate(lines, 1):
+            text = _requirement_line(raw)
+            req = _matches(text, package) if text and not text.startswith("-") else None
+            if req is not None and len(req.specifier):
+                specs.append((req.specifier, f"{path.relative_to(root).as_posix()}:{lineno}"))
+    pyproject = root / "pyproject.toml"
+    data = _read_toml(pyproject)
+    if data:
+        text = pyproject.read_text(encoding="utf-8")
+        for spec in _pyproject_specs(data, package):
+            specs.append((spec, f"pyproject.toml:{_line_of(text, package)}"))
+    if not specs:
+        return None
+
+    def ok(v: str, sets: list[SpecifierSet]) -> bool:
+        try:
+            return all(s.contains(Version(v), prereleases=False) for s in sets)
+        except InvalidVersion:
+            return False
+
+    allowed = [v for v in known if ok(v, [s for s, _ in specs])]
+    if not allowed:
+        return None
+    low = min(allowed, key=Version)
+    # where: the requirement that sets the lower end (the one that refuses the version before)
+    where = next((w for s, w in specs if any(op in str(s) for op in (">", "~="))), specs[0][1])
+    return ResolvedVersion(low, where)

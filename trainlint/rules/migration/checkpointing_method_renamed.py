@@ -9,6 +9,7 @@ from trainlint.diagnostics import Diagnostic, Severity, replace
 from trainlint.fixing.python_edits import rewrite_node
 from trainlint.knowledge import methods
 from trainlint.rules._versioned import (
+    older_support,
     target,
     target_text,
     transformers_at_least,
@@ -65,6 +66,9 @@ class CheckpointingMethodRenamed(Rule):
     the method on an instance (`model.gradient_checkpointing_enable = MethodType(...)`) are
     left alone: those are not calls of the library method. The fix claims the whole call, so
     another fix of the same call (TL110 adding `use_reentrant`) is computed on the renamed call.
+    The fix is unsafe when the project declares support (its requirements or
+    pyproject.toml) for a transformers older than the one that added the new name: it would
+    break the project there.
 
     ## References
     - pitfalls catalog R21; transformers 5.23 `PreTrainedModel.gradient_checkpointing_enable`
@@ -166,10 +170,12 @@ class CheckpointingMethodRenamed(Rule):
                 why = ""
                 if call is not None:
                     edits, why = _renamed_call(pf, call, attr_span, node.attr, new, version)
+                applicability, note = older_support(setup, CHECKPOINTING_RENAMED_IN, new, pf.path) \
+                    if edits else ("safe", "")
                 yield self.diagnostic(
                     attr_span, f"{node.attr} is deprecated since transformers {CHECKPOINTING_RENAMED_IN} "
-                               f"({target_text(setup)}; removed in v6): use {new}{why}",
-                    edits=edits, fix_message=f"rename to {new}")
+                               f"({target_text(setup)}; removed in v6): use {new}{why}{note}",
+                    edits=edits, fix_message=f"rename to {new}", applicability=applicability)  # type: ignore[arg-type]
 
 
 _METHODS = ("gradient_checkpointing_enable", "gradient_checkpointing_disable")
