@@ -275,7 +275,7 @@ def find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion | No
     return None
 
 
-def _pyproject_specs(data: dict, package: str) -> list[SpecifierSet]:
+def _pyproject_specs(data: dict, package: str, unpinned: bool = False) -> list[SpecifierSet]:
     from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
 
@@ -286,7 +286,7 @@ def _pyproject_specs(data: dict, package: str) -> list[SpecifierSet]:
         reqs += list(extra or [])
     for r in reqs:
         req = _matches(str(r), package) if isinstance(r, str) else None
-        if req is not None and len(req.specifier):
+        if req is not None and (len(req.specifier) or unpinned):
             out.append(req.specifier)
     poetry = data.get("tool", {}).get("poetry", {})
     tables = [poetry.get("dependencies", {}), poetry.get("dev-dependencies", {})]
@@ -362,14 +362,24 @@ def oldest_allowed(package: str, root: Path, known: list[str]) -> ResolvedVersio
         for lineno, raw in enumerate(lines, 1):
             text = _requirement_line(raw)
             req = _matches(text, package) if text and not text.startswith("-") else None
-            if req is not None and len(req.specifier):
+            if req is not None:  # unpinned: every version is allowed
                 specs.append((req.specifier, f"{path.relative_to(root).as_posix()}:{lineno}"))
     pyproject = root / "pyproject.toml"
     data = _read_toml(pyproject)
     if data:
         text = pyproject.read_text(encoding="utf-8")
-        for spec in _pyproject_specs(data, package):
+        for spec in _pyproject_specs(data, package, unpinned=True):
             specs.append((spec, f"pyproject.toml:{_line_of(text, package)}"))
+    setup_py = root / "setup.py"
+    if setup_py.is_file():  # install_requires strings, read as text (never run)
+        try:
+            text = setup_py.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        for m in re.finditer(r"[\"']\s*(" + re.escape(package) + r"\b[^\"']*)[\"']", text):
+            req = _matches(m.group(1), package)
+            if req is not None:
+                specs.append((req.specifier, f"setup.py:{text.count(chr(10), 0, m.start()) + 1}"))
     if not specs:
         return None
 

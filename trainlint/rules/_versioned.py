@@ -446,18 +446,17 @@ def project_allows_before(setup: Setup, version: str, path: str | None = None) -
     from pathlib import Path
 
     start = Path(path).resolve().parent if path else Path(setup.root).resolve()
-    root = None
+    low = None
     for folder in (start, *start.parents):
-        if (folder / "pyproject.toml").is_file() or any(folder.glob("requirements*.txt")):
-            root = folder
-            break
+        files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob("requirements*.txt")]
+        if any(p.is_file() for p in files):
+            stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in files if p.is_file()))
+            low = _oldest_cached(str(folder), stamp)
+            # an example's own requirements may not name transformers: the project's do
+            if low is not None or (folder / "pyproject.toml").is_file() or (folder / "setup.py").is_file():
+                break
         if (folder / ".git").exists():
             break
-    if root is None:
-        return None
-    stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in
-                         [root / "pyproject.toml", *root.glob("requirements*.txt")] if p.is_file()))
-    low = _oldest_cached(str(root), stamp)
     if low is None or ta.vkey(low[0]) >= ta.vkey(version):
         return None
     return low
