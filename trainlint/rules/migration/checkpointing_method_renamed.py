@@ -7,12 +7,10 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
 from trainlint.fixing.python_edits import rewrite_node
-from trainlint.knowledge import methods
 from trainlint.rules._versioned import (
     older_support,
     target,
     target_text,
-    transformers_at_least,
 )
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.migration._migration_common import (
@@ -20,15 +18,18 @@ from trainlint.rules.migration._migration_common import (
 )
 from trainlint.setup import Setup
 
-CHECKPOINTING_RENAMED_IN = "5.23.0"  # modeling_utils.py: activation_checkpointing_* (5.22.0: absent)
+# The cheap guard: the rule reads the method data only for a file that contains one of these
+# (the deprecated names and their replacements come from data/model_api.json).
+_GUARD = ("checkpointing_enable", "checkpointing_disable", "is_gradient_checkpointing")
 
 
-_CHECKPOINTING_RENAMES = {
-    "gradient_checkpointing_enable": "activation_checkpointing_enable",
-    "gradient_checkpointing_disable": "activation_checkpointing_disable",
-    "is_gradient_checkpointing": "is_activation_checkpointing",
-}
-
+def _common_prefix_swap(old: str, new: str) -> tuple[str, str]:
+    """``gradient_checkpointing_enable`` / ``activation_checkpointing_enable`` ->
+    (``gradient_checkpointing``, ``activation_checkpointing``): what the rename changed."""
+    i = 0
+    while i < min(len(old), len(new)) and old[-1 - i] == new[-1 - i]:
+        i += 1
+    return old[:len(old) - i].rstrip("_"), new[:len(new) - i].rstrip("_")
 
 
 class CheckpointingMethodRenamed(Rule):
@@ -70,9 +71,13 @@ class CheckpointingMethodRenamed(Rule):
     pyproject.toml) for a transformers older than the one that added the new name: it would
     break the project there.
 
+    The deprecated names, the methods they hand over to and the releases come from the
+    `PreTrainedModel` methods of every released wheel (data/model_api.json), so the rule follows
+    new releases when the data is regenerated.
+
     ## References
-    - pitfalls catalog R21; transformers 5.23 `PreTrainedModel.gradient_checkpointing_enable`
-      (read in the 5.22.0 and 5.23.0 wheels)
+    - transformers 5.23 `PreTrainedModel.gradient_checkpointing_enable` ("is deprecated and will
+      be removed in v6"), read in the released wheels
     """
 
     code = "TL609"
@@ -144,76 +149,88 @@ class CheckpointingMethodRenamed(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not transformers_at_least(setup, CHECKPOINTING_RENAMED_IN):
-            return
-        version = target(setup)[0]
+        tf = target(setup)[0]
         for pf in setup.scripts:
-            if not any(pf.uses_module(m) for m in ("transformers", "peft", "trl")) \
-                    or not any(old in pf.text for old in _CHECKPOINTING_RENAMES):
+            if not any(g in pf.text for g in _GUARD) \
+                    or not any(pf.uses_module(m) for m in ("transformers", "peft", "trl")):
                 continue
-            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in _CHECKPOINTING_RENAMES
-                   for n in pf.nodes):
+            from trainlint.knowledge import model_api  # behind the guard: the data is read from here on
+
+            renames = {}
+            for node in pf.nodes:
+                if isinstance(node, ast.Attribute) and "checkpointing" in node.attr and node.attr not in renames:
+                    m = model_api.method(node.attr, tf)
+                    if m is not None and m.deprecated and m.alias_of and model_api.method(m.alias_of, tf):
+                        renames[node.attr] = m
+            if not renames:
                 continue
-            overridden = _overridden_names(pf)
+            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in renames for n in pf.nodes):
+                continue
+            overridden = _overridden_names(pf, set(renames))
             calls = {id(c.node.func): c.node for c in pf.calls}
             for node in pf.nodes:
-                if not (isinstance(node, ast.Attribute) and node.attr in _CHECKPOINTING_RENAMES
-                        and isinstance(node.ctx, ast.Load)) or node.attr in overridden:
+                if not (isinstance(node, ast.Attribute) and node.attr in renames and isinstance(node.ctx, ast.Load)) \
+                        or node.attr in overridden:
                     continue
+                m = renames[node.attr]
                 call = calls.get(id(node))
-                if node.attr in _METHODS and call is None:
+                if m.kind == "method" and call is None:
                     continue  # a probe or an alias (inspect.signature(m.x), y = m.x): not a call
-                new = _CHECKPOINTING_RENAMES[node.attr]
+                new = m.alias_of
+                new_m = model_api.method(new, tf)
+                since = model_api.method_history(node.attr)[1]
                 sp = pf.span(node)
                 attr_span = replace(sp, line=sp.end_line, column=sp.end_column - len(node.attr))
                 edits: list | None = [attr_span.edit(new)]
                 why = ""
                 if call is not None:
-                    edits, why = _renamed_call(pf, call, attr_span, node.attr, new, version)
-                applicability, note = older_support(setup, CHECKPOINTING_RENAMED_IN, new, pf.path) \
-                    if edits else ("safe", "")
+                    edits, why = _renamed_call(pf, call, attr_span, node.attr, new, new_m, tf)
+                applicability, note = older_support(setup, since, new, pf.path) if edits and since \
+                    else ("safe", "")
                 yield self.diagnostic(
-                    attr_span, f"{node.attr} is deprecated since transformers {CHECKPOINTING_RENAMED_IN} "
-                               f"({target_text(setup)}; removed in v6): use {new}{why}{note}",
+                    attr_span, f"{node.attr} is deprecated since transformers {since} "
+                               f"({target_text(setup)}; it warns on every call): use {new}{why}{note}",
                     edits=edits, fix_message=f"rename to {new}", applicability=applicability)  # type: ignore[arg-type]
 
 
-_METHODS = ("gradient_checkpointing_enable", "gradient_checkpointing_disable")
-_KWARG_RENAMES = {"gradient_checkpointing_kwargs": "activation_checkpointing_kwargs"}
-
-
-def _overridden_names(pf) -> set[str]:
+def _overridden_names(pf, names: set[str]) -> set[str]:
     """Names set on an object in this file (``model.x = MethodType(...)``, ``self.x = other.x``,
     ``setattr(model, "x", ...)``): calls of them are calls of that replacement, not of the
     library method."""
     out: set[str] = set()
     for n in pf.nodes:
-        if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in _CHECKPOINTING_RENAMES:
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in names:
             out.add(n.attr)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" \
-                and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value in _CHECKPOINTING_RENAMES:
+                and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value in names:
             out.add(n.args[1].value)
     return out
 
 
-def _renamed_call(pf, call: ast.Call, attr_span, old: str, new: str, version: str) -> tuple[list | None, str]:
+def _renamed_call(pf, call: ast.Call, attr_span, old: str, new: str, new_m, version: str
+                  ) -> tuple[list | None, str]:
     """The edits renaming the call to ``new`` (one edit over the whole call, so a fix that adds
     a keyword to the same call is computed again on the renamed call), or (None, why) when the
-    new method would not accept what the call passes (from the signatures of the target
-    version, ``knowledge/data/model_methods.json``)."""
+    new method would not accept what the call passes: its parameters at the target version
+    come from ``knowledge/data/model_api.json`` (generated from the released signatures)."""
     if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
         return None, " (no fix: the call passes **kwargs/*args the new method may not accept)"
+    params = tuple(new_m.params)
+    if len(call.args) > len(params):
+        return None, f" (no fix: {new} takes at most {len(params)} positional arguments)"
+    old_part, new_part = _common_prefix_swap(old, new)
     edits = [attr_span.edit(new)]
-    names = []
+    taken = set(params[:len(call.args)])
+    bad = []
     for kw in call.keywords:
-        name = _KWARG_RENAMES.get(kw.arg, kw.arg) if old == "gradient_checkpointing_enable" else kw.arg
-        names.append(name)
+        name = kw.arg
+        if name not in params and name.startswith(old_part) and old_part:
+            name = new_part + name[len(old_part):]
+        if name in taken or (name not in params and not new_m.varkw):
+            bad.append(kw.arg)
+            continue
         if name != kw.arg:
             edits.append(pf.keyword_name_span(kw).edit(name))
-    ok = methods.accepts(version, new, len(call.args), names)
-    if ok is not True:
-        bad = [n for n in names if methods.accepts(version, new, 0, [n]) is False]
-        what = f"keyword {', '.join(bad)}" if bad else "these arguments"
-        return None, f" (no fix: {new} does not take {what} on transformers {version})" if ok is False \
-            else f" (no fix: the signature of {new} on transformers {version} is not known)"
+    if bad:
+        return None, f" (no fix: {new} does not take keyword {', '.join(bad)} on transformers {version})"
     return [rewrite_node(pf, call, edits)], ""
