@@ -260,6 +260,7 @@ def prove_files(files: dict[str, str], root: Path, originals: dict[str, str] | N
     against the defaults: it must not disagree with them on more keys than the original did
     (``originals``: the texts before the fix)."""
     proved = []
+    changed = {p for p, t in files.items() if originals is None or originals.get(p) != t}
     out_dir = root / "_out"
     args_for_ds = None
     texts = dict(files)
@@ -268,6 +269,11 @@ def prove_files(files: dict[str, str], root: Path, originals: dict[str, str] | N
         if kind_of(Path(p), t) == "python":
             for name, kwargs in python_args_calls(t):
                 py_calls.append((p, name, kwargs))
+    for p, t in texts.items():
+        if kind_of(Path(p), t) == "python" and p in changed:
+            n = run_imports(t, (originals or {}).get(p))
+            if n:
+                proved.append(f"{Path(p).name}: {n} import statement(s) executed")
     for p, name, kwargs in py_calls:
         obj = construct(name, kwargs, out_dir)
         args_for_ds = args_for_ds or obj
@@ -306,6 +312,28 @@ def prove_files(files: dict[str, str], root: Path, originals: dict[str, str] | N
                 raise AssertionError(f"transformers refuses the fixed DeepSpeed config: {sorted(new)}")
             proved.append(f"{Path(p).name}: HfTrainerDeepSpeedConfig.trainer_config_process/finalize")
     return proved
+
+
+def run_imports(text: str, original: str | None = None) -> int:
+    """Execute the top-level import statements of ``text`` that the fix wrote (not found as
+    they are in ``original``) and whose package is installed: a renamed or moved import must
+    resolve on the installed library. Returns how many ran."""
+    n = 0
+    for stmt in ast.parse(text).body:
+        seg = ast.get_source_segment(text, stmt) or ""
+        if original is not None and seg and seg in original:
+            continue
+        if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+            top = stmt.module.split(".")[0]
+        elif isinstance(stmt, ast.Import):
+            top = stmt.names[0].name.split(".")[0]
+        else:
+            continue
+        if importlib.util.find_spec(top) is None:
+            continue
+        exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<fixed>", "exec"), {})
+        n += 1
+    return n
 
 
 def _write(path: Path, text: str) -> Path:

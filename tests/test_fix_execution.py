@@ -44,6 +44,7 @@ RUN_PROOFS = {
     "TL607": "test_from_pretrained_renames_load",
     "TL608": "test_from_pretrained_renames_load",
     "TL609": "test_rename_and_use_reentrant_compose_and_run",
+    "TL612": "test_hub_auth_keyword_fix_loads",
 }
 
 
@@ -64,7 +65,9 @@ def _generic_proofs() -> dict[str, list[str]]:
     import tempfile
 
     proved: dict[str, list[str]] = {}
-    for rule, _i, case in FLAGGED:
+    for rule, i, case in FLAGGED:
+        if (rule.code, i) in KNOWN_WRONG:
+            continue
         with tempfile.TemporaryDirectory() as d:
             got = _fixed_files(Path(d), rule, case)
             if got is None:
@@ -75,7 +78,16 @@ def _generic_proofs() -> dict[str, list[str]]:
     return proved
 
 
-@pytest.mark.parametrize("rule,index,case", FLAGGED, ids=[f"{r.code}-{i}" for r, i, _ in FLAGGED])
+# Wrong fixes the proof found in rules of other families, reported to their owners; strict, so
+# the mark goes as soon as the rule is corrected.
+KNOWN_WRONG = {
+    ("TL611", 5): "from trl import BCOTrainer -> trl.experimental.bco, which trl 1.16 (installed) does not have",
+}
+
+
+@pytest.mark.parametrize("rule,index,case", [
+    pytest.param(r, i, c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[(r.code, i)]))
+    if (r.code, i) in KNOWN_WRONG else (r, i, c) for r, i, c in FLAGGED], ids=[f"{r.code}-{i}" for r, i, _ in FLAGGED])
 def test_fixed_configs_are_accepted_by_the_library(rule, index, case, tmp_path):
     got = _fixed_files(tmp_path, rule, case)
     if got is None:
@@ -360,3 +372,14 @@ RESULT = m.dtype
     import torch
 
     assert runpy.run_path(str(tmp_path / "train.py"))["RESULT"] == torch.bfloat16
+
+
+def test_hub_auth_keyword_fix_loads(tmp_path, tiny):
+    """TL612: the fixed ``token=`` keyword is accepted by the loaders (a local folder: no hub)."""
+    rule = get_rule("TL612")
+    case = next(c for c in rule.cases if c.flags and c.fixed and "from_pretrained" in c.fixed)
+    text = case.fixed
+    for hub_id in set(__import__("re").findall(r'from_pretrained\("([^"]+)"', text)):
+        text = text.replace(f'"{hub_id}"', f'"{tiny["GPT"]}"')
+    text = text.replace(f'AutoTokenizer.from_pretrained("{tiny["GPT"]}"', f'AutoTokenizer.from_pretrained("{tiny["TOK"]}"')
+    runpy.run_path(str(write_files(tmp_path, {"t.py": text})[0]))
