@@ -507,6 +507,37 @@ def _root_name(expr: ast.AST) -> ast.Name | None:
     return expr if isinstance(expr, ast.Name) else None
 
 
+def _flow_index(pf: PythonFile) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Which calls (indices into ``pf.calls``) and assignment statements (indices into
+    ``pf.statements``) could touch a model bound to a name: keyed by the root names they use
+    (``model`` in ``model.to(...)``, ``train(model)``, ``model.config.x = ...``). Built once
+    per file, so following every Trainer's model costs the calls on its own names, not every
+    call of the file for every Trainer (linear, not quadratic, in the number of Trainers)."""
+    calls: dict[str, list[int]] = {}
+    for i, cs in enumerate(pf.calls):
+        names: set[str] = set()
+        func = cs.node.func
+        if isinstance(func, ast.Attribute):
+            root = _root_name(func.value)
+            if root is not None:
+                names.add(root.id)
+        first = cs.node.args[0] if cs.node.args else None
+        if isinstance(first, ast.Name):
+            names.add(first.id)
+        for n in names:
+            calls.setdefault(n, []).append(i)
+    assigns: dict[str, list[int]] = {}
+    for i, (stmt, _scope) in enumerate(pf.statements):
+        if not isinstance(stmt, ast.Assign):
+            continue
+        for t in stmt.targets:
+            if isinstance(t, ast.Attribute):
+                root = _root_name(t)
+                if root is not None:
+                    assigns.setdefault(root.id, []).append(i)
+    return calls, assigns
+
+
 def model_flows(pf: PythonFile) -> list[ModelFlow]:
     """For each Trainer call: the model that reaches it, how it was created and changed."""
     cached = getattr(pf, "_model_flows", None)
@@ -514,6 +545,7 @@ def model_flows(pf: PythonFile) -> list[ModelFlow]:
         return cached
     flows: list[ModelFlow] = []
     stmt_scope = {id(s): sc for s, sc in pf.statements}
+    call_index, assign_index = _flow_index(pf)
     for tc in pf.trainer_calls:
         model = tc.keywords.get("model")
         if model is None:
@@ -529,7 +561,10 @@ def model_flows(pf: PythonFile) -> list[ModelFlow]:
             found = scope.lookup(name.id)
             return found is not None and (id(found[0]), name.id) in flow.names
 
-        for cs in pf.calls:
+        model_names = {n for _sid, n in flow.names}
+        candidates = sorted({i for n in model_names for i in call_index.get(n, ())})
+        for i in candidates:
+            cs = pf.calls[i]
             if cs.node is model or not before_trainer(cs.stmt):
                 continue
             func = cs.node.func
@@ -551,21 +586,24 @@ def model_flows(pf: PythonFile) -> list[ModelFlow]:
             if isinstance(cs.stmt, ast.Expr) and cs.stmt.value is cs.node or _is_self_assign(cs.stmt, cs.node):
                 flow.moves.append(DeviceMove(cs.node, mv[0], cs.stmt, cs.scope, mv[1],
                                              pf.source_of(cs.node.func).split(".")[-1]))
-        for stmt, scope in pf.statements:
-            if not isinstance(stmt, ast.Assign) or not before_trainer(stmt):
+        for i in sorted({i for n in model_names for i in assign_index.get(n, ())}):
+            stmt, scope = pf.statements[i]
+            if not before_trainer(stmt):
                 continue
-            for t in stmt.targets:
+            for t in stmt.targets:  # type: ignore[attr-defined]
                 if isinstance(t, ast.Attribute):
                     root = _root_name(t)
                     if root is not None and on_model(root, scope):
-                        flow.attr_sets.append((stmt, _dotted(t), stmt.value))
+                        flow.attr_sets.append((stmt, _dotted(t), stmt.value))  # type: ignore[attr-defined]
         flows.append(flow)
     pf._model_flows = flows  # type: ignore[attr-defined]
+    pf._model_flow_of = {id(f.trainer): f for f in flows}  # type: ignore[attr-defined]
     return flows
 
 
 def flow_for(pf: PythonFile, tc: TrainerCall) -> ModelFlow | None:
-    return next((f for f in model_flows(pf) if f.trainer is tc), None)
+    model_flows(pf)
+    return pf._model_flow_of.get(id(tc))  # type: ignore[attr-defined]
 
 
 # --- what else reaches the Trainer ---------------------------------------------------------

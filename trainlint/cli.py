@@ -6,6 +6,7 @@ transformers, accelerate or deepspeed, ever).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -256,6 +257,7 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, s
     """Fix what can be fixed. Prints the diff; --apply writes it."""
     _light_pydantic()
     import difflib
+    import os
 
     from trainlint.config import ConfigError
     from trainlint.engine import fix_outcome
@@ -269,8 +271,6 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, s
             _fail("`-` (stdin) cannot be combined with other paths")
         if apply_:
             _fail("`fix -` prints the fixed text; --apply needs files")
-        import os
-
         stdin_name = os.path.normpath(stdin_filename or "stdin.py")
         overlay[stdin_name] = sys.stdin.read()
         path_list = [Path(stdin_name)]
@@ -302,6 +302,10 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, s
     _write_guarded(show)
     not_written: set[str] = set()
     if apply_:
+        from trainlint.fixing.apply import remove_stale_temps
+
+        # what a killed earlier run left next to the files it was writing
+        remove_stale_temps(sorted({os.path.dirname(os.path.realpath(p)) for p in outcome.original}))
         for path, text in sorted(outcome.fixed.items()):
             problem = write_fixed(path, outcome.original[path], text)
             if problem is not None:
@@ -311,16 +315,23 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, s
         at = f"{d.path}:cell {d.cell}:{d.line}" if d.cell is not None else f"{d.path}:{d.line}"
         click.echo(f"trainlint: fix for {d.code} at {at} was not applied: the result did not parse "
                    f"({error})", err=True)
+    for d, away in outcome.outside:
+        real = os.path.realpath(away)
+        where = away if real == os.path.abspath(away) else f"{away} (resolved: {real})"
+        click.echo(f"trainlint: fix for {d.code} at {d.path}:{d.line} was not applied: it edits {where}, which is "
+                   f"outside the paths given to fix; pass that path too to fix it", err=True)
     remaining = outcome.remaining
     # what stops a file from being fixed at all (missing, unreadable, unparsable): say it
     for d in remaining:
         if d.code in ("TL000", "TL001", "TL002", "TL003"):
             click.echo(f"{d.path}:{d.line}:{d.column}: {d.code} [{d.name}] {d.message}", err=True)
 
-    n = len(outcome.applied)
+    # count only what was (or would be) written
+    written = {p for p in outcome.fixed if p not in not_written}
+    n = sum(1 for d in outcome.applied if d.fix is not None and all(e.path in written for e in d.fix.edits))
     verb = "Fixed" if apply_ else "Would fix"
     hidden = sum(1 for d in remaining if d.fix is not None and d.fix.applicability == "unsafe")
-    msg = f"{verb} {n} finding{'s' if n != 1 else ''} in {len(outcome.fixed)} file{'s' if len(outcome.fixed) != 1 else ''}"
+    msg = f"{verb} {n} finding{'s' if n != 1 else ''} in {len(written)} file{'s' if len(written) != 1 else ''}"
     msg += f" ({len(remaining)} remaining"
     if hidden and not unsafe_fixes:
         msg += f"; {hidden} fixable with --unsafe-fixes"

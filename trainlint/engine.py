@@ -217,6 +217,8 @@ class FixOutcome:
     applied: list[Diagnostic]
     reverted: list[tuple[Diagnostic, str]]
     remaining: list[Diagnostic]  # what is still reported after fixing
+    # fixes left alone because they edit a file outside the given paths: (finding, that file)
+    outside: list[tuple[Diagnostic, str]] = field(default_factory=list)
 
 
 def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,
@@ -238,8 +240,28 @@ def _fix_key(d: Diagnostic) -> tuple:
                                  for e in d.fix.edits)))
 
 
+def inside_paths(paths: list[Path]) -> Callable[[str], bool]:
+    """Whether a file is under one of ``paths`` once both are resolved (symbolic links
+    followed, ``..`` removed): ``fix`` edits only such files. A launch line's
+    ``--deepspeed ../shared/ds.json`` or a link to a file elsewhere is outside."""
+    import os
+
+    roots = [os.path.realpath(p) for p in paths] or [os.path.realpath(".")]
+    cache: dict[str, bool] = {}
+
+    def inside(path: str) -> bool:
+        if path not in cache:
+            real = os.path.realpath(path)
+            cache[path] = any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+        return cache[path]
+
+    return inside
+
+
 def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
                  overlay: dict[str, str] | None) -> FixOutcome:
+    inside = inside_paths(paths)
+    outside: dict[tuple, tuple[Diagnostic, str]] = {}
     current: dict[str, str] = dict(overlay or {})
     applied: list[Diagnostic] = []
     reverted: list[tuple[Diagnostic, str]] = []
@@ -252,10 +274,16 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
     seen_states: set[int] = set()
     for _ in range(MAX_FIX_PASSES):
         texts = {**result.texts, **current}
-        fixable = [d for d in result.diagnostics
-                   if d.fix is not None and (d.fix.applicability == "safe" or unsafe)
-                   and not any(e.path in unparsable for e in d.fix.edits)
-                   and _fix_key(d) not in refused]
+        fixable = []
+        for d in result.diagnostics:
+            if d.fix is None or not (d.fix.applicability == "safe" or unsafe) \
+                    or any(e.path in unparsable for e in d.fix.edits) or _fix_key(d) in refused:
+                continue
+            away = next((e.path for e in d.fix.edits if not inside(e.path)), None)
+            if away is not None:
+                outside.setdefault((d.code, d.path, d.line, d.column), (d, away))
+                continue
+            fixable.append(d)
         if not fixable:
             break
         from trainlint.fixing.apply import apply_fix_pass
@@ -278,7 +306,7 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
     fixed = {p: t for p, t in current.items() if original.get(p) is not None and t != original[p]
              and p not in unparsable}
     return FixOutcome(original=original, fixed=fixed, applied=applied, reverted=reverted,
-                      remaining=result.diagnostics)
+                      remaining=result.diagnostics, outside=list(outside.values()))
 
 
 def fix_in_memory(paths: list[Path], *, unsafe: bool = False, settings: Settings | None = None

@@ -82,6 +82,38 @@ def _lint_one(path: str, explicit: bool, text: str, settings: Any) -> Outcome:
 def _init_worker(settings: Any) -> None:
     global _SETTINGS
     _SETTINGS = settings
+    end_with_parent()
+
+
+def end_with_parent(poll_s: float = 0.5) -> None:
+    """Make this worker process end when the process that started it dies (a killed
+    ``check -j N`` must not leave workers blocked on a queue nobody reads): the kernel's
+    parent-death signal on Linux, and everywhere a daemon thread that exits the process once
+    it has been re-parented."""
+    import os
+    import threading
+    import time
+
+    parent = os.getppid()
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError, ImportError):  # not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="trainlint-parent-watch", daemon=True).start()
 
 
 def _work(unit: Unit) -> Outcome:

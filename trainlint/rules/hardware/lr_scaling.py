@@ -74,6 +74,14 @@ def batch_lr(site: ArgsSite, world: int, where: str) -> BatchLr | None:
     return BatchLr(per_device, accum, world, float(lr), where)
 
 
+def _written(setup: Setup, span) -> str | None:
+    """The text at ``span`` in a script of the setup (how the file writes the number)."""
+    pf = next((s for s in setup.scripts if s.path == span.path), None)
+    if pf is None or span.line != span.end_line or span.line > len(pf.lines):
+        return None
+    return pf.lines[span.line - 1][span.column - 1:span.end_column - 1]
+
+
 def _round(x: float) -> float:
     return float(f"{x:.3g}")
 
@@ -223,7 +231,7 @@ class LrNotScaled(Rule):
                 continue
             edits = None
             if lr_v is not None and lr_v.edit_span() is not None:
-                text = python_literal(suggested)
+                text = python_literal(suggested, like=_written(setup, lr_v.edit_span()))
                 edits = [lr_v.edit_span().edit(text)]  # type: ignore[union-attr]
             elif lr_v is None and site.call is not None:
                 pf = next((s for s in setup.scripts if s.path == site.path), None)

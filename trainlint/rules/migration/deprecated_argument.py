@@ -7,6 +7,7 @@ from typing import Iterable
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
+    older_support,
     fields_for,
     is_known_class,
     target_text,
@@ -71,6 +72,8 @@ class DeprecatedArgument(Rule):
     ## Fix safety
     Safe renames where the target version has the new name (the library copies the old value
     into it); otherwise no fix.
+    The fix is unsafe when the project declares support (its requirements, pyproject.toml or
+    setup.py) for a transformers older than the first one with the new name.
 
     ## References
     - the deprecation messages in `TrainingArguments.__post_init__` of each version
@@ -140,8 +143,13 @@ class DeprecatedArgument(Rule):
                     base = (fields_for(setup, "TrainingArguments") or {}).get(name)
                     if base is not None and base.deprecated == f.deprecated:
                         package = "transformers"
+                note = ""
+                if edits and r is not None and r.new_since and package == "transformers":
+                    older, note = older_support(setup, r.new_since, r.new, site.path)
+                    if older == "unsafe":
+                        applicability = "unsafe"
                 message = (f"{_shown(value)} is deprecated ({target_text(setup, package)})"
-                           + (f": {advice}" if advice else f": {deprecation_gist(f.deprecated)}"))
+                           + (f": {advice}" if advice else f": {deprecation_gist(f.deprecated)}") + note)
                 span = value.key_span or value.span or site.span
                 if span is None:
                     continue

@@ -9,6 +9,7 @@ from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
+    project_allows_before,
     target_text,
     tolerant_parse,
     valid_names,
@@ -81,6 +82,8 @@ class RemovedArgument(Rule):
     old default, or the library no longer read it); otherwise it is unsafe. `logging_dir` is
     removed only when TensorBoard is not a `report_to` target; otherwise the message says to
     export `TENSORBOARD_LOGGING_DIR`.
+    The fix is unsafe when the project declares support (its requirements, pyproject.toml or
+    setup.py) for a transformers from before the removal.
 
     ## References
     - huggingface/transformers#36946 (evaluation_strategy), #41017 and #41404 (v5 removals)
@@ -205,8 +208,15 @@ class RemovedArgument(Rule):
             removed = _removed_in(h, version) or h.removed_in or "a later version"
             valid = valid_names(setup, site) or frozenset()
             edits, applicability, fix_message, advice = _replacement_fix(setup, site, value, valid)
+            note = ""
+            if edits and h.package == "transformers" and removed[:1].isdigit():
+                low = project_allows_before(setup, removed, site.path)
+                if low is not None:
+                    applicability = "unsafe"
+                    note = (f" (the fix is unsafe: the project allows transformers {low[0]} ({low[1]}), where "
+                            f"{name} still works and the fixed code means something else or fails)")
             message = (f"{_shown(value)} was removed from {site.class_name} in {h.package} {removed} "
-                       f"({target_text(setup, h.package)}): {advice}")
+                       f"({target_text(setup, h.package)}): {advice}{note}")
             span = value.key_span or value.span or site.span
             if span is None:
                 continue
