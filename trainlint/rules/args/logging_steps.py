@@ -142,10 +142,10 @@ class LoggingStepsTooLow(Rule):
                     "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
                                 "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
              severity="info", message="4096-token sequences", note="a long model_max_length"),
-        Case(files={"sft.yaml": "model_name_or_path: Qwen/Qwen3-VL-30B-A3B-Instruct\ncutoff_len: 512\n"
-                                "output_dir: o\nlogging_steps: 1\n",
+        Case(files={"run.sh": "torchrun train.py --model_name_or_path Qwen/Qwen3-VL-30B-A3B-Instruct "
+                              "--max_seq_length 512 --output_dir o --logging_steps 1\n",
                     "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
-                                "(args,) = HfArgumentParser(TrainingArguments).parse_yaml_file('sft.yaml')\n"},
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
              severity="info", message="30.0B-parameter model",
              note="short sequences, but the model's name says 30B: not fast"),
         # must not flag
