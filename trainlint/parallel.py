@@ -88,8 +88,81 @@ def _work(unit: Unit) -> Outcome:
     return lint_one(unit.path, unit.explicit, unit.text, _SETTINGS)
 
 
+# Which files of a run name each other, answered by set lookups. The stand-alone test asks two
+# questions per Python file: does the run's non-Python text name it (its file name as a
+# substring, or its stem as a whole word: not preceded by a word character, ``.`` or ``-``, not
+# followed by a word character or ``-``), and does it name one of the run's non-Python files (a
+# substring). Searching all the text once per file costs files x bytes; here each text is
+# scanned once into sets, and each question is a lookup with the same answer.
+_NAME_RUN = re.compile(r"[\w.-]+")
+_PLAIN_NAME = re.compile(r"[\w.-]+\Z")
+
+
 def _word(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
+
+
+class NameIndex:
+    """The names a text mentions, for ``mentions_word`` and ``mentions`` lookups.
+
+    ``suffixes`` are the file-name endings (``.json``, ``.py``, ...) whose substrings are
+    asked about: every occurrence of one is recorded with the run of name characters before it
+    (up to ``longest`` characters), so that a plain name (word characters, ``.``, ``-``) is a
+    substring of the text exactly when it is a suffix of one recorded run. Names with other
+    characters, or without a listed suffix, fall back on a search of the text."""
+
+    def __init__(self, text: str, suffixes: set[str] = frozenset(), longest: int = 255,
+                 words: bool = True) -> None:
+        self.text = text
+        self.suffixes = set(suffixes)
+        self.words: set[str] = set()
+        if words:
+            for run in _NAME_RUN.findall(text):
+                self.words.add(run)
+                i = run.find(".")
+                while i != -1:
+                    self.words.add(run[:i])
+                    i = run.find(".", i + 1)
+        self.ends: set[str] = set()
+        for suffix in self.suffixes:
+            n = len(suffix)
+            pos = text.find(suffix)
+            while pos != -1:
+                end = pos + n
+                start = pos
+                lowest = max(0, end - longest)
+                while start > lowest and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+                    start -= 1
+                run = text[start:end]
+                if _PLAIN_NAME.match(run):
+                    for k in range(len(run) - n + 1):
+                        self.ends.add(run[k:])
+                else:  # a character \w matches but isalnum does not: record it exactly
+                    for m in _NAME_RUN.finditer(text, start, end):
+                        if m.end() == end:
+                            run = m.group()
+                            for k in range(len(run) - n + 1):
+                                self.ends.add(run[k:])
+                pos = text.find(suffix, pos + 1)
+
+    def mentions(self, name: str) -> bool:
+        """``name in text``."""
+        if not name:
+            return True
+        if _PLAIN_NAME.match(name) and any(name.endswith(s) for s in self.suffixes):
+            return name in self.ends
+        return name in self.text
+
+    def mentions_word(self, stem: str) -> bool:
+        """``_word(stem).search(text)``."""
+        if _PLAIN_NAME.match(stem):
+            return stem in self.words
+        return _word(stem).search(self.text) is not None
+
+
+def _suffix(name: str) -> str:
+    i = name.rfind(".")
+    return name[i:] if i > 0 else ""
 
 
 def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[list[Unit], list[tuple[str, bool]], dict[str, str]]:
@@ -123,13 +196,20 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
     blob = "\n".join(others.values())
+    bases = {os.path.basename(u.path) for u in candidates}
+    in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
+                        max((len(b) for b in bases), default=0)) if blob else None
+    name_suffixes = {_suffix(n) for n in other_names} - {""}
+    longest = max((len(n) for n in other_names), default=0)
     for unit in candidates:
         base = os.path.basename(unit.path)
         stem = base[:-3]
-        if blob and (base in blob or (stem and _word(stem).search(blob))):
+        if in_blob is not None and (in_blob.mentions(base) or (stem and in_blob.mentions_word(stem))):
             continue
-        if any(name in unit.text for name in other_names):
-            continue
+        if other_names:
+            named = NameIndex(unit.text, name_suffixes, longest, words=False)
+            if any(named.mentions(name) for name in other_names):
+                continue
         alone.add(unit.path)
     units = [u for u in candidates if u.path in alone]
     rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
