@@ -195,6 +195,10 @@ class FindingsCache:
     def file(self) -> Path:
         return self.folder / f"v{FORMAT}" / f"{self.namespace}.json"
 
+    def cacheable(self, text: str) -> bool:
+        """Whether a stand-alone script's findings may be stored (it names no config file)."""
+        return not mentions_other_files(text)
+
     def key(self, path: str, explicit: bool, text: str) -> str:
         return _sha("\0".join((path, "1" if explicit else "0", self.git.commit_for(path), text)))
 

@@ -1,4 +1,11 @@
-"""The pipeline: find files, read them, resolve setups, run rules, filter, fix.
+"""The pipeline, on top of the stages: walk and partition the files (``partition``), resolve
+what the run shares once (``resolve.run_context``), check each group (``checking``: workspace,
+linking, setups, rules, filter), merge.
+
+One pipeline, two schedulers: the groups are checked in this process, or the stand-alone
+scripts in a pool of worker processes (``parallel``) while this process checks the rest; the
+findings cache (``cache``) answers for unchanged scripts in both. The result is the same
+whichever runs (a test compares default, ``-j 1``, ``-j 2`` and the warm cache).
 
 ``lint`` is what ``trainlint check`` runs; ``fix_in_memory`` is what ``fix`` and ``verify``
 run. Neither imports torch, transformers, accelerate or deepspeed, nor executes user code.
@@ -6,65 +13,22 @@ run. Neither imports torch, transformers, accelerate or deepspeed, nor executes 
 
 from __future__ import annotations
 
-import sys
-import threading
-import traceback
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Iterator
 
-from trainlint.config import ConfigError, Settings
-from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.resolve import Workspace, build_setups, read_workspace
-from trainlint.rules import all_rules, is_selected, select_rules
-from trainlint.suppression import Suppressions
+from trainlint.checking import Outcome, check_group, check_unit, make_rules
+from trainlint.config import Settings
+from trainlint.diagnostics import Diagnostic, internal_error  # noqa: F401 - internal_error re-exported
+from trainlint.partition import split, walk_order
+from trainlint.resolve import run_context, run_root
+from trainlint.rules import all_rules
+from trainlint.stack import with_deep_stack
 
 MAX_FIX_PASSES = 8
-REPORT_URL = "https://github.com/trainlint/trainlint/issues"
-
-# Deeply nested but valid code (a 900-term string concatenation, a long method chain) makes
-# ast's recursive structures deep; the analysis and the rules walk them recursively. The
-# pipeline therefore runs in a thread with a large stack and a raised recursion limit, so such
-# files are analysed instead of failing, and anything deeper ends in a RecursionError that is
-# reported per file (never a crash of the interpreter).
-DEEP_STACK_BYTES = 512 * 1024 * 1024
-DEEP_RECURSION_LIMIT = 20_000
-_deep = threading.local()
-_T = TypeVar("_T")
-
-
-def with_deep_stack(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-    """Call ``fn(*args, **kwargs)`` in a thread with a large stack and a raised recursion
-    limit; exceptions propagate to the caller. Nested calls run directly."""
-    if getattr(_deep, "active", False):
-        return fn(*args, **kwargs)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        _deep.active = True
-        try:
-            box["result"] = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
-            box["error"] = exc
-
-    old_limit = sys.getrecursionlimit()
-    try:
-        old_size = threading.stack_size(DEEP_STACK_BYTES)
-    except (ValueError, RuntimeError):  # platform without settable thread stacks
-        return fn(*args, **kwargs)
-    sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
-    try:
-        try:
-            thread = threading.Thread(target=target, name="trainlint", daemon=True)
-            thread.start()
-        finally:
-            threading.stack_size(old_size)
-        thread.join()
-    finally:
-        sys.setrecursionlimit(old_limit)
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+MIN_POOL_FILES = 50  # the pool starts above this many scripts to check
 
 
 @dataclass
@@ -76,105 +40,143 @@ class LintResult:
     texts: dict[str, str] = field(default_factory=dict)
     unparsable: set[str] = field(default_factory=set)  # never edited by fix
     kinds: dict[str, str] = field(default_factory=dict)  # path -> reader kind
+    cache_stats: tuple[int, int] | None = None  # (hits, misses) when the cache was used
 
     @property
     def internal_errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.code == "TL000"]
 
 
-def internal_error(path: str, where: str, exc: BaseException) -> Diagnostic:
-    tb = traceback.extract_tb(exc.__traceback__)
-    at = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
-    return Diagnostic(
-        code="TL000", name="internal-error", severity=Severity.ERROR,
-        message=f"internal error in {where}: {type(exc).__name__}: {exc}{at}. "
-                f"This is a trainlint bug; please report it at {REPORT_URL}",
-        path=path, line=1, column=1, end_line=1, end_column=1,
-    )
-
-
-def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = None) -> list[Diagnostic]:
-    """Every rule on every setup; ``declared`` (when given) collects the setups' files."""
-    rules = [cls(settings, settings.options_for(cls))
-             for cls in select_rules(settings.select + settings.extend_select, settings.ignore)
-             if not cls.produced_by_engine]
-    linking_error: Diagnostic | None = None
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic collector walks every tracked object on each full collection; while
+    thousands of parsed trees come and go, that was a third of a repository run. What exists
+    before the run (modules, knowledge tables) is frozen out of its sight, and it runs rarely
+    during the run; afterwards it is as before."""
+    old = gc.get_threshold()
+    enabled = gc.isenabled()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 1000)
     try:
-        setups = build_setups(ws, settings)  # linking may read more files and add input problems
-    except ConfigError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - linking failed: check each script on its own
-        first = sorted(ws.files)[0] if ws.files else "."
-        linking_error = internal_error(first, "linking the files of the setup", exc)
-        setups = _single_file_setups(ws, settings)
-    out: list[Diagnostic] = list(ws.problems)
-    if linking_error is not None:
-        out.append(linking_error)
-    for setup in setups:
-        if declared is not None:
-            declared.update(str(f) for f in setup.files)
-        for rule in rules:
-            try:
-                out.extend(rule.check(setup))
-            except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
-                path = setup.files[0] if setup.files else str(setup.root)
-                out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
-    return out
-
-
-def _single_file_setups(ws: Workspace, settings: Settings) -> list:
-    from trainlint.resolve import target_gpu
-    from trainlint.setup import Setup
-
-    gpu = target_gpu(settings)
-    return [Setup(root=Path(f.path).parent, scripts=[f.doc], sites=f.doc.sites, files=[f.path], gpu=gpu)
-            for f in ws.files.values() if f.kind == "python" and f.doc is not None]
-
-
-def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) -> list[Diagnostic]:
-    selectors = settings.select + settings.extend_select
-    sup = Suppressions(ws)
-    seen: set[tuple] = set()
-    kept: list[Diagnostic] = []
-    for d in diagnostics:
-        if d.code != "TL000":
-            if not is_selected(d.code, d.name, selectors) or is_selected(d.code, d.name, settings.ignore):
-                continue
-            ignored = settings.ignored_for(d.path)
-            if ignored and is_selected(d.code, d.name, ignored):
-                continue
-            if sup.suppressed(d):
-                continue
-        key = (d.path, d.line, d.column, d.code, d.message)
-        if key in seen:
-            continue
-        seen.add(key)
-        kept.append(d)
-    kept.sort(key=lambda d: d.sort_key())
-    return kept
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None = None,
-         only: set[str] | None = None, *, jobs: int | None = 1, cache: bool = False) -> LintResult:
+         only: set[str] | None = None, *, jobs: int | None = 1, cache: bool = False,
+         min_files: int = MIN_POOL_FILES) -> LintResult:
     """Check ``paths``. ``overlay`` replaces file contents (fixes in memory, stdin).
 
-    ``jobs`` other than 1 (None: one per core) or ``cache`` take the fast path of
-    ``trainlint.parallel`` (same result: stand-alone scripts one by one, in a process pool when
-    there are many, from the findings cache when unchanged)."""
-    if jobs != 1 or cache:
-        from trainlint.parallel import lint_split
-
-        return lint_split(paths, settings, overlay or {}, jobs=jobs, use_cache=cache)
-    return with_deep_stack(_lint, paths, settings, overlay, only)
+    ``jobs``: processes (None: one per core); the pool is used above ``min_files`` scripts to
+    check. ``cache``: unchanged stand-alone scripts come from the findings cache. The result
+    does not depend on either."""
+    with _collector_paused():
+        return _lint(paths, settings, overlay or {}, jobs, cache, min_files)
 
 
-def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None,
-          only: set[str] | None) -> LintResult:
-    ws = read_workspace(paths, settings, overlay or {})
-    diagnostics = run_rules(ws, settings)
-    return LintResult(diagnostics=_filter(diagnostics, ws, settings), files=sorted(ws.files),
-                      texts={p: f.text.text for p, f in ws.files.items()},
-                      unparsable=set(ws.unparsable), kinds={p: f.kind for p, f in ws.files.items()})
+def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: int | None,
+          use_cache: bool, min_files: int) -> LintResult:
+    plan = split(paths, settings, overlay)
+    ctx = run_context(settings, run_root(paths))
+    store = None
+    if use_cache:
+        from trainlint.cache import FindingsCache
+
+        store = FindingsCache.open(settings)
+
+    diagnostics: list[Diagnostic] = []
+    texts: dict[str, str] = dict(plan.texts)
+    kept: list[str] = []
+    kinds: dict[str, str] = {}
+    unparsable: set[str] = set()
+    todo: list[tuple[Any, str | None]] = []
+    for u in plan.units:
+        key = None
+        if store is not None and store.cacheable(u.text):
+            key = store.key(u.path, u.explicit, u.text)
+            entry = store.get(key)
+            if entry is not None:
+                diagnostics.extend(Diagnostic.from_json(d) for d in entry["diagnostics"])
+                if entry["kept"]:
+                    kept.append(u.path)
+                    kinds[u.path] = entry["kind"]
+                if entry["unparsable"]:
+                    unparsable.add(u.path)
+                continue
+        todo.append((u, key))
+
+    n_jobs = jobs if jobs is not None else _default_jobs()
+    pool = None
+    if n_jobs > 1 and len(todo) > min_files:
+        from trainlint.parallel import PoolRun
+
+        pool = PoolRun([u for u, _ in todo], settings, ctx, n_jobs)
+
+    def here() -> tuple[list[Outcome] | None, Outcome | None]:
+        rules = make_rules(settings)
+        results = None if pool is not None else \
+            [check_unit(u.path, u.explicit, u.text, settings, ctx, rules) for u, _ in todo]
+        rest = check_group(plan.rest, settings, overlay, ctx, rules) if plan.rest else None
+        return results, rest
+
+    try:
+        results, rest = with_deep_stack(here)
+    finally:
+        pooled = pool.results() if pool is not None else None
+    if pooled is not None:
+        results = pooled
+    assert results is not None
+
+    known = {u.path for u in plan.units} | {p for p, _ in plan.rest}
+    redo: list[str] = []
+    outcomes: list[Outcome] = []
+    for (u, key), out in zip(todo, results):
+        if any(d in known for d in out.deps) or any(p != u.path and p in known for p in out.texts):
+            redo.append(u.path)  # it reads a file of the run after all: check it with the rest
+            continue
+        outcomes.append(out)
+        if store is not None and key is not None and set(out.texts) <= {u.path} \
+                and set(out.unparsable) <= {u.path}:
+            store.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
+                            "unparsable": u.path in out.unparsable,
+                            "diagnostics": [d.to_json() for d in out.diagnostics]}, out.deps)
+    if store is not None:
+        store.save()
+    if redo:
+        wanted = set(redo) | {p for p, _ in plan.rest}
+        entries = [(p, e) for p, e in walk_order(paths, settings) if p in wanted]
+        rest = with_deep_stack(check_group, entries, settings, overlay, ctx)
+    if rest is not None:
+        outcomes.append(rest)
+    for out in outcomes:
+        diagnostics.extend(out.diagnostics)
+        kept.extend(out.texts)
+        texts.update(out.texts)
+        kinds.update(out.kinds)
+        unparsable.update(out.unparsable)
+
+    seen: set[tuple] = set()
+    merged = []
+    for d in diagnostics:
+        k = (d.path, d.line, d.column, d.code, d.message)
+        if k not in seen:
+            seen.add(k)
+            merged.append(d)
+    merged.sort(key=lambda d: d.sort_key())
+    files = sorted(set(kept))
+    return LintResult(diagnostics=merged, files=files, texts={p: texts[p] for p in files if p in texts},
+                      unparsable=unparsable, kinds={p: kinds[p] for p in files if p in kinds},
+                      cache_stats=(store.hits, store.misses) if store is not None else None)
+
+
+def _default_jobs() -> int:
+    from trainlint.parallel import default_jobs
+
+    return default_jobs()
 
 
 @dataclass

@@ -39,7 +39,7 @@ from trainlint.setup import ACCELERATE, ARGSFILE, FLAG, PYTHON, ArgsSite, Setup,
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.config import Settings
-    from trainlint.resolve import ParsedFile, Workspace
+    from trainlint.workspace import ParsedFile, Workspace
     from trainlint.sources.python import PythonFile
     from trainlint.sources.shell import Flag, LaunchCommand
 
@@ -50,7 +50,7 @@ ARGS_FILE_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str]) -> None:
-    from trainlint.resolve import input_problem
+    from trainlint.workspace import input_problem
 
     looked = os.path.normpath(os.path.join(folders[0], ref_path))
     if len(folders) > 1:
@@ -98,7 +98,7 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) ->
     the repository root (``reference_folders``, nearest first); read once; a TL004 finding at
     ``span`` when it exists in none of them. Paths with unresolved shell variables are
     skipped."""
-    from trainlint.resolve import norm, read_file
+    from trainlint.workspace import norm, read_file
 
     if not ref or "$" in ref or "`" in ref:
         return None
@@ -454,6 +454,11 @@ def accelerate_world_size(acc) -> Value | None:
         g = acc.gpu_ids
         return Value(value=len(ids), origin=ACCELERATE, span=g.span, key_span=g.key_span, name="gpu_ids")
     return None
+
+
+# What in a Python file makes linking look at the args files beside it (the two functions below);
+# ``partition`` keeps such a file with the rest of the run when its folder holds one.
+SAME_FOLDER_NAMES = ("HfArgumentParser", "TrlParser", "parse_yaml_file", "parse_json_file")
 
 
 def same_folder_args_readers(ws: Workspace, path: str) -> frozenset[str]:

@@ -1,44 +1,26 @@
-"""Fast path for many files: stand-alone scripts are linted one by one, in a process pool when
-there are many, and their results come from the findings cache when nothing changed.
+"""The parallel scheduler: stand-alone scripts (``partition``) checked in a pool of worker
+processes, while this process checks the rest of the run (``engine``).
 
-The split keeps the result identical to the plain pipeline (``engine.lint`` with ``jobs=1`` and
-no cache; a test compares them):
-
-- A Python file *stands alone* when no other (non-Python) file of the run mentions its name
-  (so no launch line or config links to it) and it mentions no other file of the run. Its setup
-  in the whole run is then exactly the setup of a run on that file alone, and every later step
-  (suppressions, per-file ignores, de-duplication) is per file.
-- Everything else (shell lines, configs, the scripts they name) goes through the ordinary
-  workspace pipeline in this process.
-- Results are merged, de-duplicated and sorted as the plain pipeline does.
-- A worker's result is used only when its setup declared no file of the run besides the script
-  (``Setup.files``); otherwise the script is re-done with the rest.
-
-The pool (``fork`` where available) is used only when there are more than ``MIN_FILES``
-stand-alone scripts and more than one core; workers never start pools of their own.
+The pool (``fork`` where available, so that the workers inherit the run's plan, settings,
+context and rules instead of receiving them) is used only when there are more than
+``MIN_FILES`` scripts to check and more than one job; workers never start pools of their own.
+A worker sends back each script's findings, not its text (this process has it).
 """
 
 from __future__ import annotations
 
+import gc
 import os
-import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from trainlint.checking import Outcome, check_unit, make_rules
+from trainlint.partition import Unit
+from trainlint.stack import with_deep_stack
 
 MIN_FILES = 50
 CHUNK = 16
 
-_SETTINGS: Any = None  # the run's settings, in each worker
-
-
-@dataclass
-class Unit:
-    """One stand-alone file handed to a worker."""
-
-    path: str
-    explicit: bool
-    text: str
+_RUN: Any = None  # (units, settings, ctx, rules), inherited by forked workers or set by _init_worker
 
 
 def default_jobs() -> int:
@@ -48,296 +30,56 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-@dataclass
-class Outcome:
-    """What linting one stand-alone file gave."""
-
-    diagnostics: list[Any]
-    texts: dict[str, str]  # the files read: the script when kept, configs pulled in from outside
-    kinds: dict[str, str]
-    unparsable: list[str]
-    deps: list[str]  # other files its setups declared
-
-
-def lint_one(path: str, explicit: bool, text: str, settings: Any) -> Outcome:
-    """Lint one stand-alone file as a run of its own (with a deep stack, as ``engine.lint``)."""
-    from trainlint.engine import with_deep_stack
-
-    return with_deep_stack(_lint_one, path, explicit, text, settings)
+def _init_worker(units: list[Unit] | None, settings: Any, ctx: Any) -> None:
+    global _RUN
+    # what the worker inherited is never freed here: keep the collector off it (and off
+    # copy-on-write pages), and collect rarely while parsed trees come and go
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 1000)
+    if units is None:  # not forked: the plan came pickled
+        units = _RUN[0] if _RUN is not None else []
+    _RUN = (units, settings, ctx, make_rules(settings))
 
 
-def _lint_one(path: str, explicit: bool, text: str, settings: Any) -> Outcome:
-    from trainlint.engine import _filter, run_rules
-    from trainlint.resolve import Workspace, read_entry
-
-    ws = Workspace(settings=settings, overlay={path: text})
-    read_entry(ws, path, explicit)
-    deps: set[str] = set()
-    diagnostics = _filter(run_rules(ws, settings, declared=deps), ws, settings)
-    deps.discard(path)
-    return Outcome(diagnostics, {p: f.text.text for p, f in ws.files.items()},
-                   {p: f.kind for p, f in ws.files.items()}, sorted(ws.unparsable), sorted(deps))
+def _work(index: int) -> Outcome:
+    units, settings, ctx, rules = _RUN
+    u = units[index]
+    out = check_unit(u.path, u.explicit, u.text, settings, ctx, rules)
+    if out.texts.get(u.path) == u.text:
+        out.texts[u.path] = None  # type: ignore[assignment] - the parent has it
+    return out
 
 
-def _init_worker(settings: Any) -> None:
-    global _SETTINGS
-    _SETTINGS = settings
+class PoolRun:
+    """Units being checked by ``jobs`` worker processes; ``results()`` waits for them, in order."""
+
+    def __init__(self, units: list[Unit], settings: Any, ctx: Any, jobs: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        global _RUN
+        self.units = units
+        methods = multiprocessing.get_all_start_methods()
+        fork = "fork" in methods
+        ctx_mp = multiprocessing.get_context("fork" if fork else None)
+        _RUN = (units, settings, ctx, None)
+        self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx_mp, initializer=_init_worker,
+                                        initargs=(None if fork else units, settings, ctx))
+        chunk = max(1, min(CHUNK, len(units) // (jobs * 4) or 1))
+        self._it = self.pool.map(_in_deep_stack, range(len(units)), chunksize=chunk)
+
+    def results(self) -> list[Outcome]:
+        global _RUN
+        try:
+            out = list(self._it)
+        finally:
+            self.pool.shutdown()
+            _RUN = None
+        for u, o in zip(self.units, out):
+            if u.path in o.texts and o.texts[u.path] is None:
+                o.texts[u.path] = u.text
+        return out
 
 
-def _work(unit: Unit) -> Outcome:
-    return lint_one(unit.path, unit.explicit, unit.text, _SETTINGS)
-
-
-# Which files of a run name each other, answered by set lookups. The stand-alone test asks two
-# questions per Python file: does the run's non-Python text name it (its file name as a
-# substring, or its stem as a whole word: not preceded by a word character, ``.`` or ``-``, not
-# followed by a word character or ``-``), and does it name one of the run's non-Python files (a
-# substring). Searching all the text once per file costs files x bytes; here each text is
-# scanned once into sets, and each question is a lookup with the same answer.
-_NAME_RUN = re.compile(r"[\w.-]+")
-_PLAIN_NAME = re.compile(r"[\w.-]+\Z")
-
-
-def _word(name: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
-
-
-class NameIndex:
-    """The names a text mentions, for ``mentions_word`` and ``mentions`` lookups.
-
-    ``suffixes`` are the file-name endings (``.json``, ``.py``, ...) whose substrings are
-    asked about: every occurrence of one is recorded with the run of name characters before it
-    (up to ``longest`` characters), so that a plain name (word characters, ``.``, ``-``) is a
-    substring of the text exactly when it is a suffix of one recorded run. Names with other
-    characters, or without a listed suffix, fall back on a search of the text."""
-
-    def __init__(self, text: str, suffixes: set[str] = frozenset(), longest: int = 255,
-                 words: bool = True) -> None:
-        self.text = text
-        self.suffixes = set(suffixes)
-        self.words: set[str] = set()
-        if words:
-            for run in _NAME_RUN.findall(text):
-                self.words.add(run)
-                i = run.find(".")
-                while i != -1:
-                    self.words.add(run[:i])
-                    i = run.find(".", i + 1)
-        self.ends: set[str] = set()
-        for suffix in self.suffixes:
-            n = len(suffix)
-            pos = text.find(suffix)
-            while pos != -1:
-                end = pos + n
-                start = pos
-                lowest = max(0, end - longest)
-                while start > lowest and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
-                    start -= 1
-                run = text[start:end]
-                if _PLAIN_NAME.match(run):
-                    for k in range(len(run) - n + 1):
-                        self.ends.add(run[k:])
-                else:  # a character \w matches but isalnum does not: record it exactly
-                    for m in _NAME_RUN.finditer(text, start, end):
-                        if m.end() == end:
-                            run = m.group()
-                            for k in range(len(run) - n + 1):
-                                self.ends.add(run[k:])
-                pos = text.find(suffix, pos + 1)
-
-    def mentions(self, name: str) -> bool:
-        """``name in text``."""
-        if not name:
-            return True
-        if _PLAIN_NAME.match(name) and any(name.endswith(s) for s in self.suffixes):
-            return name in self.ends
-        return name in self.text
-
-    def mentions_word(self, stem: str) -> bool:
-        """``_word(stem).search(text)``."""
-        if _PLAIN_NAME.match(stem):
-            return stem in self.words
-        return _word(stem).search(self.text) is not None
-
-
-def _suffix(name: str) -> str:
-    i = name.rfind(".")
-    return name[i:] if i > 0 else ""
-
-
-def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[list[Unit], list[tuple[str, bool]], dict[str, str]]:
-    """(stand-alone Python units, the rest as (path, explicit) in walk order, texts read)."""
-    from trainlint.resolve import PY_PREFILTER, norm
-    from trainlint.sources.files import ReadProblem, read_text, walk
-
-    candidates: list[Unit] = []
-    order: list[tuple[str, bool, Unit | None]] = []
-    others: dict[str, str] = {}  # non-Python path -> text
-    texts: dict[str, str] = {}
-    for p, explicit in walk(paths, settings.exclude):
-        path = norm(p)
-        if path.lower().endswith(".py"):
-            try:
-                text = read_text(path, overlay).text
-            except ReadProblem:
-                order.append((path, explicit, None))
-                continue
-            if not explicit and not any(tok in text for tok in PY_PREFILTER):
-                continue  # the plain pipeline drops it too, without a finding
-            unit = Unit(path, explicit, text)
-            candidates.append(unit)
-            order.append((path, explicit, unit))
-        else:
-            order.append((path, explicit, None))
-            try:
-                others[path] = read_text(path, overlay).text
-            except ReadProblem:
-                pass
-    alone: set[str] = set()
-    other_names = {os.path.basename(p) for p in others}
-    blob = "\n".join(others.values())
-    bases = {os.path.basename(u.path) for u in candidates}
-    in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
-                        max((len(b) for b in bases), default=0)) if blob else None
-    name_suffixes = {_suffix(n) for n in other_names} - {""}
-    longest = max((len(n) for n in other_names), default=0)
-    for unit in candidates:
-        base = os.path.basename(unit.path)
-        stem = base[:-3]
-        if in_blob is not None and (in_blob.mentions(base) or (stem and in_blob.mentions_word(stem))):
-            continue
-        if other_names:
-            named = NameIndex(unit.text, name_suffixes, longest, words=False)
-            if any(named.mentions(name) for name in other_names):
-                continue
-        alone.add(unit.path)
-    units = [u for u in candidates if u.path in alone]
-    rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
-    for u in units:
-        texts[u.path] = u.text
-    return units, rest, texts
-
-
-def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, jobs: int | None = None,
-               use_cache: bool = False, min_files: int = MIN_FILES) -> Any:
-    from trainlint.engine import LintResult
-
-    units, rest, texts = split(paths, settings, overlay)
-    cache = None
-    if use_cache:
-        from trainlint.cache import FindingsCache
-
-        cache = FindingsCache.open(settings)
-
-    diagnostics: list[Any] = []
-    kept: list[str] = []
-    kinds: dict[str, str] = {}
-    unparsable: set[str] = set()
-    todo: list[tuple[Unit, str | None]] = []
-    for u in units:
-        key = None
-        if cache is not None and not _mentions_other_files(u.text):
-            key = cache.key(u.path, u.explicit, u.text)
-            entry = cache.get(key)
-            if entry is not None:
-                from trainlint.diagnostics import Diagnostic
-
-                diagnostics.extend(Diagnostic.from_json(d) for d in entry["diagnostics"])
-                if entry["kept"]:
-                    kept.append(u.path)
-                    kinds[u.path] = entry["kind"]
-                if entry["unparsable"]:
-                    unparsable.add(u.path)
-                continue
-        todo.append((u, key))
-
-    n_jobs = jobs if jobs is not None else default_jobs()
-    results: list[Outcome]
-    if n_jobs > 1 and len(todo) > min_files:
-        results = _pool_map([u for u, _ in todo], settings, n_jobs)
-    else:
-        from trainlint.engine import with_deep_stack
-
-        results = with_deep_stack(lambda: [lint_one(u.path, u.explicit, u.text, settings) for u, _ in todo])
-
-    known = {u.path for u in units} | {p for p, _ in rest}
-    redo: list[str] = []
-    for (u, key), out in zip(todo, results):
-        if any(d in known for d in out.deps) or any(p != u.path and p in known for p in out.texts):
-            redo.append(u.path)
-            continue
-        diagnostics.extend(out.diagnostics)
-        kept.extend(out.texts)
-        texts.update(out.texts)
-        kinds.update(out.kinds)
-        unparsable.update(out.unparsable)
-        if cache is not None and key is not None and set(out.texts) <= {u.path} \
-                and set(out.unparsable) <= {u.path}:
-            cache.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
-                            "unparsable": u.path in out.unparsable,
-                            "diagnostics": [d.to_json() for d in out.diagnostics]}, out.deps)
-    if cache is not None:
-        cache.save()
-
-    if redo:
-        wanted = set(redo) | {p for p, _ in rest}
-        rest = [(p, e) for p, e in _walk_order(paths, settings) if p in wanted]
-    if rest:
-        from trainlint.engine import with_deep_stack
-
-        ws = with_deep_stack(_lint_rest, rest, settings, overlay, diagnostics)
-        kept.extend(ws.files)
-        texts.update({p: f.text.text for p, f in ws.files.items()})
-        kinds.update({p: f.kind for p, f in ws.files.items()})
-        unparsable.update(ws.unparsable)
-
-    seen: set[tuple] = set()
-    merged = []
-    for d in diagnostics:
-        k = (d.path, d.line, d.column, d.code, d.message)
-        if k not in seen:
-            seen.add(k)
-            merged.append(d)
-    merged.sort(key=lambda d: d.sort_key())
-    files = sorted(set(kept))
-    result = LintResult(diagnostics=merged, files=files, texts={p: texts[p] for p in files if p in texts},
-                        unparsable=unparsable, kinds={p: kinds[p] for p in files if p in kinds})
-    result.cache_stats = (cache.hits, cache.misses) if cache is not None else None  # type: ignore[attr-defined]
-    return result
-
-
-def _lint_rest(rest: list[tuple[str, bool]], settings: Any, overlay: dict[str, str], out: list[Any]) -> Any:
-    """The plain pipeline on what does not stand alone; appends its findings to ``out``."""
-    from trainlint.engine import _filter, run_rules
-    from trainlint.resolve import Workspace, read_entry
-
-    ws = Workspace(settings=settings, overlay=overlay)
-    for path, explicit in rest:
-        read_entry(ws, path, explicit)
-    out.extend(_filter(run_rules(ws, settings), ws, settings))
-    return ws
-
-
-def _mentions_other_files(text: str) -> bool:
-    from trainlint.cache import mentions_other_files
-
-    return mentions_other_files(text)
-
-
-def _walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:
-    from trainlint.resolve import norm
-    from trainlint.sources.files import walk
-
-    return [(norm(p), e) for p, e in walk(paths, settings.exclude)]
-
-
-def _pool_map(units: list[Unit], settings: Any, jobs: int) -> list[Outcome]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    # Big files first would balance better, but map keeps the order we merge in.
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                             initargs=(settings,)) as pool:
-        return list(pool.map(_work, units, chunksize=max(1, min(CHUNK, len(units) // (jobs * 4) or 1))))
+def _in_deep_stack(index: int) -> Outcome:
+    return with_deep_stack(_work, index)

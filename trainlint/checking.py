@@ -1,0 +1,113 @@
+"""Checking a group of files: their setups, every selected rule on each, and the filter
+(selection, per-file ignores, suppression comments, de-duplication).
+
+This is the unit of work both schedulers run (``engine``: in this process; ``parallel``: in
+a pool of worker processes). A group is either one stand-alone script or the files that link
+to each other (``partition``); the ``RunContext`` is the run's, resolved once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainlint.config import ConfigError, Settings
+from trainlint.diagnostics import Diagnostic, internal_error
+from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
+from trainlint.rule_index import is_selected
+from trainlint.rules import Rule, select_rules
+from trainlint.suppression import Suppressions
+from trainlint.workspace import Workspace, read_entry
+
+
+def make_rules(settings: Settings) -> list[Rule]:
+    """One instance of every selected rule (input problems come from the readers)."""
+    return [cls(settings, settings.options_for(cls))
+            for cls in select_rules(settings.select + settings.extend_select, settings.ignore)
+            if not cls.produced_by_engine]
+
+
+def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = None, *,
+              ctx: RunContext | None = None, rules: list[Rule] | None = None) -> list[Diagnostic]:
+    """Every rule on every setup of ``ws``; ``declared`` (when given) collects the setups' files."""
+    if rules is None:
+        rules = make_rules(settings)
+    if ctx is None:
+        ctx = workspace_context(ws, settings)
+    linking_error: Diagnostic | None = None
+    try:
+        setups = build_setups(ws, settings, ctx)  # linking may read more files and add input problems
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - linking failed: check each script on its own
+        first = sorted(ws.files)[0] if ws.files else "."
+        linking_error = internal_error(first, "linking the files of the setup", exc)
+        setups = [single_file_setup(f.path, f.doc, ctx)
+                  for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+    out: list[Diagnostic] = list(ws.problems)
+    if linking_error is not None:
+        out.append(linking_error)
+    for setup in setups:
+        if declared is not None:
+            declared.update(str(f) for f in setup.files)
+        for rule in rules:
+            try:
+                out.extend(rule.check(setup))
+            except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
+                path = setup.files[0] if setup.files else str(setup.root)
+                out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
+    return out
+
+
+def filter_findings(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) -> list[Diagnostic]:
+    """What is reported: selected, not ignored for the file, not suppressed, once, sorted."""
+    selectors = settings.select + settings.extend_select
+    sup = Suppressions(ws)
+    seen: set[tuple] = set()
+    kept: list[Diagnostic] = []
+    for d in diagnostics:
+        if d.code != "TL000":
+            if not is_selected(d.code, d.name, selectors) or is_selected(d.code, d.name, settings.ignore):
+                continue
+            ignored = settings.ignored_for(d.path)
+            if ignored and is_selected(d.code, d.name, ignored):
+                continue
+            if sup.suppressed(d):
+                continue
+        key = (d.path, d.line, d.column, d.code, d.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(d)
+    kept.sort(key=lambda d: d.sort_key())
+    return kept
+
+
+@dataclass
+class Outcome:
+    """What checking one group gave."""
+
+    diagnostics: list[Any]
+    texts: dict[str, str]  # the files read (with linked configs pulled in from outside)
+    kinds: dict[str, str]
+    unparsable: list[str]
+    deps: list[str]  # files its setups declared besides the group's own
+
+
+def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: dict[str, str],
+                ctx: RunContext, rules: list[Rule] | None = None) -> Outcome:
+    """Read ``entries`` ((path, explicit) in walk order) into one workspace and check it."""
+    ws = Workspace(settings=settings, overlay=overlay)
+    for path, explicit in entries:
+        read_entry(ws, path, explicit)
+    declared: set[str] = set()
+    diagnostics = filter_findings(run_rules(ws, settings, declared, ctx=ctx, rules=rules), ws, settings)
+    declared.difference_update(p for p, _ in entries)
+    return Outcome(diagnostics, {p: f.text.text for p, f in ws.files.items()},
+                   {p: f.kind for p, f in ws.files.items()}, sorted(ws.unparsable), sorted(declared))
+
+
+def check_unit(path: str, explicit: bool, text: str, settings: Settings, ctx: RunContext,
+               rules: list[Rule] | None = None) -> Outcome:
+    """One stand-alone script, checked as a run of its own (its text already read)."""
+    return check_group([(path, explicit)], settings, {path: text}, ctx, rules)

@@ -1,0 +1,175 @@
+"""Partitioning a run into groups that can be checked independently, with the same result as
+checking everything at once (a test compares them):
+
+- A Python file *stands alone* when no other (non-Python) file of the run mentions its name
+  (so no launch line or config links to it), it mentions no other file of the run, and it
+  does not read args files from a folder that holds one (``linking.SAME_FOLDER_NAMES``). Its
+  setup in the whole run is then exactly the setup of a run on that file alone, and every later
+  step (suppressions, per-file ignores, de-duplication) is per file.
+- Everything else (shell lines, configs, the scripts they name) is one group, in walk order.
+- A stand-alone script whose setup declared a file of the run after all (``Setup.files``) is
+  checked again with the rest (``engine``).
+
+Walked Python files the pre-filter rules out are dropped here, after their read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainlint.linking import SAME_FOLDER_NAMES
+from trainlint.sources.files import ReadProblem, read_text, walk
+from trainlint.workspace import norm, wanted_python
+
+
+@dataclass
+class Unit:
+    """One stand-alone Python file, with its text."""
+
+    path: str
+    explicit: bool
+    text: str
+
+
+@dataclass
+class Plan:
+    """The groups of one run: the stand-alone units and the rest (in walk order)."""
+
+    units: list[Unit]
+    rest: list[tuple[str, bool]]
+    texts: dict[str, str] = field(default_factory=dict)  # the units' texts
+
+
+# Which files of a run name each other, answered by set lookups. The stand-alone test asks two
+# questions per Python file: does the run's non-Python text name it (its file name as a
+# substring, or its stem as a whole word: not preceded by a word character, ``.`` or ``-``, not
+# followed by a word character or ``-``), and does it name one of the run's non-Python files (a
+# substring). Searching all the text once per file costs files x bytes; here each text is
+# scanned once into sets, and each question is a lookup with the same answer.
+_NAME_RUN = re.compile(r"[\w.-]+")
+_PLAIN_NAME = re.compile(r"[\w.-]+\Z")
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
+
+
+class NameIndex:
+    """The names a text mentions, for ``mentions_word`` and ``mentions`` lookups.
+
+    ``suffixes`` are the file-name endings (``.json``, ``.py``, ...) whose substrings are
+    asked about: every occurrence of one is recorded with the run of name characters before it
+    (up to ``longest`` characters), so that a plain name (word characters, ``.``, ``-``) is a
+    substring of the text exactly when it is a suffix of one recorded run. Names with other
+    characters, or without a listed suffix, fall back on a search of the text."""
+
+    def __init__(self, text: str, suffixes: set[str] = frozenset(), longest: int = 255,
+                 words: bool = True) -> None:
+        self.text = text
+        self.suffixes = set(suffixes)
+        self.words: set[str] = set()
+        if words:
+            for run in _NAME_RUN.findall(text):
+                self.words.add(run)
+                i = run.find(".")
+                while i != -1:
+                    self.words.add(run[:i])
+                    i = run.find(".", i + 1)
+        self.ends: set[str] = set()
+        for suffix in self.suffixes:
+            n = len(suffix)
+            pos = text.find(suffix)
+            while pos != -1:
+                end = pos + n
+                start = pos
+                lowest = max(0, end - longest)
+                while start > lowest and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+                    start -= 1
+                run = text[start:end]
+                if _PLAIN_NAME.match(run):
+                    for k in range(len(run) - n + 1):
+                        self.ends.add(run[k:])
+                else:  # a character \w matches but isalnum does not: record it exactly
+                    for m in _NAME_RUN.finditer(text, start, end):
+                        if m.end() == end:
+                            run = m.group()
+                            for k in range(len(run) - n + 1):
+                                self.ends.add(run[k:])
+                pos = text.find(suffix, pos + 1)
+
+    def mentions(self, name: str) -> bool:
+        """``name in text``."""
+        if not name:
+            return True
+        if _PLAIN_NAME.match(name) and any(name.endswith(s) for s in self.suffixes):
+            return name in self.ends
+        return name in self.text
+
+    def mentions_word(self, stem: str) -> bool:
+        """``_word(stem).search(text)``."""
+        if _PLAIN_NAME.match(stem):
+            return stem in self.words
+        return _word(stem).search(self.text) is not None
+
+
+def _suffix(name: str) -> str:
+    i = name.rfind(".")
+    return name[i:] if i > 0 else ""
+
+
+def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
+    """Walk ``paths`` and partition what is found (see the module's documentation)."""
+    candidates: list[Unit] = []
+    order: list[tuple[str, bool, Unit | None]] = []
+    others: dict[str, str] = {}  # non-Python path -> text
+    for p, explicit in walk(paths, settings.exclude):
+        path = norm(p)
+        if path.lower().endswith(".py"):
+            try:
+                text = read_text(path, overlay).text
+            except ReadProblem:
+                order.append((path, explicit, None))
+                continue
+            if not explicit and not wanted_python(text):
+                continue  # the workspace drops it too, without a finding
+            unit = Unit(path, explicit, text)
+            candidates.append(unit)
+            order.append((path, explicit, unit))
+        else:
+            order.append((path, explicit, None))
+            try:
+                others[path] = read_text(path, overlay).text
+            except ReadProblem:
+                pass
+    alone: set[str] = set()
+    other_names = {os.path.basename(p) for p in others}
+    config_folders = {os.path.dirname(p) for p in others if p.lower().endswith((".json", ".yaml", ".yml"))}
+    blob = "\n".join(others.values())
+    bases = {os.path.basename(u.path) for u in candidates}
+    in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
+                        max((len(b) for b in bases), default=0)) if blob else None
+    name_suffixes = {_suffix(n) for n in other_names} - {""}
+    longest = max((len(n) for n in other_names), default=0)
+    for unit in candidates:
+        base = os.path.basename(unit.path)
+        stem = base[:-3]
+        if in_blob is not None and (in_blob.mentions(base) or (stem and in_blob.mentions_word(stem))):
+            continue
+        if other_names:
+            named = NameIndex(unit.text, name_suffixes, longest, words=False)
+            if any(named.mentions(name) for name in other_names):
+                continue
+        if os.path.dirname(unit.path) in config_folders and any(n in unit.text for n in SAME_FOLDER_NAMES):
+            continue
+        alone.add(unit.path)
+    units = [u for u in candidates if u.path in alone]
+    rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
+    return Plan(units, rest, {u.path: u.text for u in units})
+
+
+def walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:
+    return [(norm(p), e) for p, e in walk(paths, settings.exclude)]
