@@ -177,7 +177,7 @@ def test_breaking_fix_is_reverted_and_reported_once(tmp_path, monkeypatch):
 
 
 def test_a_rule_crash_during_fix_is_tl000_and_other_fixes_still_apply(tmp_path, monkeypatch):
-    from trainlint.rules.logging_steps import LoggingStepsTooLow
+    from trainlint.rules.args.logging_steps import LoggingStepsTooLow
 
     class Crashing(_Breaking):
         code = "TL197"

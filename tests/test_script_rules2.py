@@ -8,10 +8,10 @@ from pathlib import Path
 
 from helpers import lint_folder, write_files
 
-from trainlint.rules.eval_logits import _is_argmax_last
-from trainlint.rules.loss_num_items import uses_num_items
-from trainlint.rules.unused_columns import collator_reads
-from trainlint.rules.zero3_init_order import _stage_of_linked, _stage_of_mapping
+from trainlint.rules.script.eval_logits import _is_argmax_last
+from trainlint.rules.script.loss_num_items import uses_num_items
+from trainlint.rules.script.unused_columns import collator_reads
+from trainlint.rules.script.zero3_init_order import _stage_of_linked, _stage_of_mapping
 from trainlint.setup import Setup
 
 

@@ -1,7 +1,9 @@
 """The rule registry.
 
-Every module in this package and its sub-packages (except ``base`` and modules whose name starts
-with ``_``) holds one rule or a tight family of rules. They are discovered, not listed
+The rules live in one sub-package per family (``inputs`` TL0xx, ``script`` TL1xx, ``args`` TL2xx,
+``deepspeed`` TL3xx, ``launch`` TL4xx, ``hardware`` TL5xx, ``migration`` TL6xx); each module holds
+one rule (or a tight pair); modules whose name starts with ``_`` are helpers of their family.
+Rules are discovered, not listed
 (``discover_rules``), so adding a rule is adding a module and regenerating the index
 (``python scripts/gen_rule_index.py``; a test fails while the index misses a rule). A run
 imports the modules the index names (``all_rules``, ordered by code); ``rules_for`` imports
@@ -27,7 +29,7 @@ def discover_rules() -> tuple[type[Rule], ...]:
     found: dict[str, type[Rule]] = {}
     for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
         leaf = info.name.rsplit(".", 1)[-1]
-        if leaf == "base" or leaf.startswith("_") or "._" in info.name[len(__name__):]:
+        if info.ispkg or leaf in ("base", "docs") or leaf.startswith("_") or "._" in info.name[len(__name__):]:
             continue
         module = importlib.import_module(info.name)
         for obj in vars(module).values():

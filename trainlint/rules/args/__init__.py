@@ -1,0 +1,1 @@
+"""TL2xx: TrainingArguments values and the Trainer call."""

@@ -1,0 +1,1 @@
+"""TL3xx: DeepSpeed configs and how they meet the script."""

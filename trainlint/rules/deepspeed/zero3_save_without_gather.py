@@ -1,0 +1,101 @@
+"""TL305 zero3-save-without-gather: ZeRO-3 saves unusable checkpoints without stage3_gather_16bit_weights_on_model_save"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._setup_util import as_int, effective
+from trainlint.rules.base import Case, Rule
+from trainlint.rules.deepspeed._deepspeed_config_common import (
+    _ds,
+)
+from trainlint.setup import Setup
+
+
+class Zero3NoSave16bit(Rule):
+    """
+    ## What it does
+    Flags ZeRO stage 3 without `stage3_gather_16bit_weights_on_model_save: true` in a setup that
+    saves the model (TrainingArguments `save_strategy` other than `"no"`, which is the
+    default, or a `save_model()`/`push_to_hub()` call in the script).
+
+    ## Why is this bad?
+    Under ZeRO-3 each rank holds only a shard of the weights; without the gather the saved
+    `model.safetensors` holds placeholders (checkpoints of a few hundred KB that cannot be
+    loaded), and the full weights must be rebuilt with `zero_to_fp32.py`.
+
+    ## Example
+    ```json
+    {"zero_optimization": {"stage": 3}}
+    ```
+
+    ## Use instead
+    ```json
+    {"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": true}}
+    ```
+
+    ## Fix safety
+    Safe: training is unchanged; saving gathers the weights (slower, more memory at save time).
+
+    ## References
+    - https://huggingface.co/docs/transformers/deepspeed (saving with ZeRO-3)
+    - https://github.com/microsoft/DeepSpeed/issues/3841
+    - pitfalls catalog D06
+    """
+
+    code = "TL305"
+    name = "zero3-save-without-gather"
+    severity = Severity.WARNING
+    fix_safety = "safe"
+    summary = "ZeRO-3 saves unusable checkpoints without stage3_gather_16bit_weights_on_model_save"
+
+    cases = [
+        Case(files={"train.py": "from transformers import TrainingArguments\n"
+                                "args = TrainingArguments(output_dir='o', deepspeed='ds.json')\n",
+                    "ds.json": '{\n  "zero_optimization": {\n    "stage": 3\n  },\n'
+                               '  "train_micro_batch_size_per_gpu": "auto"\n}\n'},
+             fixed='{\n  "zero_optimization": {\n    "stage": 3,\n'
+                   '    "stage3_gather_16bit_weights_on_model_save": true\n  },\n'
+                   '  "train_micro_batch_size_per_gpu": "auto"\n}\n', fixed_path="ds.json"),
+        # must not flag
+        Case(files={"train.py": "from transformers import TrainingArguments\n"
+                                "args = TrainingArguments(output_dir='o', deepspeed='ds.json', save_strategy='no')\n",
+                    "ds.json": '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"}\n'},
+             flags=False),
+        Case(files={"train.py": "from transformers import TrainingArguments\n"
+                                "args = TrainingArguments(output_dir='o', deepspeed='ds.json')\n",
+                    "ds.json": '{"zero_optimization": {"stage": 3, "stage3_gather_16bit_weights_on_model_save": true},'
+                               ' "train_micro_batch_size_per_gpu": "auto"}\n'}, flags=False),
+        Case(files={"ds.json": '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 8}\n'},
+             flags=False, note="nothing known about saving"),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        cfg = _ds(setup)
+        if cfg is None or cfg.stage is None or as_int(cfg.stage.value) != 3:
+            return
+        from trainlint.sources.jsondoc import insert_key_edit
+
+        for key in ("stage3_gather_16bit_weights_on_model_save", "gather_16bit_weights_on_model_save",
+                    "stage3_gather_fp16_weights_on_model_save"):
+            v = cfg.value(f"zero_optimization.{key}")
+            if v is not None:
+                if v.value is True:
+                    return
+                break
+        saves = any((s := effective(site, "save_strategy")) is not None and s.value != "no" for site in setup.sites)
+        saves = saves or any(
+            getattr(cs.node.func, "attr", None) in ("save_model", "push_to_hub") for pf in setup.scripts for cs in pf.calls)
+        if not saves:
+            return
+        edits = None
+        if v is not None and v.span is not None and v.value is False:
+            edits = [v.span.edit("true")]
+        elif v is None and cfg.zero_optimization is not None and cfg.zero_optimization.is_mapping:
+            edits = [insert_key_edit(cfg.zero_optimization, "stage3_gather_16bit_weights_on_model_save", "true")]
+        yield self.diagnostic(cfg.stage.span, "ZeRO stage 3 without stage3_gather_16bit_weights_on_model_save: the "  # type: ignore[arg-type]
+                                              "saved model holds only placeholders for the sharded weights (use "
+                                              "zero_to_fp32.py, or gather on save)", edits=edits,
+                              fix_message="set stage3_gather_16bit_weights_on_model_save to true")
+

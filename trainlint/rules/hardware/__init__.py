@@ -1,0 +1,1 @@
+"""TL5xx: cross-file agreement, hardware targets, learning-rate scaling and memory."""

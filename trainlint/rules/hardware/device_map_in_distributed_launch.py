@@ -1,0 +1,99 @@
+"""TL508 device-map-in-distributed-launch: device_map='auto' in a script launched as several processes"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._setup_util import where
+from trainlint.rules.base import Case, Rule
+from trainlint.setup import Setup
+
+DEVICE_MAPS = {"auto", "balanced", "balanced_low_0", "sequential"}
+
+
+
+class DeviceMapDistributed(Rule):
+    """
+    ## What it does
+    Flags `from_pretrained(..., device_map="auto")` (or `"balanced"`, `"balanced_low_0"`,
+    `"sequential"`) in a script that its launch line starts as several processes (torchrun,
+    accelerate launch, deepspeed with more than one process), or that trains with DeepSpeed.
+
+    ## Why is this bad?
+    `device_map` splits one model over the GPUs of one process (naive model parallelism);
+    data-parallel training replicates or shards it per process instead. accelerate refuses
+    ("You can't train a model that has been loaded with `device_map='auto'` in any distributed
+    mode"), and ZeRO-3 conflicts with it.
+
+    ## Example
+    ```bash
+    torchrun --nproc_per_node 4 train.py   # model = AutoModel.from_pretrained(name, device_map="auto")
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModel.from_pretrained(name)
+    ```
+
+    ## Fix safety
+    Safe: the Trainer places the model on each process's device.
+
+    ## References
+    - https://github.com/huggingface/transformers/issues/31557
+    - accelerate `accelerator.py` (`prepare_model`)
+    - pitfalls catalog P02
+    """
+
+    code = "TL508"
+    name = "device-map-in-distributed-launch"
+    severity = Severity.ERROR
+    fix_safety = "safe"
+    summary = "device_map='auto' in a script launched as several processes"
+
+    cases = [
+        Case(files={"run.sh": "torchrun --nproc_per_node 4 train.py\n",
+                    "train.py": "from transformers import AutoModel, Trainer\n"
+                                "model = AutoModel.from_pretrained('m', device_map='auto')\n"
+                                "Trainer(model=model)\n"},
+             fixed="from transformers import AutoModel, Trainer\nmodel = AutoModel.from_pretrained('m')\n"
+                   "Trainer(model=model)\n"),
+        # must not flag
+        Case(files={"run.sh": "python train.py\n",
+                    "train.py": "from transformers import AutoModel, Trainer\n"
+                                "model = AutoModel.from_pretrained('m', device_map='auto')\n"
+                                "Trainer(model=model)\n"}, flags=False),
+        Case(files={"run.sh": "torchrun --nproc_per_node 4 train.py\n",
+                    "train.py": "from transformers import AutoModel, Trainer\n"
+                                "model = AutoModel.from_pretrained('m')\nTrainer(model=model)\n"}, flags=False),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        launch = setup.extra.get("launch")
+        world = setup.world_size_value
+        distributed = (launch is not None and launch.launcher != "python" and world is not None and world > 1) \
+            or setup.extra.get("deepspeed") is not None
+        if not distributed or not setup.scripts:
+            return
+        from trainlint.fixing.python_edits import remove_argument
+
+        why = f"{world} processes ({where(setup.world_size)})" if world and world > 1 and setup.world_size \
+            else "DeepSpeed"
+        for pf in setup.scripts:
+            for cs in pf.calls:
+                f = cs.node.func
+                if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
+                    continue
+                kw = pf.keyword(cs.node, "device_map")
+                if kw is None:
+                    continue
+                val = pf.resolve(kw.value, cs.scope).value
+                if not isinstance(val, str) or val not in DEVICE_MAPS:
+                    continue
+                yield self.diagnostic(pf.keyword_name_span(kw),
+                                      f"device_map={val!r} splits the model over the GPUs of one process, but this "
+                                      f"script runs as {why}: accelerate refuses to train such a model in a "
+                                      f"distributed mode; let the Trainer place it",
+                                      edits=[remove_argument(pf, cs.node, kw)], fix_message="remove device_map")
+

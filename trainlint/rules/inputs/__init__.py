@@ -1,0 +1,1 @@
+"""TL0xx: input problems (unreadable or invalid files, missing references), produced by the readers."""

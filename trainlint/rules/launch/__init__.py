@@ -1,0 +1,1 @@
+"""TL4xx: accelerate configs, FSDP and launch lines."""

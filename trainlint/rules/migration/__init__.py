@@ -1,0 +1,1 @@
+"""TL6xx: API migrations (renamed or removed arguments and names by library version)."""

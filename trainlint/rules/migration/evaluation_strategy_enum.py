@@ -1,0 +1,106 @@
+"""TL606 evaluation-strategy-enum: EvaluationStrategy was removed in transformers 5.0 (use IntervalStrategy)"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity, replace
+from trainlint.rules._versioned import (
+    target_text,
+    transformers_at_least,
+)
+from trainlint.rules.base import Case, Rule
+from trainlint.rules.migration._migration_common import (
+    V50,
+    V457,
+    V524,
+)
+from trainlint.setup import Setup
+
+EVALUATION_STRATEGY_REMOVED_IN = "5.0.0"  # trainer_utils.py: present in 4.57.1, gone in 5.0.0
+
+
+
+class EvaluationStrategyEnum(Rule):
+    """
+    ## What it does
+    Flags imports of `EvaluationStrategy` from transformers when the target is 5.0 or newer.
+
+    ## Why is this bad?
+    The enum was removed in 5.0 (it had been a deprecated alias of `IntervalStrategy`): the
+    import raises `ImportError` before anything runs.
+
+    ## Example
+    ```python
+    from transformers.trainer_utils import EvaluationStrategy
+    args = TrainingArguments(output_dir="out", eval_strategy=EvaluationStrategy.EPOCH)
+    ```
+
+    ## Use instead
+    ```python
+    from transformers.trainer_utils import IntervalStrategy
+    args = TrainingArguments(output_dir="out", eval_strategy=IntervalStrategy.EPOCH)
+    ```
+
+    ## Fix safety
+    Safe: `IntervalStrategy` has the same members. The import is renamed, and so is every use
+    of the name when it was imported without an alias.
+
+    ## References
+    - pitfalls catalog R22; huggingface/transformers#41131
+    """
+
+    code = "TL606"
+    name = "evaluation-strategy-enum"
+    severity = Severity.ERROR
+    fix_safety = "safe"
+    summary = "EvaluationStrategy was removed in transformers 5.0 (use IntervalStrategy)"
+
+    cases = [
+        Case("""
+            from transformers.trainer_utils import EvaluationStrategy
+            s = EvaluationStrategy.EPOCH
+            """, options=V50,
+             fixed="from transformers.trainer_utils import IntervalStrategy\ns = IntervalStrategy.EPOCH\n"),
+        Case("""
+            from transformers import EvaluationStrategy as ES
+            s = ES.STEPS
+            """, options=V524,
+             fixed="from transformers import IntervalStrategy as ES\ns = ES.STEPS\n"),
+        Case("""
+            from transformers.trainer_utils import EvaluationStrategy
+            """, options=V457, flags=False),
+        Case("""
+            from transformers.trainer_utils import IntervalStrategy
+            """, options=V524, flags=False),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        if not transformers_at_least(setup, EVALUATION_STRATEGY_REMOVED_IN):
+            return
+        for pf in setup.scripts:
+            for node in pf.nodes:
+                if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+                    continue
+                if node.module.split(".")[0] != "transformers":
+                    continue
+                for alias in node.names:
+                    if alias.name != "EvaluationStrategy":
+                        continue
+                    sp = pf.span(alias)
+                    name_span = replace(sp, end_line=sp.line, end_column=sp.column + len("EvaluationStrategy"))
+                    edits = [name_span.edit("IntervalStrategy")]
+                    if alias.asname is None:
+                        if len(pf.module_scope.bindings.get("EvaluationStrategy", [])) > 1:
+                            edits = []
+                        else:
+                            for n in pf.nodes:
+                                if isinstance(n, ast.Name) and n.id == "EvaluationStrategy":
+                                    edits.append(pf.span(n).edit("IntervalStrategy"))
+                    yield self.diagnostic(
+                        name_span,
+                        f"EvaluationStrategy was removed in transformers {EVALUATION_STRATEGY_REMOVED_IN} "
+                        f"({target_text(setup)}): use IntervalStrategy",
+                        edits=edits or None, fix_message="use IntervalStrategy")
+

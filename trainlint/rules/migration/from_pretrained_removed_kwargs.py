@@ -1,0 +1,113 @@
+"""TL607 from-pretrained-removed-kwargs: from_pretrained(use_auth_token=, load_in_8bit/4bit=) no longer handled in transformers 5"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._versioned import (
+    target_text,
+    transformers_at_least,
+)
+from trainlint.rules.base import Case, Rule
+from trainlint.rules.migration._migration_common import (
+    V524,
+    _from_pretrained_calls,
+)
+from trainlint.setup import Setup
+
+AUTH_TOKEN_REMOVED_IN = "5.0.0"  # modeling_utils.py 5.0.0 no longer handles use_auth_token
+
+
+
+class FromPretrainedRemovedKwargs(Rule):
+    """
+    ## What it does
+    Flags `from_pretrained(use_auth_token=...)` and `from_pretrained(load_in_8bit=True)` /
+    `load_in_4bit=True` on a transformers model class when the target is 5.0 or newer (a
+    warning on 4.x, where they are deprecated).
+
+    ## Why is this bad?
+    transformers 5 no longer handles these keywords: `use_auth_token` is not read (a gated or
+    private model then fails to download), and `load_in_8bit`/`load_in_4bit` are passed on to
+    the model's config instead of quantizing: the model loads in full precision and runs out of
+    memory, or fails.
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, use_auth_token=True, load_in_4bit=True)
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(
+        name, token=True, quantization_config=BitsAndBytesConfig(load_in_4bit=True))
+    ```
+
+    ## Fix safety
+    `use_auth_token` -> `token` is safe. `load_in_*` has no automatic fix (it needs an import
+    and a `BitsAndBytesConfig`).
+
+    ## References
+    - pitfalls catalog R23
+    - transformers 4.57.1 and 5.0.0 `modeling_utils.py` (`PreTrainedModel.from_pretrained`)
+    """
+
+    code = "TL607"
+    name = "from-pretrained-removed-kwargs"
+    severity = Severity.ERROR
+    fix_safety = "safe"
+    summary = "from_pretrained(use_auth_token=, load_in_8bit/4bit=) no longer handled in transformers 5"
+
+    cases = [
+        Case("""
+            from transformers import AutoModelForCausalLM
+            m = AutoModelForCausalLM.from_pretrained("x", use_auth_token=True)
+            """, options=V524,
+             fixed='from transformers import AutoModelForCausalLM\n'
+                   'm = AutoModelForCausalLM.from_pretrained("x", token=True)\n'),
+        Case("""
+            from transformers import AutoModelForCausalLM
+            m = AutoModelForCausalLM.from_pretrained("x", load_in_4bit=True)
+            """, options=V524),
+        Case("""
+            from transformers import AutoModelForCausalLM
+            m = AutoModelForCausalLM.from_pretrained("x", token=True)
+            """, options=V524, flags=False),
+        Case("""
+            from transformers import AutoModelForCausalLM
+            m = AutoModelForCausalLM.from_pretrained("x", load_in_4bit=False)
+            """, options=V524, flags=False),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        removed = transformers_at_least(setup, AUTH_TOKEN_REMOVED_IN)
+        severity = Severity.ERROR if removed else Severity.WARNING
+        state = f"no longer handled since transformers {AUTH_TOKEN_REMOVED_IN}" if removed else "deprecated"
+        for pf in setup.scripts:
+            for call in _from_pretrained_calls(pf):
+                kws = {k.arg: k for k in call.keywords if k.arg}
+                if "use_auth_token" in kws:
+                    kw = kws["use_auth_token"]
+                    from trainlint.fixing.python_edits import remove_argument
+
+                    if "token" in kws:
+                        edits = [remove_argument(pf, call, kw)]
+                    else:
+                        edits = [pf.keyword_name_span(kw).edit("token")]
+                    yield self.diagnostic(pf.keyword_name_span(kw),
+                                          f"from_pretrained(use_auth_token=) is {state} ({target_text(setup)}): "
+                                          f"use token=", edits=edits, fix_message="use token=", severity=severity)
+                for name in ("load_in_8bit", "load_in_4bit"):
+                    kw = kws.get(name)
+                    if kw is None:
+                        continue
+                    scope = next((cs.scope for cs in pf.calls if cs.node is call), pf.module_scope)
+                    v = pf.resolve(kw.value, scope).value
+                    if v is False:
+                        continue
+                    yield self.diagnostic(
+                        pf.keyword_name_span(kw),
+                        f"from_pretrained({name}=) is {state} ({target_text(setup)}): pass "
+                        f"quantization_config=BitsAndBytesConfig({name}=True)", severity=severity)
+

@@ -1,0 +1,90 @@
+"""TL608 from-pretrained-torch-dtype: from_pretrained(torch_dtype=) is a deprecated alias of dtype= (4.56+)"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._versioned import (
+    target_text,
+    transformers_at_least,
+)
+from trainlint.rules.base import Case, Rule
+from trainlint.rules.migration._migration_common import (
+    V524,
+    _from_pretrained_calls,
+)
+from trainlint.setup import Setup
+
+DTYPE_SINCE = "4.56.0"  # modeling_utils.py: from_pretrained pops "dtype" from 4.56.0
+
+
+
+class FromPretrainedTorchDtype(Rule):
+    """
+    ## What it does
+    Flags `from_pretrained(torch_dtype=...)` when the target transformers accepts `dtype`
+    (4.56 and later).
+
+    ## Why is this bad?
+    `torch_dtype` is a deprecated alias: it logs "`torch_dtype` is deprecated! Use `dtype`
+    instead!" and is kept only for backward compatibility.
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16)
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch.bfloat16)
+    ```
+
+    ## Fix safety
+    Safe: the same value under the new name.
+
+    ## References
+    - pitfalls catalog R23; transformers 4.56.0 `modeling_utils.py`
+    """
+
+    code = "TL608"
+    name = "from-pretrained-torch-dtype"
+    severity = Severity.INFO
+    fix_safety = "safe"
+    summary = "from_pretrained(torch_dtype=) is a deprecated alias of dtype= (4.56+)"
+
+    cases = [
+        Case("""
+            import torch
+            from transformers import AutoModelForCausalLM
+            m = AutoModelForCausalLM.from_pretrained("x", torch_dtype=torch.bfloat16)
+            """, options=V524,
+             fixed='import torch\nfrom transformers import AutoModelForCausalLM\n'
+                   'm = AutoModelForCausalLM.from_pretrained("x", dtype=torch.bfloat16)\n'),
+        Case("""
+            import torch
+            from transformers import AutoModelForCausalLM
+            m = AutoModelForCausalLM.from_pretrained("x", torch_dtype=torch.bfloat16)
+            """, options={"transformers_version": "4.55.4"}, flags=False),
+        Case("""
+            from transformers import AutoTokenizer
+            t = AutoTokenizer.from_pretrained("x", torch_dtype="auto")
+            """, options=V524, flags=False),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        if not transformers_at_least(setup, DTYPE_SINCE):
+            return
+        for pf in setup.scripts:
+            for call in _from_pretrained_calls(pf):
+                kws = {k.arg: k for k in call.keywords if k.arg}
+                kw = kws.get("torch_dtype")
+                if kw is None:
+                    continue
+                if "dtype" in kws:
+                    continue  # dtype wins; nothing to rename into
+                yield self.diagnostic(
+                    pf.keyword_name_span(kw),
+                    f"torch_dtype= is a deprecated alias of dtype= ({target_text(setup)})",
+                    edits=[pf.keyword_name_span(kw).edit("dtype")], fix_message="rename to dtype=")
+

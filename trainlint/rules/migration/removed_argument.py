@@ -1,0 +1,188 @@
+"""TL601 removed-argument: an argument the target transformers/TRL version no longer has"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.knowledge import training_args as ta
+from trainlint.rules._versioned import (
+    target_text,
+    valid_names,
+)
+from trainlint.rules.base import Case, Rule
+from trainlint.rules.migration._migration_common import (
+    V50,
+    V424,
+    V524,
+    _replacement_fix,
+    _shown,
+    _version_for,
+    _vkey,
+    _written_with_status,
+)
+from trainlint.setup import Setup
+
+
+def _removed_in(h: ta.FieldHistory, version: str) -> str | None:
+    """The first known version after the field's last appearance before ``version``."""
+    known = ta.known_versions() if h.package == "transformers" else ta.trl_known_versions()
+    last_before = None
+    for a, b in h.present:
+        if _vkey(a) <= _vkey(version):
+            last_before = b
+    if last_before is None:
+        return None
+    for v in known:
+        if _vkey(v) > _vkey(last_before):
+            return v
+    return None
+
+
+
+class RemovedArgument(Rule):
+    """
+    ## What it does
+    Flags a `TrainingArguments` / `Seq2SeqTrainingArguments` / TRL config argument that the
+    target version no longer has: a keyword, a `--flag` of a launch line that feeds an
+    `HfArgumentParser` script, or a key of an HF args file. The target version is
+    `--transformers-version` / `--trl-version`, `[tool.trainlint]`, the installed package
+    (read from its metadata, never imported), a pin in the project's `requirements*.txt` or
+    `pyproject.toml`, else the newest version the data knows.
+
+    ## Why is this bad?
+    The dataclass no longer has the field: `TrainingArguments(evaluation_strategy=...)` raises
+    `TypeError: __init__() got an unexpected keyword argument`, and `HfArgumentParser` exits
+    with "the following arguments are not recognized", usually only after minutes of model
+    and data loading.
+
+    ## Example
+    ```python
+    args = TrainingArguments(output_dir="out", evaluation_strategy="epoch", overwrite_output_dir=True)
+    ```
+
+    ## Use instead
+    ```python
+    args = TrainingArguments(output_dir="out", eval_strategy="epoch")
+    ```
+
+    ## Fix safety
+    Renames are safe (same value under the new name, only when the target version has the new
+    name; when both are written the old one is removed). A removal is safe when nothing replaces
+    the argument and deleting it cannot change what the target version does (it was set to its
+    old default, or the library no longer read it); otherwise it is unsafe. `logging_dir` is
+    removed only when TensorBoard is not a `report_to` target; otherwise the message says to
+    export `TENSORBOARD_LOGGING_DIR`.
+
+    ## References
+    - pitfalls catalog R01, R03-R16, R18-R20, R26 (field lists diffed over released wheels)
+    - huggingface/transformers#36946 (evaluation_strategy), #41017 and #41404 (v5 removals)
+    - huggingface/trl#3704 (max_seq_length)
+    """
+
+    code = "TL601"
+    name = "removed-argument"
+    severity = Severity.ERROR
+    fix_safety = "safe"
+    summary = "an argument the target transformers/TRL version no longer has"
+
+    cases = [
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", evaluation_strategy="epoch")  # keep
+            """, options=V524,
+             fixed='from transformers import TrainingArguments\n'
+                   'args = TrainingArguments(output_dir="o", eval_strategy="epoch")  # keep\n'),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(
+                output_dir="o",
+                overwrite_output_dir=True,
+                eval_strategy="no",
+            )
+            """, options=V524,
+             fixed='from transformers import TrainingArguments\nargs = TrainingArguments(\n    output_dir="o",\n'
+                   '    eval_strategy="no",\n)\n'),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", evaluation_strategy="steps", eval_strategy="steps")
+            """, options=V524,
+             fixed='from transformers import TrainingArguments\n'
+                   'args = TrainingArguments(output_dir="o", eval_strategy="steps")\n',
+             note="both written: the old one goes"),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", adafactor=True)
+            """, options=V50,
+             fixed='from transformers import TrainingArguments\n'
+                   'args = TrainingArguments(output_dir="o", optim=\'adafactor\')\n'),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", fsdp_min_num_params=1000)
+            """, options=V50,
+             fixed='from transformers import TrainingArguments\n'
+                   'args = TrainingArguments(output_dir="o", fsdp_config={\'min_num_params\': 1000})\n'),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", logging_dir="./logs", report_to="wandb")
+            """, options=V524,
+             fixed='from transformers import TrainingArguments\n'
+                   'args = TrainingArguments(output_dir="o", report_to="wandb")\n',
+             note="logging_dir only matters to TensorBoard"),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", logging_dir="./logs", report_to="tensorboard")
+            """, options=V524, fixed=None, note="no exact fix: export TENSORBOARD_LOGGING_DIR"),
+        Case("""
+            from transformers import TrainingArguments
+            common = {"output_dir": "o", "no_cuda": True}
+            args = TrainingArguments(**common)
+            """, options=V50),
+        Case("""
+            from trl import SFTConfig
+            cfg = SFTConfig(output_dir="o", max_seq_length=512)
+            """, options={"trl_version": "0.20.0"},
+             fixed='from trl import SFTConfig\ncfg = SFTConfig(output_dir="o", max_length=512)\n'),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", warmup_ratio=0.1)
+            """, options=V524,
+             fixed='from transformers import TrainingArguments\n'
+                   'args = TrainingArguments(output_dir="o", warmup_steps=0.1)\n'),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", group_by_length=True)
+            """, options=V524,
+             fixed='from transformers import TrainingArguments\n'
+                   'args = TrainingArguments(output_dir="o", train_sampling_strategy=\'group_by_length\')\n'),
+        # must not flag
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", evaluation_strategy="epoch", overwrite_output_dir=True)
+            """, options=V424, flags=False, note="both exist in 4.40"),
+        Case("""
+            from trl import SFTConfig
+            cfg = SFTConfig(output_dir="o", max_seq_length=512)
+            """, options={"trl_version": "0.19.1"}, flags=False),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", eval_strategy="epoch")
+            """, options=V524, flags=False),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        for site, name, value, h in _written_with_status(setup, "removed"):
+            if h is None:
+                continue
+            version = _version_for(setup, h.package)
+            removed = _removed_in(h, version) or h.removed_in or "a later version"
+            valid = valid_names(setup, site) or frozenset()
+            edits, applicability, fix_message, advice = _replacement_fix(setup, site, value, valid)
+            message = (f"{_shown(value)} was removed from {site.class_name} in {h.package} {removed} "
+                       f"({target_text(setup, h.package)}): {advice}")
+            span = value.key_span or value.span or site.span
+            if span is None:
+                continue
+            yield self.diagnostic(span, message, edits=edits, fix_message=fix_message,
+                                  applicability=applicability)  # type: ignore[arg-type]
+

@@ -1,0 +1,1 @@
+"""TL1xx: script code (device placement, tokenization, models, collators, data loading)."""

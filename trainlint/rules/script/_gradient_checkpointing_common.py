@@ -1,0 +1,128 @@
+"""Helpers shared by the rules split out of `gradient_checkpointing`: Gradient checkpointing combinations: TL108 peft-checkpointing-no-input-grads, TL109"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from trainlint.analysis import (
+    TrainerContext,
+    keyword_nodes,
+    site_is_closed,
+    site_node,
+)
+from trainlint.diagnostics import Edit, Span
+from trainlint.fixing.python_edits import add_keyword
+from trainlint.setup import PYTHON, UNKNOWN, ArgsSite
+
+GC_ARGS = ("gradient_checkpointing", "activation_checkpointing")
+
+
+GC_KWARGS = ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs")
+
+
+GC_METHODS = ("gradient_checkpointing_enable", "activation_checkpointing_enable")
+
+
+PLAIN_TRAINERS = ("Trainer", "Seq2SeqTrainer")
+
+
+@dataclass
+class Source:
+    """One place that turns gradient checkpointing on."""
+
+    span: Span
+    via: str  # args, call, kbit
+    reentrant: Any  # True/False written, None when not written, UNKNOWN when not resolvable
+    site: ArgsSite | None = None
+    call: ast.Call | None = None
+    kwargs_written: bool = False
+
+
+def _reentrant_from_node(ctx: TrainerContext, node: ast.AST | None, scope) -> Any:
+    if node is None:
+        return None
+    pf = ctx.pf
+    if isinstance(node, ast.Constant) and node.value is None:
+        return None
+    entries = pf.resolve_dict(node, scope)
+    if entries is None:
+        return UNKNOWN
+    for key, _kn, vn, _s in entries:
+        if key == "use_reentrant":
+            v = pf.resolve(vn, scope).value
+            return v if isinstance(v, bool) else UNKNOWN
+    return None
+
+
+def checkpointing_sources(ctx: TrainerContext) -> list[Source]:
+    pf, flow = ctx.pf, ctx.flow
+    out: list[Source] = []
+    for site in ctx.sites or []:
+        on = next((site.get(n) for n in GC_ARGS if site.get(n) is not None), None)
+        if on is None or on.value is not True:
+            continue
+        kv = next((site.get(n) for n in GC_KWARGS if site.get(n) is not None), None)
+        reentrant: Any = None
+        if kv is not None:
+            if kv.origin == PYTHON and site.call is not None:
+                node = site_node(pf, site, kv.name)
+                reentrant = _reentrant_from_node(ctx, node, site.call.site.scope)
+            elif isinstance(kv.value, dict):
+                reentrant = kv.value.get("use_reentrant")
+            elif isinstance(kv.value, str):
+                try:
+                    reentrant = json.loads(kv.value).get("use_reentrant")
+                except (ValueError, AttributeError):
+                    reentrant = UNKNOWN
+            else:
+                reentrant = UNKNOWN
+        elif not site_is_closed(pf, site):
+            reentrant = UNKNOWN
+        out.append(Source(on.key_span or on.span, "args", reentrant, site=site,  # type: ignore[arg-type]
+                          kwargs_written=kv is not None))
+    if flow is None:
+        return out
+    for c in flow.called(*GC_METHODS):
+        if "." in c.receiver or not c.receiver:
+            continue
+        nodes = keyword_nodes(pf, c.site.node, c.site.scope)
+        node = next((nodes[n] for n in GC_KWARGS if n in nodes), None)
+        if node is None and c.site.node.args:
+            node = c.site.node.args[0]
+        open_kw = any(k.arg is None for k in c.site.node.keywords) and node is None
+        out.append(Source(pf.span(c.site.node), "call",
+                          UNKNOWN if open_kw else _reentrant_from_node(ctx, node, c.site.scope),
+                          call=c.site.node, kwargs_written=node is not None))
+    kbit_calls = [s.call for s in flow.step("kbit")] + [c.site.node for c in flow.called(
+        "prepare_model_for_kbit_training", "prepare_model_for_int8_training") if not c.receiver]
+    for call in kbit_calls:
+        scope = next((cs.scope for cs in pf.calls if cs.node is call), pf.module_scope)
+        nodes = keyword_nodes(pf, call, scope)
+        if "use_gradient_checkpointing" in nodes and pf.resolve(nodes["use_gradient_checkpointing"], scope).value \
+                is not True:
+            continue
+        node = nodes.get("gradient_checkpointing_kwargs")
+        out.append(Source(pf.span(call), "kbit", _reentrant_from_node(ctx, node, scope), call=call,
+                          kwargs_written=node is not None))
+    return out
+
+
+def _gc_related(sources: list[Source]) -> list:
+    return [sources[0].span.related("gradient checkpointing is turned on here")]
+
+
+def add_reentrant_kwarg(ctx: TrainerContext, src: Source) -> list[Edit] | None:
+    if src.via == "args" and src.site is not None and src.site.call is not None and site_is_closed(ctx.pf, src.site):
+        name = "activation_checkpointing_kwargs" if src.site.get("activation_checkpointing") is not None \
+            and src.site.get("gradient_checkpointing") is None else "gradient_checkpointing_kwargs"
+        return [add_keyword(ctx.pf, src.site.call.site.node, f'{name}={{"use_reentrant": False}}')]
+    if src.via in ("call", "kbit") and src.call is not None and not src.call.args \
+            and not any(k.arg is None for k in src.call.keywords):
+        name = "activation_checkpointing_kwargs" if isinstance(src.call.func, ast.Attribute) \
+            and src.call.func.attr == "activation_checkpointing_enable" else "gradient_checkpointing_kwargs"
+        return [add_keyword(ctx.pf, src.call, f'{name}={{"use_reentrant": False}}')]
+    return None
+

@@ -1,0 +1,145 @@
+"""TL110 implicit-use-reentrant: gradient checkpointing without an explicit use_reentrant"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from trainlint.analysis import (
+    TrainerContext,
+    trainer_contexts,
+)
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules.base import Case, Rule
+from trainlint.rules.script._gradient_checkpointing_common import (
+    add_reentrant_kwarg,
+    checkpointing_sources,
+)
+from trainlint.setup import Setup
+
+
+class ImplicitUseReentrant(Rule):
+    """
+    ## What it does
+    Flags gradient checkpointing turned on (`gradient_checkpointing=True`,
+    `model.gradient_checkpointing_enable()`, `prepare_model_for_kbit_training`) without saying
+    `use_reentrant` in `gradient_checkpointing_kwargs`.
+
+    ## Why is this bad?
+    The default flipped between versions: transformers 4.x uses `{"use_reentrant": True}` when
+    no kwargs are given (4.57 `modeling_utils`), 5.x uses `{"use_reentrant": False}`. The
+    reentrant variant is the one behind the PEFT "does not require grad" failures (TL108) and
+    the DDP "marked as ready twice" errors (TL111); PyTorch itself warns when the choice is
+    left implicit. Pinning it makes the script behave the same on both major versions.
+
+    ## Example
+    ```python
+    args = TrainingArguments(output_dir="out", gradient_checkpointing=True)
+    ```
+
+    ## Use instead
+    ```python
+    args = TrainingArguments(output_dir="out", gradient_checkpointing=True,
+                             gradient_checkpointing_kwargs={"use_reentrant": False})
+    ```
+
+    ## Fix safety
+    Safe: gradients are the same; memory and speed differ slightly.
+
+    ## References
+    - transformers 4.57.1 and 5.24 `modeling_utils` (checkpointing defaults)
+    - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/945
+    - pitfalls catalog P10
+    """
+
+    code = "TL110"
+    name = "implicit-use-reentrant"
+    severity = Severity.INFO
+    fix_safety = "safe"
+    summary = "gradient checkpointing without an explicit use_reentrant"
+
+    cases = [
+        Case(
+            """
+            from transformers import TrainingArguments, Trainer
+            args = TrainingArguments(
+                output_dir="out",
+                gradient_checkpointing=True,
+            )
+            Trainer(model=model, args=args)
+            """,
+            fixed=(
+                "from transformers import TrainingArguments, Trainer\n"
+                "args = TrainingArguments(\n"
+                '    output_dir="out",\n'
+                "    gradient_checkpointing=True,\n"
+                '    gradient_checkpointing_kwargs={"use_reentrant": False},\n'
+                ")\n"
+                "Trainer(model=model, args=args)\n"
+            ),
+        ),
+        Case(
+            """
+            from transformers import AutoModelForCausalLM, Trainer
+            model = AutoModelForCausalLM.from_pretrained("m")
+            model.gradient_checkpointing_enable()
+            Trainer(model=model, args=args)
+            """,
+            fixed=(
+                "from transformers import AutoModelForCausalLM, Trainer\n"
+                'model = AutoModelForCausalLM.from_pretrained("m")\n'
+                'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})\n'
+                "Trainer(model=model, args=args)\n"
+            ),
+        ),
+        # must not flag
+        Case(
+            """
+            from transformers import TrainingArguments
+            GC = {"use_reentrant": True}
+            args = TrainingArguments(output_dir="o", gradient_checkpointing=True, gradient_checkpointing_kwargs=GC)
+            """,
+            flags=False,
+        ),
+        Case(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", gradient_checkpointing=False)
+            """,
+            flags=False,
+        ),
+        Case(
+            """
+            import torch
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+            """,
+            flags=False, note="custom loop: no Trainer, the model is not followed",
+        ),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        major = setup.transformers_tuple()[0]
+        seen: set[tuple] = set()
+        contexts = trainer_contexts(setup)
+        # TrainingArguments built without a Trainer in this file still configure one
+        covered = {id(s) for c in contexts for s in c.sites or []}
+        extra = [TrainerContext(pf, None, None, [site]) for pf in setup.scripts  # type: ignore[arg-type]
+                 for site in pf.sites if id(site) not in covered]
+        for ctx in contexts + extra:
+            sources = checkpointing_sources(ctx)
+            if not sources or any(s.reentrant is not None for s in sources):
+                continue
+            for src in sources:
+                key = (src.span.path, src.span.line, src.span.column)
+                if key in seen:
+                    continue
+                seen.add(key)
+                default = "True" if major < 5 else "False"
+                yield self.diagnostic(
+                    src.span,
+                    f"gradient checkpointing without use_reentrant: the default is True on transformers 4.x and False "
+                    f"on 5.x (here {major}.x: {default}); pin gradient_checkpointing_kwargs={{\"use_reentrant\": False}}",
+                    edits=add_reentrant_kwarg(ctx, src),
+                    fix_message='add gradient_checkpointing_kwargs={"use_reentrant": False}')
+
