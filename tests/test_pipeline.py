@@ -151,3 +151,123 @@ def test_no_import_cycles():
         if m not in state:
             visit(m, [])
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+# -- the rule index ---------------------------------------------------------------------------------
+
+
+def test_rule_index_is_in_step_with_the_rules():
+    import sys
+
+    sys.path.insert(0, str(PACKAGE.parent / "scripts"))
+    from gen_rule_index import index_text
+
+    from trainlint.rule_index import INDEX_PATH
+    from trainlint.rules import all_rules, discover_rules
+
+    assert INDEX_PATH.read_text(encoding="utf-8") == index_text(), \
+        "trainlint/rules/index.json is stale (a rule was added, renamed or moved): run python scripts/gen_rule_index.py"
+    assert all_rules() == discover_rules()
+
+
+# -- one result whatever the scheduler ------------------------------------------------------------
+
+import json  # noqa: E402
+import sys  # noqa: E402
+
+from helpers import REPO_ROOT, write_files  # noqa: E402
+
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+import corpus  # noqa: E402
+
+TRAIN = (
+    "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+    "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+    "model.to('cuda')\n"
+    "args = TrainingArguments(output_dir='o', logging_steps=1, fp16=True, per_device_train_batch_size=8{extra})\n"
+    "Trainer(model=model, args=args).train()\n"
+)
+HF_SCRIPT = (
+    "from transformers import HfArgumentParser, Seq2SeqTrainingArguments, Trainer\n"
+    "parser = HfArgumentParser((Seq2SeqTrainingArguments,))\n"
+    "(args,) = parser.parse_args_into_dataclasses()\n"
+    "Trainer(model=None, args=args).train()\n"
+)
+
+
+def repository_tree(root: Path) -> None:
+    """A repository-shaped tree: launch scripts linking scripts and configs (several setups),
+    an args file read by the script beside it, stand-alone scripts, broken and foreign files, a
+    config outside the tree, a version pin and ``[tool.trainlint]`` at the root."""
+    corpus.generate(root / "examples" / "gen", 60, seed=11)
+    write_files(root, {
+        "pyproject.toml": '[tool.trainlint]\ngpu = "A100"\nignore = ["TL102"]\n'
+                          '[tool.trainlint.per-file-ignores]\n"examples/gen/project_00/*" = ["TL2"]\n',
+        "requirements.txt": "transformers==4.46.0\ntrl==0.12.0\n",
+        "scripts/sft.sh": "accelerate launch --config_file configs/accel.yaml src/train.py "
+                          "--deepspeed configs/ds_z3.json --learning_rate 2e-5 --per_device_train_batch_size 8 "
+                          "--logging_steps 1 --fp16\n"
+                          "torchrun --nproc_per_node 4 src/pretrain.py --gradient_accumulation_steps 4\n",
+        "scripts/dpo.sh": "deepspeed --num_gpus 8 src/dpo.py --deepspeed configs/ds_z2.json\n",
+        "configs/accel.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                              "num_processes: 4\nmixed_precision: bf16\n"
+                              "deepspeed_config:\n  deepspeed_config_file: configs/ds_z3.json\n",
+        "configs/ds_z3.json": '{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}, '
+                              '"train_micro_batch_size_per_gpu": 4}\n',
+        "configs/ds_z2.json": '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}, '
+                              '"bf16": {"enabled": "auto"}}\n',
+        "configs/broken.json": '{"zero_optimization": {"stage": 3,\n',
+        "configs/tsconfig.json": '// comments: another tool\n{"compilerOptions": {}}\n',
+        "src/train.py": HF_SCRIPT,
+        "src/pretrain.py": TRAIN.format(extra=""),
+        "src/dpo.py": TRAIN.format(extra=", bf16=True"),
+        "examples/args/sft.yaml": "output_dir: o\nlearning_rate: '2e-5'\nlogging_steps: 0\n",
+        "examples/args/run.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser((TrainingArguments,)).parse_yaml_file('x')\n",
+        "examples/alone.py": TRAIN.format(extra=""),
+        "examples/suppressed.py": TRAIN.format(extra="").replace("logging_steps=1,", "logging_steps=1,  # noqa: TL201"),
+        "examples/outside.py": TRAIN.format(extra=", deepspeed='../../ext_ds.json'"),
+        "examples/broken.py": "from transformers import Trainer\nTrainer(\n",
+        "examples/unrelated.py": "print('no training here')\n",
+    })
+    (root.parent / "ext_ds.json").write_text('{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}}\n')
+
+
+def _everything(result):
+    return (json.dumps([d.to_json() for d in result.diagnostics], indent=0), result.files, result.texts,
+            sorted(result.unparsable), result.kinds)
+
+
+def test_every_scheduler_gives_the_same_result(tmp_path, monkeypatch):
+    from trainlint.checking import filter_findings, run_rules
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.workspace import read_workspace
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    repository_tree(root)
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    # the plain pipeline: every file in one workspace
+    ws = read_workspace([Path(".")], settings, {})
+    plain = filter_findings(run_rules(ws, settings), ws, settings)
+    serial = lint([Path(".")], settings, jobs=1)
+    found = {(d.code, d.path) for d in serial.diagnostics}
+    assert [d.to_json() for d in serial.diagnostics] == [d.to_json() for d in plain]
+    assert serial.files == sorted(ws.files)
+    # what the tree is built to show: linked setups, the args file, configs, the outside config
+    assert any(p.endswith("ds_z3.json") for _, p in found) and any(p.endswith("sft.sh") for _, p in found)
+    assert any(p.endswith("ext_ds.json") for _, p in found)
+    assert ("TL003", "configs/broken.json") in found and ("TL001", "examples/broken.py") in found
+    assert not any(p.startswith("examples/gen/project_00") and c.startswith("TL2") for c, p in found)
+    assert any(c == "TL201" for c, p in found) and ("TL201", "examples/suppressed.py") not in found
+    assert len(serial.files) > 60 and len(serial.diagnostics) > 100
+
+    default_cold = lint([Path(".")], settings, jobs=None, cache=True)
+    assert default_cold.cache_stats is not None and default_cold.cache_stats[0] == 0
+    warm = lint([Path(".")], settings, jobs=None, cache=True)
+    assert warm.cache_stats is not None and warm.cache_stats[0] > 50 and warm.cache_stats[1] == 0
+    pooled = lint([Path(".")], settings, jobs=2, min_files=0)
+    for other in (default_cold, warm, pooled):
+        assert _everything(other) == _everything(serial)
