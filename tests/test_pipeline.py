@@ -264,6 +264,15 @@ def test_every_scheduler_gives_the_same_result(tmp_path, monkeypatch):
     assert any(c == "TL201" for c, p in found) and ("TL201", "examples/suppressed.py") not in found
     assert len(serial.files) > 60 and len(serial.diagnostics) > 100
 
+    from trainlint.partition import split
+
+    plan = split([Path(".")], settings, {})
+    groups = [{p for p, _ in g} for g in plan.groups]
+    assert {"scripts/sft.sh", "src/train.py", "configs/accel.yaml", "configs/ds_z3.json"} <= \
+        next(g for g in groups if "scripts/sft.sh" in g)
+    assert {"examples/args/sft.yaml", "examples/args/run.py"} in groups and {"configs/broken.json"} in groups
+    assert len(plan.units) > 55
+
     default_cold = lint([Path(".")], settings, jobs=None, cache=True)
     assert default_cold.cache_stats is not None and default_cold.cache_stats[0] == 0
     warm = lint([Path(".")], settings, jobs=None, cache=True)

@@ -111,3 +111,12 @@ def check_unit(path: str, explicit: bool, text: str, settings: Settings, ctx: Ru
                rules: list[Rule] | None = None) -> Outcome:
     """One stand-alone script, checked as a run of its own (its text already read)."""
     return check_group([(path, explicit)], settings, {path: text}, ctx, rules)
+
+
+def run_task(task: Any, settings: Settings, overlay: dict[str, str], ctx: RunContext,
+             rules: list[Rule] | None = None) -> Outcome:
+    """One task of a run's plan, whichever scheduler runs it: a stand-alone script (an object
+    with ``path``, ``explicit`` and ``text``) or a group of (path, explicit) entries."""
+    if isinstance(task, list):
+        return check_group(task, settings, overlay, ctx, rules)
+    return check_unit(task.path, task.explicit, task.text, settings, ctx, rules)

@@ -2,9 +2,9 @@
 what the run shares once (``resolve.run_context``), check each group (``checking``: workspace,
 linking, setups, rules, filter), merge.
 
-One pipeline, two schedulers: the groups are checked in this process, or the stand-alone
-scripts in a pool of worker processes (``parallel``) while this process checks the rest; the
-findings cache (``cache``) answers for unchanged scripts in both. The result is the same
+One pipeline, two schedulers: the plan's tasks (stand-alone scripts, groups of linked files) are
+checked in this process or by a pool of worker processes (``parallel``), each by
+``checking.run_task``; the findings cache (``cache``) answers for unchanged scripts in both. The result is the same
 whichever runs (a test compares default, ``-j 1``, ``-j 2`` and the warm cache).
 
 ``lint`` is what ``trainlint check`` runs; ``fix_in_memory`` is what ``fix`` and ``verify``
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from trainlint.checking import Outcome, check_group, check_unit, make_rules
+from trainlint.checking import Outcome, check_group, make_rules, run_task
 from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, internal_error  # noqa: F401 - internal_error re-exported
 from trainlint.partition import split, walk_order
@@ -28,7 +28,7 @@ from trainlint.rules import all_rules
 from trainlint.stack import with_deep_stack
 
 MAX_FIX_PASSES = 8
-MIN_POOL_FILES = 50  # the pool starts above this many scripts to check
+MIN_POOL_FILES = 50  # the pool starts above this many files to check
 
 
 @dataclass
@@ -71,7 +71,7 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
          min_files: int = MIN_POOL_FILES) -> LintResult:
     """Check ``paths``. ``overlay`` replaces file contents (fixes in memory, stdin).
 
-    ``jobs``: processes (None: one per core); the pool is used above ``min_files`` scripts to
+    ``jobs``: processes (None: one per core); the pool is used above ``min_files`` files to
     check. ``cache``: unchanged stand-alone scripts come from the findings cache. The result
     does not depend on either."""
     with _collector_paused():
@@ -109,49 +109,41 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
                 continue
         todo.append((u, key))
 
+    tasks: list[Any] = [u for u, _ in todo] + plan.groups
+    sizes = [len(u.text) for u, _ in todo] + plan.sizes
+    n_files = len(todo) + sum(len(g) for g in plan.groups)
     n_jobs = jobs if jobs is not None else _default_jobs()
-    pool = None
-    if n_jobs > 1 and len(todo) > min_files:
+    if n_jobs > 1 and n_files > min_files and len(tasks) > 1:
         from trainlint.parallel import PoolRun
 
-        pool = PoolRun([u for u, _ in todo], settings, ctx, n_jobs)
+        results = PoolRun(tasks, sizes, settings, ctx, overlay, n_jobs).results()
+    else:
+        def here() -> list[Outcome]:
+            rules = make_rules(settings)
+            return [run_task(t, settings, overlay, ctx, rules) for t in tasks]
 
-    def here() -> tuple[list[Outcome] | None, Outcome | None]:
-        rules = make_rules(settings)
-        results = None if pool is not None else \
-            [check_unit(u.path, u.explicit, u.text, settings, ctx, rules) for u, _ in todo]
-        rest = check_group(plan.rest, settings, overlay, ctx, rules) if plan.rest else None
-        return results, rest
-
-    try:
-        results, rest = with_deep_stack(here)
-    finally:
-        pooled = pool.results() if pool is not None else None
-    if pooled is not None:
-        results = pooled
-    assert results is not None
+        results = with_deep_stack(here)
 
     known = {u.path for u in plan.units} | {p for p, _ in plan.rest}
-    redo: list[str] = []
     outcomes: list[Outcome] = []
-    for (u, key), out in zip(todo, results):
-        if any(d in known for d in out.deps) or any(p != u.path and p in known for p in out.texts):
-            redo.append(u.path)  # it reads a file of the run after all: check it with the rest
-            continue
+    redo = False
+    for task, out in zip(tasks, results):
+        own = {task.path} if not isinstance(task, list) else {p for p, _ in task}
+        if any(d in known and d not in own for d in out.deps) or \
+                any(p in known and p not in own for p in out.texts):
+            redo = True  # a group reads a file of another after all: check everything at once
         outcomes.append(out)
+    for (u, key), out in zip(todo, outcomes):
         if store is not None and key is not None and set(out.texts) <= {u.path} \
-                and set(out.unparsable) <= {u.path}:
+                and set(out.unparsable) <= {u.path} and not redo:
             store.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
                             "unparsable": u.path in out.unparsable,
                             "diagnostics": [d.to_json() for d in out.diagnostics]}, out.deps)
     if store is not None:
         store.save()
     if redo:
-        wanted = set(redo) | {p for p, _ in plan.rest}
-        entries = [(p, e) for p, e in walk_order(paths, settings) if p in wanted]
-        rest = with_deep_stack(check_group, entries, settings, overlay, ctx)
-    if rest is not None:
-        outcomes.append(rest)
+        diagnostics, kept, kinds, unparsable = [], [], {}, set()
+        outcomes = [with_deep_stack(check_group, walk_order(paths, settings), settings, overlay, ctx)]
     for out in outcomes:
         diagnostics.extend(out.diagnostics)
         kept.extend(out.texts)

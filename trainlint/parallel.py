@@ -1,10 +1,12 @@
-"""The parallel scheduler: stand-alone scripts (``partition``) checked in a pool of worker
-processes, while this process checks the rest of the run (``engine``).
+"""The parallel scheduler: the tasks of a run's plan (stand-alone scripts and groups of linked
+files, ``partition``) checked by a pool of worker processes (``engine`` runs the same tasks in
+this process otherwise).
 
-The pool (``fork`` where available, so that the workers inherit the run's plan, settings,
-context and rules instead of receiving them) is used only when there are more than
-``MIN_FILES`` scripts to check and more than one job; workers never start pools of their own.
-A worker sends back each script's findings, not its text (this process has it).
+The pool (``fork`` where available, so that the workers inherit the run's tasks, settings,
+context and overlay instead of receiving them) is used only when there are more than
+``engine.MIN_POOL_FILES`` files to check and more than one job; workers never start pools of
+their own. Tasks go in batches of similar size, the largest first; a worker sends back each
+task's findings, and a script's text only when this process does not have it.
 """
 
 from __future__ import annotations
@@ -13,14 +15,10 @@ import gc
 import os
 from typing import Any
 
-from trainlint.checking import Outcome, check_unit, make_rules
-from trainlint.partition import Unit
+from trainlint.checking import Outcome, make_rules, run_task
 from trainlint.stack import with_deep_stack
 
-MIN_FILES = 50
-CHUNK = 16
-
-_RUN: Any = None  # (units, settings, ctx, rules), inherited by forked workers or set by _init_worker
+_RUN: Any = None  # (tasks, settings, ctx, overlay, rules), inherited by forked workers or sent
 
 
 def default_jobs() -> int:
@@ -30,56 +28,80 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _init_worker(units: list[Unit] | None, settings: Any, ctx: Any) -> None:
+def _init_worker(sent: Any) -> None:
     global _RUN
     # what the worker inherited is never freed here: keep the collector off it (and off
-    # copy-on-write pages), and collect rarely while parsed trees come and go
+    # copy-on-write pages), and let it run rarely while parsed trees come and go
     gc.freeze()
     gc.set_threshold(20_000, 50, 1000)
-    if units is None:  # not forked: the plan came pickled
-        units = _RUN[0] if _RUN is not None else []
-    _RUN = (units, settings, ctx, make_rules(settings))
+    tasks, settings, ctx, overlay, _ = sent if sent is not None else _RUN
+    _RUN = (tasks, settings, ctx, overlay, make_rules(settings))
 
 
-def _work(index: int) -> Outcome:
-    units, settings, ctx, rules = _RUN
-    u = units[index]
-    out = check_unit(u.path, u.explicit, u.text, settings, ctx, rules)
-    if out.texts.get(u.path) == u.text:
-        out.texts[u.path] = None  # type: ignore[assignment] - the parent has it
+def _work(batch: list[int]) -> list[Outcome]:
+    return with_deep_stack(_work_here, batch)
+
+
+def _work_here(batch: list[int]) -> list[Outcome]:
+    tasks, settings, ctx, overlay, rules = _RUN
+    out = []
+    for i in batch:
+        task = tasks[i]
+        o = run_task(task, settings, overlay, ctx, rules)
+        if not isinstance(task, list) and o.texts.get(task.path) == task.text:
+            o.texts[task.path] = None  # type: ignore[assignment] - the parent has it
+        out.append(o)
+    return out
+
+
+def batches(sizes: list[int], jobs: int) -> list[list[int]]:
+    """Task indexes in batches of about 1/(8 x jobs) of the bytes, the largest tasks first (so
+    that the last batches are small and the workers finish together)."""
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    target = max(1, sum(sizes) // (jobs * 8))
+    out: list[list[int]] = []
+    current: list[int] = []
+    size = 0
+    for i in order:
+        current.append(i)
+        size += sizes[i]
+        if size >= target or len(current) >= 16:
+            out.append(current)
+            current, size = [], 0
+    if current:
+        out.append(current)
     return out
 
 
 class PoolRun:
-    """Units being checked by ``jobs`` worker processes; ``results()`` waits for them, in order."""
+    """Tasks being checked by ``jobs`` worker processes; ``results()`` waits for them."""
 
-    def __init__(self, units: list[Unit], settings: Any, ctx: Any, jobs: int) -> None:
+    def __init__(self, tasks: list[Any], sizes: list[int], settings: Any, ctx: Any,
+                 overlay: dict[str, str], jobs: int) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         global _RUN
-        self.units = units
-        methods = multiprocessing.get_all_start_methods()
-        fork = "fork" in methods
-        ctx_mp = multiprocessing.get_context("fork" if fork else None)
-        _RUN = (units, settings, ctx, None)
-        self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx_mp, initializer=_init_worker,
-                                        initargs=(None if fork else units, settings, ctx))
-        chunk = max(1, min(CHUNK, len(units) // (jobs * 4) or 1))
-        self._it = self.pool.map(_in_deep_stack, range(len(units)), chunksize=chunk)
+        self.tasks = tasks
+        fork = "fork" in multiprocessing.get_all_start_methods()
+        _RUN = (tasks, settings, ctx, overlay, None)
+        self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(
+            "fork" if fork else None), initializer=_init_worker, initargs=(None if fork else _RUN,))
+        self.batches = batches(sizes, jobs)
+        self.futures = [self.pool.submit(_work, b) for b in self.batches]
 
     def results(self) -> list[Outcome]:
+        """Every task's outcome, in the order of the tasks."""
         global _RUN
+        out: list[Any] = [None] * len(self.tasks)
         try:
-            out = list(self._it)
+            for batch, future in zip(self.batches, self.futures):
+                for i, o in zip(batch, future.result()):
+                    out[i] = o
         finally:
-            self.pool.shutdown()
+            self.pool.shutdown(cancel_futures=True)
             _RUN = None
-        for u, o in zip(self.units, out):
-            if u.path in o.texts and o.texts[u.path] is None:
-                o.texts[u.path] = u.text
+        for task, o in zip(self.tasks, out):
+            if not isinstance(task, list) and o.texts.get(task.path, "") is None:
+                o.texts[task.path] = task.text
         return out
-
-
-def _in_deep_stack(index: int) -> Outcome:
-    return with_deep_stack(_work, index)

@@ -42,6 +42,9 @@ class Plan:
     units: list[Unit]
     rest: list[tuple[str, bool]]
     texts: dict[str, str] = field(default_factory=dict)  # the units' texts
+    # the rest as groups that name no file of another group (each in walk order)
+    groups: list[list[tuple[str, bool]]] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)  # bytes of each group's text
 
 
 # Which files of a run name each other, answered by set lookups. The stand-alone test asks two
@@ -168,7 +171,77 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
         alone.add(unit.path)
     units = [u for u in candidates if u.path in alone]
     rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
-    return Plan(units, rest, {u.path: u.text for u in units})
+    rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
+    rest_texts.update(others)
+    groups, sizes = _components(rest, rest_texts)
+    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes)
+
+
+def _components(rest: list[tuple[str, bool]], texts: dict[str, str]) -> tuple[list[list[tuple[str, bool]]], list[int]]:
+    """The rest in groups: files joined when one names the other the way the stand-alone test
+    asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
+    non-Python file), or when a script that reads args files lies in a folder with one."""
+    paths = [p for p, _ in rest]
+    index = {p: i for i, p in enumerate(paths)}
+    parent = list(range(len(paths)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    def is_py(p: str) -> bool:
+        return p.lower().endswith(".py")
+
+    by_base: dict[str, list[int]] = {}
+    by_stem: dict[str, list[int]] = {}
+    for i, p in enumerate(paths):
+        base = os.path.basename(p)
+        by_base.setdefault(base, []).append(i)
+        if is_py(p) and base[:-3]:
+            by_stem.setdefault(base[:-3], []).append(i)
+    other_bases = {b for b, ids in by_base.items() if any(not is_py(paths[i]) for i in ids)}
+    suffixes = {_suffix(b) for b in by_base} - {""}
+    longest = max((len(b) for b in by_base), default=0)
+    odd_bases = [b for b in by_base if not (_PLAIN_NAME.match(b) and _suffix(b))]
+    odd_stems = [st for st in by_stem if not _PLAIN_NAME.match(st)]
+    config_folders: dict[str, list[int]] = {}
+    for i, p in enumerate(paths):
+        if p.lower().endswith((".json", ".yaml", ".yml")):
+            config_folders.setdefault(os.path.dirname(p), []).append(i)
+    for i, p in enumerate(paths):
+        text = texts.get(p)
+        if not text:
+            continue
+        py = is_py(p)
+        named = NameIndex(text, suffixes, longest, words=not py)
+        bases = named.ends & (other_bases if py else by_base.keys())
+        bases.update(b for b in odd_bases if (not py or b in other_bases) and b in text)
+        for b in bases:
+            for j in by_base[b]:
+                union(i, j)
+        if not py:
+            stems = named.words & by_stem.keys()
+            stems.update(st for st in odd_stems if named.mentions_word(st))
+            for st in stems:
+                for j in by_stem[st]:
+                    union(i, j)
+        elif os.path.dirname(p) in config_folders and any(n in text for n in SAME_FOLDER_NAMES):
+            for j in config_folders[os.path.dirname(p)]:
+                union(i, j)
+    groups: dict[int, list[tuple[str, bool]]] = {}
+    sizes: dict[int, int] = {}
+    for i, entry in enumerate(rest):
+        r = find(i)
+        groups.setdefault(r, []).append(entry)
+        sizes[r] = sizes.get(r, 0) + len(texts.get(entry[0]) or "")
+    return list(groups.values()), [sizes[r] for r in groups]
 
 
 def walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:
