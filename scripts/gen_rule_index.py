@@ -17,7 +17,9 @@ from trainlint.rules import discover_rules  # noqa: E402
 
 
 def index_text() -> str:
-    rules = [{"code": r.code, "name": r.name, "module": r.__module__, "class": r.__qualname__}
+    rules = [{"code": r.code, "name": r.name, "module": r.__module__, "class": r.__qualname__,
+              "engine": r.produced_by_engine,
+              "triggers": None if r.triggers is None else sorted(set(r.triggers)), "needs": sorted(r.needs)}
              for r in discover_rules()]
     return json.dumps({"generated_by": "scripts/gen_rule_index.py", "rules": rules}, indent=1) + "\n"
 

@@ -280,3 +280,41 @@ def test_every_scheduler_gives_the_same_result(tmp_path, monkeypatch):
     pooled = lint([Path(".")], settings, jobs=2, min_files=0)
     for other in (default_cold, warm, pooled):
         assert _everything(other) == _everything(serial)
+
+
+def test_every_rule_declares_its_triggers_and_its_cases_contain_them():
+    """The pre-filter parses a walked script only if it holds a trigger of a selected rule, and
+    a workspace of scripts only gets the rules it triggers: a trigger list that misses what a
+    rule reports on would hide its findings (the case tests, which walk their folder, catch
+    that too)."""
+    from trainlint.rules import all_rules
+
+    for rule in all_rules():
+        assert rule.triggers is not None, (
+            f"{rule.code} {rule.name}: declare `triggers` (trainlint/rules/_triggers.py), the names a "
+            "walked script must contain for the rule to report on it (() if it never reports on a script alone)")
+        for case in rule.cases:
+            files = case.all_files()
+            if rule.produced_by_engine or not case.flags or not files or not all(p.endswith(".py") for p in files):
+                continue  # input problems come from the readers, whatever the triggers
+            assert any(t in text for text in files.values() for t in rule.triggers), \
+                f"{rule.code} flags a case that holds none of its triggers {rule.triggers}"
+
+
+def test_the_prefilter_is_the_selected_rules_triggers():
+    from trainlint.config import Settings
+    from trainlint.rule_index import prefilter_names
+    from trainlint.workspace import wanted_python
+
+    every = Settings.model_construct()
+    names = prefilter_names(every)
+    assert names is not None and "TrainingArguments" in names and "from_pretrained" not in names
+    assert "peft" not in names and "tokenizer" not in names  # mentioning a library is not enough
+    with_gpu = Settings.model_construct(gpu="A100")
+    assert "from_pretrained" in prefilter_names(with_gpu)  # the memory estimate needs a target GPU
+    only_ds = Settings.model_construct(select=["TL3"])
+    assert set(prefilter_names(only_ds)) >= {"deepspeed", "DeepSpeed"}
+    peft_module = "from peft import LoraConfig\nimport torch\nmodel = get_peft_model(model, LoraConfig(r=8))\n"
+    assert not wanted_python(peft_module, every)
+    assert wanted_python(peft_module + "args = TrainingArguments('o')\n", every)
+    assert wanted_python("model = AutoModel.from_pretrained('x', torch_dtype=torch.float16)\n", every)  # TL608

@@ -14,21 +14,46 @@ from typing import Any
 from trainlint.config import ConfigError, Settings
 from trainlint.diagnostics import Diagnostic, internal_error
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
-from trainlint.rule_index import is_selected
-from trainlint.rules import Rule, select_rules
+from trainlint.rule_index import can_trigger, is_selected, selected
+from trainlint.rules.base import Rule
 from trainlint.suppression import Suppressions
 from trainlint.workspace import Workspace, read_entry
 
 
-def make_rules(settings: Settings) -> list[Rule]:
-    """One instance of every selected rule (input problems come from the readers)."""
-    return [cls(settings, settings.options_for(cls))
-            for cls in select_rules(settings.select + settings.extend_select, settings.ignore)
-            if not cls.produced_by_engine]
+class RuleSet:
+    """The selected rules of a run (input problems come from the readers), each made once, on
+    first need: a workspace of Python files only gets the rules whose triggers it contains
+    (``Rule.triggers``), so a one-file run imports only the rule modules that can report."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.entries = [e for e in selected(settings.select + settings.extend_select, settings.ignore)
+                        if not e["engine"] and all(getattr(settings, n, None) for n in e["needs"])]
+        self._made: dict[str, Rule] = {}
+
+    def _rule(self, entry: dict[str, Any]) -> Rule:
+        rule = self._made.get(entry["code"])
+        if rule is None:
+            import importlib
+
+            cls = getattr(importlib.import_module(entry["module"]), entry["class"])
+            rule = self._made[entry["code"]] = cls(self.settings, self.settings.options_for(cls))
+        return rule
+
+    def for_workspace(self, ws: Workspace) -> list[Rule]:
+        if any(f.kind != "python" for f in ws.files.values()):
+            return [self._rule(e) for e in self.entries]
+        texts = [f.text.text for f in ws.files.values() if f.doc is not None]
+        return [self._rule(e) for e in self.entries if can_trigger(e, texts)]
+
+
+def make_rules(settings: Settings) -> RuleSet | list[Rule]:
+    """The run's rules (a ``RuleSet``; a list of rule instances works too)."""
+    return RuleSet(settings)
 
 
 def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = None, *,
-              ctx: RunContext | None = None, rules: list[Rule] | None = None) -> list[Diagnostic]:
+              ctx: RunContext | None = None, rules: RuleSet | list[Rule] | None = None) -> list[Diagnostic]:
     """Every rule on every setup of ``ws``; ``declared`` (when given) collects the setups' files."""
     if rules is None:
         rules = make_rules(settings)
@@ -47,6 +72,8 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     out: list[Diagnostic] = list(ws.problems)
     if linking_error is not None:
         out.append(linking_error)
+    if isinstance(rules, RuleSet):
+        rules = rules.for_workspace(ws) if setups else []
     for setup in setups:
         if declared is not None:
             declared.update(str(f) for f in setup.files)
@@ -95,7 +122,7 @@ class Outcome:
 
 
 def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: dict[str, str],
-                ctx: RunContext, rules: list[Rule] | None = None) -> Outcome:
+                ctx: RunContext, rules: RuleSet | list[Rule] | None = None) -> Outcome:
     """Read ``entries`` ((path, explicit) in walk order) into one workspace and check it."""
     ws = Workspace(settings=settings, overlay=overlay)
     for path, explicit in entries:
@@ -108,13 +135,13 @@ def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: di
 
 
 def check_unit(path: str, explicit: bool, text: str, settings: Settings, ctx: RunContext,
-               rules: list[Rule] | None = None) -> Outcome:
+               rules: RuleSet | list[Rule] | None = None) -> Outcome:
     """One stand-alone script, checked as a run of its own (its text already read)."""
     return check_group([(path, explicit)], settings, {path: text}, ctx, rules)
 
 
 def run_task(task: Any, settings: Settings, overlay: dict[str, str], ctx: RunContext,
-             rules: list[Rule] | None = None) -> Outcome:
+             rules: RuleSet | list[Rule] | None = None) -> Outcome:
     """One task of a run's plan, whichever scheduler runs it: a stand-alone script (an object
     with ``path``, ``explicit`` and ``text``) or a group of (path, explicit) entries."""
     if isinstance(task, list):

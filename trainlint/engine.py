@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from trainlint.checking import Outcome, check_group, make_rules, run_task
+from trainlint import checking
+from trainlint.checking import Outcome, check_group, run_task
 from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, internal_error  # noqa: F401 - internal_error re-exported
 from trainlint.partition import split, walk_order
@@ -119,7 +120,7 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
         results = PoolRun(tasks, sizes, settings, ctx, overlay, n_jobs).results()
     else:
         def here() -> list[Outcome]:
-            rules = make_rules(settings)
+            rules = checking.make_rules(settings)
             return [run_task(t, settings, overlay, ctx, rules) for t in tasks]
 
         results = with_deep_stack(here)

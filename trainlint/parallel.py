@@ -15,7 +15,8 @@ import gc
 import os
 from typing import Any
 
-from trainlint.checking import Outcome, make_rules, run_task
+from trainlint import checking
+from trainlint.checking import Outcome, run_task
 from trainlint.stack import with_deep_stack
 
 _RUN: Any = None  # (tasks, settings, ctx, overlay, rules), inherited by forked workers or sent
@@ -35,7 +36,7 @@ def _init_worker(sent: Any) -> None:
     gc.freeze()
     gc.set_threshold(20_000, 50, 1000)
     tasks, settings, ctx, overlay, _ = sent if sent is not None else _RUN
-    _RUN = (tasks, settings, ctx, overlay, make_rules(settings))
+    _RUN = (tasks, settings, ctx, overlay, checking.make_rules(settings))
 
 
 def _work(batch: list[int]) -> list[Outcome]:

@@ -137,7 +137,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
             except ReadProblem:
                 order.append((path, explicit, None))
                 continue
-            if not explicit and not wanted_python(text):
+            if not explicit and not wanted_python(text, settings):
                 continue  # the workspace drops it too, without a finding
             unit = Unit(path, explicit, text)
             candidates.append(unit)

@@ -21,7 +21,9 @@ INDEX_PATH = Path(__file__).resolve().parent / "rules" / "index.json"
 
 @lru_cache(maxsize=1)
 def entries() -> tuple[dict[str, Any], ...]:
-    """One entry per rule, ordered by code: ``code``, ``name``, ``module``, ``class``."""
+    """One entry per rule, ordered by code: ``code``, ``name``, ``module``, ``class``,
+    ``engine`` (reported by the readers, not run), ``triggers`` (``Rule.triggers``: a sorted
+    list, or None) and ``needs``."""
     with open(INDEX_PATH, encoding="utf-8") as f:
         return tuple(json.load(f)["rules"])
 
@@ -45,3 +47,49 @@ def matches(code: str, name: str, selector: str) -> bool:
 
 def is_selected(code: str, name: str, selectors: list[str]) -> bool:
     return any(matches(code, name, s) for s in selectors)
+
+
+def selected(select: list[str], ignore: list[str]) -> list[dict[str, Any]]:
+    """The entries ``select`` picks and ``ignore`` does not."""
+    return [e for e in entries() if any(matches(e["code"], e["name"], s) for s in select)
+            and not any(matches(e["code"], e["name"], s) for s in ignore)]
+
+
+def _active(entry: dict[str, Any], settings: Any) -> bool:
+    return not entry["engine"] and all(getattr(settings, n, None) for n in entry["needs"])
+
+
+def prefilter_names(settings: Any) -> tuple[str, ...] | None:
+    """The names of which a walked Python file must contain one to be parsed: the triggers of
+    the selected rules that can report under ``settings``; None when one of them declares none
+    (then the broad pre-filter applies)."""
+    key = (tuple(settings.select), tuple(settings.extend_select), tuple(settings.ignore), bool(settings.gpu))
+    return _prefilter(key, settings)
+
+
+_PREFILTERS: dict[tuple, tuple[str, ...] | None] = {}
+
+
+def _prefilter(key: tuple, settings: Any) -> tuple[str, ...] | None:
+    if key not in _PREFILTERS:
+        names: set[str] = set()
+        found: tuple[str, ...] | None = ()
+        for e in selected(list(settings.select) + list(settings.extend_select), list(settings.ignore)):
+            if not _active(e, settings):
+                continue
+            if e["triggers"] is None:
+                found = None
+                break
+            names.update(e["triggers"])
+        if found is not None:
+            # a name that contains another is redundant in a substring test
+            found = tuple(sorted(n for n in names if not any(m != n and m in n for m in names)))
+        _PREFILTERS[key] = found
+    return _PREFILTERS[key]
+
+
+def can_trigger(entry: dict[str, Any], texts: list[str]) -> bool:
+    """Whether the rule of ``entry`` may report on a setup whose Python texts are ``texts``
+    (and that has no other kind of file)."""
+    triggers = entry["triggers"]
+    return triggers is None or any(t in text for text in texts for t in triggers)

@@ -17,15 +17,22 @@ from trainlint.diagnostics import Diagnostic, Severity, internal_error
 from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
 from trainlint.sources.python import PythonFile, parse_python
 
-# A walked (not explicitly named) Python file is parsed only if it mentions one of these: a
-# byte search is ~free, a parse is not (shared/perf-anchors.md).
+# A walked (not explicitly named) Python file is parsed only if it mentions a trigger of a
+# selected rule (``Rule.triggers``, from the rule index): a substring search is ~free, a parse
+# is not (shared/perf-anchors.md). When a selected rule declares no triggers, the broad
+# pre-filter below applies.
 PY_PREFILTER = ("Trainer", "TrainingArguments", "Config", "transformers", "trl", "peft", "accelerate",
                 "deepspeed", "from_pretrained", "tokenizer")
 
 
-def wanted_python(text: str) -> bool:
-    """Whether a walked Python file is worth parsing (the byte pre-filter)."""
-    return any(tok in text for tok in PY_PREFILTER)
+def wanted_python(text: str, settings: Settings | None = None) -> bool:
+    """Whether a walked Python file is worth parsing (the pre-filter)."""
+    names: tuple[str, ...] | None = None
+    if settings is not None:
+        from trainlint.rule_index import prefilter_names
+
+        names = prefilter_names(settings)
+    return any(tok in text for tok in (PY_PREFILTER if names is None else names))
 
 
 @dataclass
@@ -132,7 +139,7 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
         return None
     pf = ParsedFile(path=path, kind=kind, text=tf, explicit=explicit)
     if kind == "python":
-        if not explicit and not wanted_python(tf.text):
+        if not explicit and not wanted_python(tf.text, ws.settings):
             return None
         pf.doc = _parse_python(ws, path, tf.text)
     else:

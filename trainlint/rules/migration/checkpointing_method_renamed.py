@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules._versioned import (
     target_text,
     transformers_at_least,
@@ -63,6 +64,7 @@ class CheckpointingMethodRenamed(Rule):
     code = "TL609"
     name = "checkpointing-method-renamed"
     severity = Severity.INFO
+    triggers = CHECKPOINTING_NAMES
     fix_safety = "safe"
     summary = "gradient_checkpointing_enable() and friends: activation_checkpointing_* since 5.23"
 

@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     local_class_accepts_anything,
     target,
@@ -85,6 +86,7 @@ class TrainerTokenizerArgument(Rule):
     code = "TL605"
     name = "trainer-tokenizer-argument"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "Trainer(tokenizer=) / trainer.tokenizer: processing_class since 4.46, removed in 5.0"
 
