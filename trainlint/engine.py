@@ -14,6 +14,7 @@ run. Neither imports torch, transformers, accelerate or deepspeed, nor executes 
 from __future__ import annotations
 
 import gc
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,23 +49,30 @@ class LintResult:
         return [d for d in self.diagnostics if d.code == "TL000"]
 
 
+_gc_lock = threading.Lock()
+_gc_runs = [0, (700, 10, 10)]  # runs in progress (the language server runs several), thresholds before
+
+
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cyclic collector walks every tracked object on each full collection; while
     thousands of parsed trees come and go, that was a third of a repository run. What exists
     before the run (modules, knowledge tables) is frozen out of its sight, and it runs rarely
     during the run; afterwards it is as before."""
-    old = gc.get_threshold()
-    enabled = gc.isenabled()
-    gc.freeze()
-    gc.set_threshold(20_000, 50, 1000)
+    with _gc_lock:
+        if _gc_runs[0] == 0:
+            _gc_runs[1] = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(20_000, 50, 1000)
+        _gc_runs[0] += 1
     try:
         yield
     finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
-        if enabled:
-            gc.enable()
+        with _gc_lock:
+            _gc_runs[0] -= 1
+            if _gc_runs[0] == 0:
+                gc.set_threshold(*_gc_runs[1])
+                gc.unfreeze()
 
 
 def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None = None,
