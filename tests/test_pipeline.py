@@ -319,3 +319,37 @@ def test_the_prefilter_is_the_selected_rules_triggers():
     assert not wanted_python(peft_module, every)
     assert wanted_python(peft_module + "args = TrainingArguments('o')\n", every)
     assert wanted_python("model = AutoModel.from_pretrained('x', torch_dtype=torch.float16)\n", every)  # TL608
+
+
+# -- the text format ----------------------------------------------------------------------------
+
+
+def test_text_format_is_written_directly_and_literally():
+    import io
+
+    from trainlint.diagnostics import Diagnostic, Edit, Fix, Related, Severity
+    from trainlint.report import text_format
+
+    text = "x = 1\n" * 99 + "args = TrainingArguments(logging_steps=1, tag='[bold]:100:')\n"
+    d = Diagnostic(code="TL201", name="logging-steps-too-low", severity=Severity.WARNING,
+                   message="logging_steps=1 [red]logs[/] every step", path="t.py", line=100, column=26,
+                   end_line=100, end_column=41,
+                   fix=Fix(applicability="safe", message="use 50",
+                           edits=[Edit(path="t.py", line=100, column=40, end_line=100, end_column=41, content="50")]),
+                   related=[Related(path="t.py", line=1, column=1, message="set here")])
+    out = io.StringIO()
+    text_format.render([d], {"t.py": text}, out, color=False)
+    assert out.getvalue() == (
+        "t.py:100:26: TL201 [*] logging-steps-too-low (warning)\n"
+        "  logging_steps=1 [red]logs[/] every step\n"
+        "      |\n"
+        "  100 | args = TrainingArguments(logging_steps=1, tag='[bold]:100:')\n"
+        "      |                          ^^^^^^^^^^^^^^^\n"
+        "  = fix (safe): use 50\n"
+        "  = note: t.py:1: set here\n"
+        "\n"
+        "Found 1 finding.\n"
+        "[*] 1 fixable with `trainlint fix --apply`.\n")
+    colored = io.StringIO()
+    text_format.render([d], {"t.py": text}, colored, color=True)
+    assert "\x1b[1;33mTL201\x1b[0m" in colored.getvalue() and "[bold]:100:" in colored.getvalue()
