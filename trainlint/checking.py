@@ -44,7 +44,9 @@ class RuleSet:
         if any(f.kind != "python" for f in ws.files.values()):
             return [self._rule(e) for e in self.entries]
         texts = [f.text.text for f in ws.files.values() if f.doc is not None]
-        return [self._rule(e) for e in self.entries if can_trigger(e, texts)]
+        names = {t for e in self.entries for t in (e["triggers"] or ())}
+        present = {t for t in names if any(t in text for text in texts)}  # each name searched once
+        return [self._rule(e) for e in self.entries if can_trigger(e, present)]
 
 
 def make_rules(settings: Settings) -> RuleSet | list[Rule]:

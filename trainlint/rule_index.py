@@ -88,8 +88,8 @@ def _prefilter(key: tuple, settings: Any) -> tuple[str, ...] | None:
     return _PREFILTERS[key]
 
 
-def can_trigger(entry: dict[str, Any], texts: list[str]) -> bool:
-    """Whether the rule of ``entry`` may report on a setup whose Python texts are ``texts``
-    (and that has no other kind of file)."""
+def can_trigger(entry: dict[str, Any], present: set[str]) -> bool:
+    """Whether the rule of ``entry`` may report on a setup of Python files only, in which the
+    trigger names ``present`` occur."""
     triggers = entry["triggers"]
-    return triggers is None or any(t in text for text in texts for t in triggers)
+    return triggers is None or any(t in present for t in triggers)
