@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,47 +110,22 @@ def mentions_other_files(text: str) -> bool:
 
 
 class _GitBase:
-    """The commit ``rev`` names in the repository holding a file (one git call per repository)."""
+    """The commit ``rev`` names in the repository holding a file (asked once per repository,
+    of the run's one git process for it: ``trainlint.vcs``)."""
 
     def __init__(self, rev: str) -> None:
         self.rev = rev
-        self._root_of_dir: dict[str, str | None] = {}
         self._commit_of_root: dict[str, str] = {}
 
-    def _root(self, folder: str) -> str | None:
-        if folder in self._root_of_dir:
-            return self._root_of_dir[folder]
-        found: str | None = None
-        d = folder
-        seen: list[str] = []
-        while True:
-            if d in self._root_of_dir:
-                found = self._root_of_dir[d]
-                break
-            seen.append(d)
-            if os.path.exists(os.path.join(d, ".git")):
-                found = d
-                break
-            parent = os.path.dirname(d)
-            if parent == d:
-                break
-            d = parent
-        for s in seen:
-            self._root_of_dir[s] = found
-        return found
-
     def commit_for(self, path: str) -> str:
-        root = self._root(os.path.dirname(os.path.abspath(path)))
+        from trainlint.vcs import commit_at, repository_root
+
+        root = repository_root(os.path.dirname(os.path.abspath(path)))
         if root is None:
             return "no-repository"
         if root not in self._commit_of_root:
-            try:
-                out = subprocess.run(["git", "-C", root, "rev-parse", "--verify", "-q", f"{self.rev}^{{commit}}"],
-                                     capture_output=True, text=True, timeout=10, check=False)
-                commit = out.stdout.strip() if out.returncode == 0 else f"unresolved:{out.returncode}"
-            except (OSError, subprocess.SubprocessError) as e:
-                commit = f"no-git:{type(e).__name__}"
-            self._commit_of_root[root] = f"{root}@{commit}"
+            commit = commit_at(root, self.rev)
+            self._commit_of_root[root] = f"{root}@{commit or 'unresolved'}"
         return self._commit_of_root[root]
 
 

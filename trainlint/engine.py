@@ -83,8 +83,13 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
     ``jobs``: processes (None: one per core); the pool is used above ``min_files`` files to
     check. ``cache``: unchanged stand-alone scripts come from the findings cache. The result
     does not depend on either."""
-    with _collector_paused():
-        return _lint(paths, settings, overlay or {}, jobs, cache, min_files)
+    try:
+        with _collector_paused():
+            return _lint(paths, settings, overlay or {}, jobs, cache, min_files)
+    finally:
+        from trainlint.vcs import close_all
+
+        close_all()
 
 
 def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: int | None,
