@@ -353,3 +353,34 @@ def test_text_format_is_written_directly_and_literally():
     colored = io.StringIO()
     text_format.render([d], {"t.py": text}, colored, color=True)
     assert "\x1b[1;33mTL201\x1b[0m" in colored.getvalue() and "[bold]:100:" in colored.getvalue()
+
+
+# -- one git process per run ----------------------------------------------------------------------
+
+
+def test_one_git_process_serves_every_file_of_a_run(tmp_path):
+    import os
+    import shutil
+
+    from helpers import git, run_cli
+
+    real = shutil.which("git")
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    head = "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', learning_rate=2e-5, "
+    files = {f"t{i}.py": head + "per_device_train_batch_size=8)\n" for i in range(6)}
+    write_files(repo, files)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    write_files(repo, {name: text.replace("=8)", "=32)") for name, text in files.items()})
+    env = {"PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
+    out = run_cli("check", ".", "--format", "concise", "--no-cache", "-j", "1", cwd=repo, env=env)
+    assert out.stdout.count("lr-not-scaled") == 6, out.stdout + out.stderr
+    calls = log.read_text().splitlines()
+    assert len(calls) == 1 and "cat-file --batch" in calls[0], calls
