@@ -278,9 +278,17 @@ def test_every_scheduler_gives_the_same_result(tmp_path, monkeypatch):
     assert default_cold.cache_stats is not None and default_cold.cache_stats[0] == 0
     warm = lint([Path(".")], settings, jobs=None, cache=True)
     assert warm.cache_stats is not None and warm.cache_stats[0] > 50 and warm.cache_stats[1] == 0
+    assert warm.cache_stats[0] >= len(plan.units) - 3 + len(plan.groups) - 1  # linked groups are cached too
     pooled = lint([Path(".")], settings, jobs=2, min_files=0)
     for other in (default_cold, warm, pooled):
         assert _everything(other) == _everything(serial)
+
+    # a changed config of a cached group: that group is checked again
+    (root / "configs" / "ds_z3.json").write_text('{"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}}\n')
+    changed = lint([Path(".")], settings, jobs=None, cache=True)
+    assert changed.cache_stats[1] >= 1
+    assert _everything(changed) == _everything(lint([Path(".")], settings, jobs=1))
+    assert _everything(changed) != _everything(serial)
 
 
 def test_every_rule_declares_its_triggers_and_its_cases_contain_them():

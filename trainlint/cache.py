@@ -1,4 +1,4 @@
-"""The findings cache: per-file results of files that provably stand alone.
+"""The findings cache: the results of stand-alone scripts and of groups of linked files.
 
 A cached entry is the list of (already filtered) findings of one Python file whose setup is that
 file alone. Its key is a SHA-256 over everything the result can depend on:
@@ -16,8 +16,11 @@ file alone. Its key is a SHA-256 over everything the result can depend on:
 - the files the setup declared besides the script (``Setup.files``): their paths and content
   hashes are stored with the entry and checked on every hit.
 
-Files that mention other files (``.json``, ``.yaml``, ``.yml``, ``.sh``, ``.toml``, ``.cfg``)
-are never cached; neither is anything when the target GPU is ``auto`` (read from
+A group of files that link to each other (``partition``: launch scripts, configs, the scripts
+they run) is keyed on every path of the group with its text; the files it read from outside
+the run are its dependencies, hashed as above; a group with a missing reference (TL004) is not
+stored. Stand-alone scripts that mention other files (``.json``, ``.yaml``, ``.yml``, ``.sh``,
+``.toml``, ``.cfg``) are never cached; neither is anything when the target GPU is ``auto`` (read from
 ``nvidia-smi``). A run reads one JSON file per namespace and writes it back atomically when it
 learned something; concurrent runs can only lose entries, never make one stale.
 
@@ -175,6 +178,13 @@ class FindingsCache:
 
     def key(self, path: str, explicit: bool, text: str) -> str:
         return _sha("\0".join((path, "1" if explicit else "0", self.git.commit_for(path), text)))
+
+    def group_key(self, group: list[tuple[str, bool]], texts: dict[str, str]) -> str:
+        """The key of a group of linked files: every path, how it was given and its text."""
+        parts = ["group"]
+        for path, explicit in group:
+            parts += [path, "1" if explicit else "0", self.git.commit_for(path), _sha(texts[path])]
+        return _sha("\0".join(parts))
 
     def get(self, key: str) -> dict[str, Any] | None:
         entry = self.entries.get(key)

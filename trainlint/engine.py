@@ -108,6 +108,7 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
     kinds: dict[str, str] = {}
     unparsable: set[str] = set()
     todo: list[tuple[Any, str | None]] = []
+    outcomes_cached: list[Outcome] = []
     for u in plan.units:
         key = None
         if store is not None and store.cacheable(u.text):
@@ -123,9 +124,23 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
                 continue
         todo.append((u, key))
 
-    tasks: list[Any] = [u for u, _ in todo] + plan.groups
-    sizes = [len(u.text) for u, _ in todo] + plan.sizes
-    n_files = len(todo) + sum(len(g) for g in plan.groups)
+    # groups of linked files come from the cache too, keyed on all their texts
+    group_todo: list[tuple[list[tuple[str, bool]], int, str | None]] = []
+    for group, size in zip(plan.groups, plan.sizes):
+        key = None
+        if store is not None and all(p in plan.group_texts for p, _ in group):
+            key = store.group_key(group, plan.group_texts)
+            entry = store.get(key)
+            if entry is not None:
+                cached = _from_cache_entry(entry, plan.group_texts)
+                if cached is not None:
+                    outcomes_cached.append(cached)
+                    continue
+        group_todo.append((group, size, key))
+
+    tasks: list[Any] = [u for u, _ in todo] + [g for g, _, _ in group_todo]
+    sizes = [len(u.text) for u, _ in todo] + [n for _, n, _ in group_todo]
+    n_files = len(todo) + sum(len(g) for g, _, _ in group_todo)
     n_jobs = jobs if jobs is not None else _default_jobs()
     if n_jobs > 1 and n_files > min_files and len(tasks) > 1:
         from trainlint.parallel import PoolRun
@@ -153,6 +168,14 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
             store.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
                             "unparsable": u.path in out.unparsable,
                             "diagnostics": [d.to_json() for d in out.diagnostics]}, out.deps)
+    for (group, _, key), out in zip(group_todo, outcomes[len(todo):]):
+        # a missing reference depends on a file that does not exist: not cached
+        if store is not None and key is not None and not redo and not any(d.code == "TL004" for d in out.diagnostics):
+            store.put(key, {"group": True, "files": sorted(out.texts), "kinds": out.kinds,
+                            "unparsable": out.unparsable,
+                            "diagnostics": [d.to_json() for d in out.diagnostics]},
+                      sorted(p for p in out.texts if p not in plan.group_texts) + out.deps)
+    outcomes.extend(outcomes_cached)
     if store is not None:
         store.save()
     if redo:
@@ -177,6 +200,24 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
     return LintResult(diagnostics=merged, files=files, texts={p: texts[p] for p in files if p in texts},
                       unparsable=unparsable, kinds={p: kinds[p] for p in files if p in kinds},
                       cache_stats=(store.hits, store.misses) if store is not None else None)
+
+
+def _from_cache_entry(entry: dict[str, Any], texts: dict[str, str]) -> Outcome | None:
+    """A cached group's outcome; the texts of files it pulled in from outside the run are read
+    again (the cache checked their hashes)."""
+    from trainlint.sources.files import ReadProblem, read_text
+
+    got: dict[str, str] = {}
+    for p in entry["files"]:
+        if p in texts:
+            got[p] = texts[p]
+            continue
+        try:
+            got[p] = read_text(p).text
+        except ReadProblem:
+            return None
+    return Outcome([Diagnostic.from_json(d) for d in entry["diagnostics"]], got, dict(entry["kinds"]),
+                   list(entry["unparsable"]), [])
 
 
 def _default_jobs() -> int:

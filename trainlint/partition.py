@@ -45,6 +45,7 @@ class Plan:
     # the rest as groups that name no file of another group (each in walk order)
     groups: list[list[tuple[str, bool]]] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)  # bytes of each group's text
+    group_texts: dict[str, str] = field(default_factory=dict)  # the texts of the groups' files read
 
 
 # Which files of a run name each other, answered by set lookups. The stand-alone test asks two
@@ -174,7 +175,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
     groups, sizes = _components(rest, rest_texts)
-    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes)
+    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts)
 
 
 def _components(rest: list[tuple[str, bool]], texts: dict[str, str]) -> tuple[list[list[tuple[str, bool]]], list[int]]:
