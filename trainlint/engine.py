@@ -77,15 +77,16 @@ def _collector_paused() -> Iterator[None]:
 
 def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None = None,
          only: set[str] | None = None, *, jobs: int | None = 1, cache: bool = False,
-         min_files: int = MIN_POOL_FILES) -> LintResult:
+         min_files: int = MIN_POOL_FILES, memo: dict | None = None) -> LintResult:
     """Check ``paths``. ``overlay`` replaces file contents (fixes in memory, stdin).
 
     ``jobs``: processes (None: one per core); the pool is used above ``min_files`` files to
     check. ``cache``: unchanged stand-alone scripts come from the findings cache. The result
-    does not depend on either."""
+    does not depend on either. ``memo`` (a dict kept across calls, as ``fix`` does between
+    passes) remembers each task's outcome by its texts, so an unchanged task is not redone."""
     try:
         with _collector_paused():
-            return _lint(paths, settings, overlay or {}, jobs, cache, min_files)
+            return _lint(paths, settings, overlay or {}, jobs, cache, min_files, memo)
     finally:
         from trainlint.vcs import close_all
 
@@ -93,7 +94,7 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
 
 
 def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: int | None,
-          use_cache: bool, min_files: int) -> LintResult:
+          use_cache: bool, min_files: int, memo: dict | None) -> LintResult:
     plan = split(paths, settings, overlay)
     ctx = run_context(settings, run_root(paths))
     store = None
@@ -140,18 +141,28 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
 
     tasks: list[Any] = [u for u, _ in todo] + [g for g, _, _ in group_todo]
     sizes = [len(u.text) for u, _ in todo] + [n for _, n, _ in group_todo]
-    n_files = len(todo) + sum(len(g) for g, _, _ in group_todo)
+    # within one ``fix``, a task whose files did not change since the last pass is not redone
+    keys = [_memo_key(t, plan) for t in tasks] if memo is not None else []
+    remembered = {i: memo[k] for i, k in enumerate(keys) if k is not None and k in memo} if memo is not None else {}
+    pending = [i for i in range(len(tasks)) if i not in remembered]
+    run_tasks = [tasks[i] for i in pending]
+    n_files = sum(1 if not isinstance(t, list) else len(t) for t in run_tasks)
     n_jobs = jobs if jobs is not None else _default_jobs()
-    if n_jobs > 1 and n_files > min_files and len(tasks) > 1:
+    if n_jobs > 1 and n_files > min_files and len(run_tasks) > 1:
         from trainlint.parallel import PoolRun
 
-        results = PoolRun(tasks, sizes, settings, ctx, overlay, n_jobs).results()
+        fresh = PoolRun(run_tasks, [sizes[i] for i in pending], settings, ctx, overlay, n_jobs).results()
     else:
         def here() -> list[Outcome]:
             rules = checking.make_rules(settings)
-            return [run_task(t, settings, overlay, ctx, rules) for t in tasks]
+            return [run_task(t, settings, overlay, ctx, rules) for t in run_tasks]
 
-        results = with_deep_stack(here)
+        fresh = with_deep_stack(here)
+    results: list[Outcome] = [remembered.get(i) for i in range(len(tasks))]  # type: ignore[misc]
+    for i, out in zip(pending, fresh):
+        results[i] = out
+        if memo is not None and keys[i] is not None:
+            memo[keys[i]] = out
 
     known = {u.path for u in plan.units} | {p for p, _ in plan.rest}
     outcomes: list[Outcome] = []
@@ -220,6 +231,14 @@ def _from_cache_entry(entry: dict[str, Any], texts: dict[str, str]) -> Outcome |
                    list(entry["unparsable"]), [])
 
 
+def _memo_key(task: Any, plan: Any) -> tuple | None:
+    if not isinstance(task, list):
+        return ("unit", task.path, task.explicit, task.text)
+    if not all(p in plan.group_texts for p, _ in task):
+        return None
+    return ("group", tuple((p, e, plan.group_texts[p]) for p, e in task))
+
+
 def _default_jobs() -> int:
     from trainlint.parallel import default_jobs
 
@@ -262,7 +281,8 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
     applied: list[Diagnostic] = []
     reverted: list[tuple[Diagnostic, str]] = []
     refused: set[tuple] = set()  # fixes that broke a file: never tried again
-    result = lint(paths, settings, current)
+    memo: dict = {}  # tasks a pass leaves unchanged are not checked again
+    result = lint(paths, settings, current, memo=memo)
     original = dict(result.texts)
     # never edit a file that did not parse, even when its finding is ignored or suppressed
     unparsable = set(result.unparsable) | {d.path for d in result.diagnostics
@@ -292,7 +312,7 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
         seen_states.add(state)
         applied.extend(pr.applied)
         current.update(pr.texts)
-        result = lint(paths, settings, current)
+        result = lint(paths, settings, current, memo=memo)
     fixed = {p: t for p, t in current.items() if original.get(p) is not None and t != original[p]
              and p not in unparsable}
     return FixOutcome(original=original, fixed=fixed, applied=applied, reverted=reverted,
