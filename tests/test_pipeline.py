@@ -392,3 +392,15 @@ def test_one_git_process_serves_every_file_of_a_run(tmp_path):
     assert out.stdout.count("lr-not-scaled") == 6, out.stdout + out.stderr
     calls = log.read_text().splitlines()
     assert len(calls) == 1 and "cat-file --batch" in calls[0], calls
+
+
+def test_a_walked_broken_training_file_is_still_reported(tmp_path):
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    write_files(tmp_path, {"cut.py": "import transformers\nmodel = transformers.AutoModel.from_pretrained(\n",
+                           "plain.py": "import transformers\nprint(transformers.__version__)\n"})
+    for jobs in (1, 2):
+        result = lint([tmp_path], load_settings(tmp_path), jobs=jobs, min_files=0)
+        assert [(d.code, Path(d.path).name) for d in result.diagnostics] == [("TL001", "cut.py")]
+        assert [Path(p).name for p in result.files] == ["cut.py"]  # plain.py was only read

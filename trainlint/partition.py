@@ -10,7 +10,8 @@ checking everything at once (a test compares them):
 - A stand-alone script whose setup declared a file of the run after all (``Setup.files``) is
   checked again with the rest (``engine``).
 
-Walked Python files the pre-filter rules out are dropped here, after their read.
+Walked Python files the broad pre-filter (``workspace.PY_PREFILTER``) rules out are dropped here,
+after their read; the workspace applies the rules' triggers to the rest.
 """
 
 from __future__ import annotations
@@ -138,8 +139,9 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
             except ReadProblem:
                 order.append((path, explicit, None))
                 continue
-            if not explicit and not wanted_python(text, settings):
+            if not explicit and not wanted_python(text):
                 continue  # the workspace drops it too, without a finding
+            # (a file only the broad pre-filter lets through is syntax-checked there)
             unit = Unit(path, explicit, text)
             candidates.append(unit)
             order.append((path, explicit, unit))

@@ -7,6 +7,7 @@ pull in a referenced file. Nothing here knows about setups or rules.
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,9 +93,13 @@ def _kind_of(path: str, text: str) -> str:
                 ".bash": "shell"}.get(suffix, "unknown")
 
 
-def _parse_python(ws: Workspace, path: str, text: str) -> PythonFile | None:
-    """``parse_python`` with every way a hostile file can make it fail turned into TL001."""
+def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False) -> PythonFile | None:
+    """``parse_python`` with every way a hostile file can make it fail turned into TL001.
+    ``syntax_only``: only check that it parses (the tree is dropped; None either way)."""
     try:
+        if syntax_only:
+            ast.parse(text, filename=path)
+            return None
         return parse_python(path, text)
     except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
         line = e.lineno or 1
@@ -140,6 +145,15 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
     pf = ParsedFile(path=path, kind=kind, text=tf, explicit=explicit)
     if kind == "python":
         if not explicit and not wanted_python(tf.text, ws.settings):
+            # No selected rule can report on it. A file the broad pre-filter lets through (it
+            # mentions the training libraries) is still checked to parse: a broken training
+            # script is reported (TL001), never silently skipped.
+            if any(tok in tf.text for tok in PY_PREFILTER):
+                n = len(ws.problems)
+                _parse_python(ws, path, tf.text, syntax_only=True)
+                if len(ws.problems) > n:
+                    ws.files[path] = pf
+                    return pf
             return None
         pf.doc = _parse_python(ws, path, tf.text)
     else:
