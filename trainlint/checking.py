@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainlint.config import ConfigError, Settings
+from trainlint.consumers import with_consumer
 from trainlint.diagnostics import Diagnostic, internal_error
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
 from trainlint.rule_index import can_trigger, is_selected, selected
@@ -69,8 +70,10 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     except Exception as exc:  # noqa: BLE001 - linking failed: check each script on its own
         first = sorted(ws.files)[0] if ws.files else "."
         linking_error = internal_error(first, "linking the files of the setup", exc)
-        setups = [single_file_setup(f.path, f.doc, ctx)
-                  for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+        docs = [(f.path, f.doc) for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+        docs += [(f.path, f.doc.python) for f in ws.files.values()  # a notebook's program
+                 if f.kind == "notebook" and f.doc is not None and f.doc.python is not None]
+        setups = [single_file_setup(path, doc, ctx) for path, doc in docs]
     out: list[Diagnostic] = list(ws.problems)
     if linking_error is not None:
         out.append(linking_error)
@@ -81,11 +84,21 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
             declared.update(str(f) for f in setup.files)
         for rule in rules:
             try:
-                out.extend(rule.check(setup))
+                out.extend(with_consumer(setup, list(rule.check(setup))))
             except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
                 path = setup.files[0] if setup.files else str(setup.root)
                 out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
-    return out
+    return _without_walked_markdown(ws, out)
+
+
+def _without_walked_markdown(ws: Workspace, found: list[Diagnostic]) -> list[Diagnostic]:
+    """A Markdown file found by a folder walk is read for its commands, which tell who reads
+    a script or an args file (a README's ``accelerate launch sft.py --config recipe.yaml``);
+    findings in the Markdown itself are reported only when it is named explicitly."""
+    quiet = {p for p, f in ws.files.items() if f.kind == "markdown" and not f.explicit}
+    if not quiet:
+        return found
+    return [d for d in found if d.path not in quiet]
 
 
 def filter_findings(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) -> list[Diagnostic]:
@@ -108,6 +121,10 @@ def filter_findings(diagnostics: list[Diagnostic], ws: Workspace, settings: Sett
             continue
         seen.add(key)
         kept.append(d)
+    if any(f.kind == "notebook" for f in ws.files.values()):
+        from trainlint.sources.notebook import to_cells
+
+        kept = to_cells(kept, ws)  # notebook findings: cell + line within the cell
     kept.sort(key=lambda d: d.sort_key())
     return kept
 

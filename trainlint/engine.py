@@ -75,6 +75,18 @@ def _collector_paused() -> Iterator[None]:
                 gc.unfreeze()
 
 
+def with_target_root(settings: Settings, paths: list[Path]) -> Settings:
+    """The settings with the run's project root (whose declared versions are the targets)
+    resolved once from the command line's paths, so that every worker and the serial path
+    target the same versions."""
+    if settings.target_root is not None:
+        return settings
+    from trainlint.knowledge.versions import find_project_root
+
+    root = settings.project_root or find_project_root([p for p in paths if str(p) != "-"] or [Path(".")])
+    return settings.model_copy(update={"target_root": root})
+
+
 def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None = None,
          only: set[str] | None = None, *, jobs: int | None = 1, cache: bool = False,
          min_files: int = MIN_POOL_FILES, memo: dict | None = None) -> LintResult:
@@ -84,6 +96,7 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
     check. ``cache``: unchanged stand-alone scripts come from the findings cache. The result
     does not depend on either. ``memo`` (a dict kept across calls, as ``fix`` does between
     passes) remembers each task's outcome by its texts, so an unchanged task is not redone."""
+    settings = with_target_root(settings, paths)
     try:
         with _collector_paused():
             return _lint(paths, settings, overlay or {}, jobs, cache, min_files, memo)
@@ -202,7 +215,7 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
     seen: set[tuple] = set()
     merged = []
     for d in diagnostics:
-        k = (d.path, d.line, d.column, d.code, d.message)
+        k = (d.path, d.cell, d.line, d.column, d.code, d.message)
         if k not in seen:
             seen.add(k)
             merged.append(d)
@@ -271,7 +284,7 @@ def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,
 
 def _fix_key(d: Diagnostic) -> tuple:
     assert d.fix is not None
-    return (d.code, tuple(sorted((e.path, e.line, e.column, e.end_line, e.end_column, e.content)
+    return (d.code, tuple(sorted((e.path, e.cell or 0, e.line, e.column, e.end_line, e.end_column, e.content)
                                  for e in d.fix.edits)))
 
 

@@ -133,13 +133,13 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
     others: dict[str, str] = {}  # non-Python path -> text
     for p, explicit in walk(paths, settings.exclude):
         path = norm(p)
-        if path.lower().endswith(".py"):
+        if path.lower().endswith((".py", ".ipynb")):
             try:
                 text = read_text(path, overlay).text
             except ReadProblem:
                 order.append((path, explicit, None))
                 continue
-            if not explicit and not wanted_python(text):
+            if not explicit and not _prefilter(path, text):
                 continue  # the workspace drops it too, without a finding
             # (a file only the broad pre-filter lets through is syntax-checked there)
             unit = Unit(path, explicit, text)
@@ -160,14 +160,32 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
                         max((len(b) for b in bases), default=0)) if blob else None
     name_suffixes = {_suffix(n) for n in other_names} - {""}
     longest = max((len(n) for n in other_names), default=0)
+    # a notebook's launch lines name scripts (and modules) too: the names each notebook
+    # mentions, gathered once (a notebook's mention of itself does not count)
+    named: dict[str, int] = {}  # name -> how many notebooks mention it
+    own: dict[str, set[str]] = {}
+    for u in candidates:
+        if u.path.lower().endswith(".ipynb"):
+            own[u.path] = names = _mentioned_names(u.text)
+            for n in names:
+                named[n] = named.get(n, 0) + 1
+    # Python files that import one another (``from config import training_args``, a Trainer
+    # subclass in ``trainers.py``) are linked across modules: none of them stands alone
+    imports = _imports_between(candidates)
+    imported = set().union(*imports.values()) if imports else set()
     for unit in candidates:
         base = os.path.basename(unit.path)
-        stem = base[:-3]
+        stem = os.path.splitext(base)[0]
+        mine = own.get(unit.path, ())
+        if named.get(base, 0) - (base in mine) > 0 or named.get(stem, 0) - (stem in mine) > 0:
+            continue
+        if _module_stem(unit.path) in imported or imports[unit.path] - {_module_stem(unit.path)}:
+            continue
         if in_blob is not None and (in_blob.mentions(base) or (stem and in_blob.mentions_word(stem))):
             continue
         if other_names:
-            named = NameIndex(unit.text, name_suffixes, longest, words=False)
-            if any(named.mentions(name) for name in other_names):
+            index = NameIndex(unit.text, name_suffixes, longest, words=False)
+            if any(index.mentions(name) for name in other_names):
                 continue
         if os.path.dirname(unit.path) in config_folders and any(n in unit.text for n in SAME_FOLDER_NAMES):
             continue
@@ -176,11 +194,12 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
     rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
-    groups, sizes = _components(rest, rest_texts)
+    groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone])
     return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts)
 
 
-def _components(rest: list[tuple[str, bool]], texts: dict[str, str]) -> tuple[list[list[tuple[str, bool]]], list[int]]:
+def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
+                scripts: list[Unit]) -> tuple[list[list[tuple[str, bool]]], list[int]]:
     """The rest in groups: files joined when one names the other the way the stand-alone test
     asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
     non-Python file), or when a script that reads args files lies in a folder with one."""
@@ -200,7 +219,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str]) -> tuple[li
             parent[max(ra, rb)] = min(ra, rb)
 
     def is_py(p: str) -> bool:
-        return p.lower().endswith(".py")
+        return p.lower().endswith((".py", ".ipynb"))
 
     by_base: dict[str, list[int]] = {}
     by_stem: dict[str, list[int]] = {}
@@ -238,6 +257,20 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str]) -> tuple[li
         elif os.path.dirname(p) in config_folders and any(n in text for n in SAME_FOLDER_NAMES):
             for j in config_folders[os.path.dirname(p)]:
                 union(i, j)
+    # modules that import each other, and the files a notebook names, stay together
+    by_module: dict[str, list[int]] = {}
+    for i, p in enumerate(paths):
+        if is_py(p):
+            by_module.setdefault(_module_stem(p), []).append(i)
+    for path, mods in _imports_between(scripts).items():
+        for m in mods:
+            for j in by_module.get(m, ()):
+                union(index[path], j)
+    for u in scripts:
+        if u.path.lower().endswith(".ipynb"):
+            for n in _mentioned_names(u.text):
+                for j in by_base.get(n, []) + by_stem.get(n, []):
+                    union(index[u.path], j)
     groups: dict[int, list[tuple[str, bool]]] = {}
     sizes: dict[int, int] = {}
     for i, entry in enumerate(rest):
@@ -245,6 +278,42 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str]) -> tuple[li
         groups.setdefault(r, []).append(entry)
         sizes[r] = sizes.get(r, 0) + len(texts.get(entry[0]) or "")
     return list(groups.values()), [sizes[r] for r in groups]
+
+
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\.*([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
+_FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
+
+
+def _module_stem(path: str) -> str:
+    """The module name a file is imported by (its package's name for ``__init__.py``)."""
+    base = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) if base == "__init__" else base
+
+
+def _imports_between(scripts: list[Unit]) -> dict[str, set[str]]:
+    """For each script, the module names of the other scripts that it imports."""
+    stems = {_module_stem(u.path) for u in scripts}
+    return {u.path: {part for groups in _IMPORT.findall(u.text) for m in groups for part in m.split(".") if part}
+            & stems for u in scripts}
+
+
+def _mentioned_names(text: str) -> set[str]:
+    """Basenames of files (``train.py``, ``ds.json``) and last parts of modules (``-m pkg.run``)
+    a notebook's text names."""
+    out: set[str] = set()
+    for m in _FILE_NAME.finditer(text):
+        name = m.group(1) or m.group(2)
+        out.add(name.rsplit("/", 1)[-1])
+    return out
+
+
+def _prefilter(path: str, text: str) -> bool:
+    if path.lower().endswith(".ipynb"):
+        from trainlint.sources.notebook import prefilter
+        from trainlint.workspace import PY_PREFILTER
+
+        return prefilter(text, PY_PREFILTER)
+    return wanted_python(text)
 
 
 def walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:

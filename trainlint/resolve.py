@@ -40,10 +40,14 @@ class RunContext:
 
 
 def run_context(settings: Settings, root: Path | None) -> RunContext:
-    """The run's target GPU, library versions and world size. ``root`` is where version pins
-    are looked for when ``[tool.trainlint]`` does not say (``settings.project_root``)."""
-    tf_version, trl_version = _target_versions(settings, settings.project_root if settings.project_root
-                                               is not None else root)
+    """The run's target GPU, library versions and world size. ``root`` is the project whose
+    declared versions are the targets when the settings do not say (``Settings.target_root``,
+    else the pyproject.toml's folder)."""
+    if settings.target_root is not None:
+        root = settings.target_root
+    elif settings.project_root is not None:
+        root = settings.project_root
+    tf_version, trl_version = _target_versions(settings, root)
     world = Value(value=settings.gpus, origin=OPTION, name="--gpus", note="--gpus") if settings.gpus else None
     return RunContext(gpu=target_gpu(settings), transformers_version=tf_version, trl_version=trl_version,
                       world_size=world)
@@ -81,10 +85,16 @@ def target_gpu(settings: Settings):
 
 
 def _project_root(ws: Workspace, settings: Settings) -> Path | None:
+    """The run's project (``Settings.target_root``, resolved once per run from the command
+    line's paths); else the pyproject.toml's folder; else the project of the first file."""
+    if settings.target_root is not None:
+        return settings.target_root
     if settings.project_root is not None:
         return settings.project_root
+    from trainlint.knowledge.versions import find_project_root
+
     for path in ws.files:
-        return Path(path).parent
+        return find_project_root([path])
     return None
 
 
@@ -107,9 +117,25 @@ def _target_versions(settings: Settings, root: Path | None) -> tuple[Value, Valu
         source = flag
         if explicit and settings.config_path is not None and _configured(settings.config_path, key) == str(explicit):
             source = "pyproject.toml [tool.trainlint]"
-        rv = resolver(explicit, root, explicit_source=source)
+        rv = _cached_target(settings, resolver, explicit, root, source)
         out.append(Value(value=rv.version, origin=OPTION, name=flag, note=rv.source))
     return out[0], out[1]
+
+
+_TARGETS: dict[tuple, tuple[Any, Any]] = {}
+
+
+def _cached_target(settings, resolver, explicit, root, source):
+    """One resolution per run (per ``Settings`` object, which ``engine.lint`` makes per run)
+    and package: every setup, and every ``run_rules`` of the run (the parallel path calls it
+    per file), gets the same target without reading the project's declarations again."""
+    key = (id(settings), resolver.__name__, explicit, str(root), source)
+    found = _TARGETS.get(key)
+    if found is None or found[0] is not settings:
+        found = _TARGETS[key] = (settings, resolver(explicit, root, explicit_source=source))
+        while len(_TARGETS) > 16:
+            _TARGETS.pop(next(iter(_TARGETS)))
+    return found[1]
 
 
 def _configured(path: Path, key: str) -> str | None:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from trainlint.config import Settings
-from trainlint.diagnostics import Diagnostic, Severity, internal_error
-from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
+from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_error  # noqa: F401
+from trainlint.sources.files import ParsedFile, ReadProblem, TextFile, read_text, walk  # noqa: F401
 from trainlint.sources.python import PythonFile, parse_python
 
 # A walked (not explicitly named) Python file is parsed only if it mentions a trigger of a
@@ -37,17 +37,6 @@ def wanted_python(text: str, settings: Settings | None = None) -> bool:
 
 
 @dataclass
-class ParsedFile:
-    """A file read for the run, with its kind and parsed document."""
-
-    path: str
-    kind: str  # python, shell, markdown, deepspeed, accelerate, hf_args, json, yaml, unknown
-    text: TextFile
-    doc: Any = None  # PythonFile, or the reader's document for other kinds
-    explicit: bool = False
-
-
-@dataclass
 class Workspace:
     """Every file of a run, parsed once, with the input problems found while reading them."""
 
@@ -64,13 +53,6 @@ class Workspace:
     @property
     def python_files(self) -> list[PythonFile]:
         return [f.doc for f in self.files.values() if f.kind == "python" and f.doc is not None]
-
-
-def input_problem(code: str, name: str, path: str, message: str, line: int = 1, column: int = 1,
-                  severity: Severity = Severity.ERROR) -> Diagnostic:
-    return Diagnostic(code=code, name=name, severity=severity, message=message, path=path,
-                      line=max(1, line), column=max(1, column), end_line=max(1, line),
-                      end_column=max(1, column) + 1)
 
 
 def norm(path: Path | str) -> str:
@@ -156,6 +138,8 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
                     return pf
             return None
         pf.doc = _parse_python(ws, path, tf.text)
+    elif kind == "notebook" and not explicit and not _notebook_prefilter(tf.text):
+        return None
     else:
         from trainlint.sources import registry
 
@@ -169,6 +153,44 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
             ws.unparsable.add(path)
     ws.files[path] = pf
     return pf
+
+
+def _notebook_prefilter(text: str) -> bool:
+    from trainlint.sources.notebook import prefilter
+
+    return prefilter(text, PY_PREFILTER)
+
+
+MAX_REFERENCE_LEVELS = 8
+_ROOT_MARKERS = (".git", "pyproject.toml", "setup.py")
+
+
+def reference_folders(base_file: str) -> list[str]:
+    """Where a relative path written in ``base_file`` may start: its folder, then each folder
+    above it up to the repository root (the nearest folder with ``.git``, ``pyproject.toml`` or
+    ``setup.py``). Launch scripts are usually run from the repository root (``bash
+    scripts/train.sh`` naming ``src/train.py``), sometimes from their own folder. Without a
+    repository root above the file, only the working directory is added (when the file is
+    below it), so that no unrelated folder is searched."""
+    folder = os.path.dirname(base_file)
+    start = os.path.abspath(folder or ".")
+    ancestors: list[str] = []
+    current = start
+    root_found = any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS)
+    for _ in range(MAX_REFERENCE_LEVELS):
+        if root_found:
+            break
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+        ancestors.append(current)
+        root_found = any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS)
+    if not root_found:
+        cwd = os.getcwd()
+        ancestors = [cwd] if cwd != start and start.startswith(cwd.rstrip(os.sep) + os.sep) else []
+    shown = (lambda p: p) if os.path.isabs(base_file) else os.path.relpath
+    return [folder, *(shown(a) for a in ancestors)]
 
 
 def read_workspace(paths: list[Path], settings: Settings, overlay: dict[str, str]) -> Workspace:

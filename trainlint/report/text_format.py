@@ -17,6 +17,7 @@ import os
 from typing import TextIO
 
 from trainlint.diagnostics import Diagnostic
+from trainlint.report.cells import NotebookTexts, label, short
 from trainlint.report.summary import statistics_rows
 
 # Written directly (SGR escape codes when coloured): a terminal library's markup parsing and
@@ -76,20 +77,25 @@ def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *,
             write(f"{count:5d}  {st('bold', code)}  [{'*' if fixable else ' '}] {name}\n")
         return
     cache: dict[str, list[str]] = {}
+    notebooks = NotebookTexts(texts)
     for d in diagnostics:
-        if d.path not in cache:
-            cache[d.path] = texts.get(d.path, "").splitlines()
+        if d.cell is not None:  # a notebook: the lines of the finding's cell
+            lines = notebooks.cell_lines(d.path, d.cell)
+        else:
+            if d.path not in cache:
+                cache[d.path] = texts.get(d.path, "").splitlines()
+            lines = cache[d.path]
         mark = " [*]" if d.fix is not None and d.fix.applicability == "safe" else \
             (" [-]" if d.fix is not None else "")
         style = _SEVERITY_STYLE[d.severity.value]
-        parts = [f"{st('bold', f'{d.path}:{d.line}:{d.column}:')} {st(style, d.code)}{mark} "
+        parts = [f"{st('bold', label(d) + ':')} {st(style, d.code)}{mark} "
                  f"{st('bold', d.name)} {st('dim', f'({d.severity.value})')}",
                  f"  {d.message}"]
-        parts.extend("  " + line for line in _excerpt(d, cache[d.path], st))
+        parts.extend("  " + line for line in _excerpt(d, lines, st))
         if d.fix is not None:
             parts.append(f"  {st('green', f'= fix ({d.fix.applicability}):')} {d.fix.message or 'available'}")
         for r in d.related:
-            parts.append(f"  {st('blue', '= note:')} {r.path}:{r.line}: {r.message}")
+            parts.append(f"  {st('blue', '= note:')} {short(r)}: {r.message}")
         parts.append("")
         write("\n".join(parts) + "\n")
     n = len(diagnostics)
