@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator
 
 from trainlint.diagnostics import Diagnostic, Edit, Span
 from trainlint.knowledge import training_args as ta
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Rule
 from trainlint.setup import ARGSFILE, FLAG, PYTHON, UNKNOWN, ArgsSite, Setup, Value
 from trainlint.sources.python import PythonFile
@@ -495,6 +496,8 @@ def replace_with_field_edits(setup: Setup, site: ArgsSite, value: Value, new: st
 class SiteRule(Rule):
     """A rule that looks at each TrainingArguments-like site of a known class (one whose
     fields the versioned data knows); subclasses implement ``site_check``."""
+
+    triggers = SETUP_NAMES  # a site is a call of (or a parser for) a TrainingArguments-like class
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         for site in setup.sites:
