@@ -8,7 +8,7 @@ from typing import Iterable
 from trainlint.analysis import trainer_sites
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._spellings import HF_PARSER_SCRIPT
-from trainlint.rules._versioned import effective, strategy
+from trainlint.rules._versioned import effective, strategy, target, target_text
 from trainlint.rules.args._args_checks_common import _related
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
@@ -43,7 +43,8 @@ class EarlyStoppingRequirements(Rule):
     `assert args.eval_strategy != IntervalStrategy.NO` and `assert args.metric_for_best_model is
     not None` (the metric defaults to the loss only with `load_best_model_at_end=True`). Without
     `load_best_model_at_end`, it stops early but the model at the end is the last one, not the
-    best (current releases warn; older 4.x releases asserted it too).
+    best: releases up to 4.48 assert it too, later ones only warn (the version range comes from
+    data generated from the released wheels).
 
     ## Example
     ```python
@@ -76,6 +77,9 @@ class EarlyStoppingRequirements(Rule):
              note="no metric: assert"),
         Case(HEAD + "args = TrainingArguments(output_dir='o', eval_strategy='epoch', metric_for_best_model='acc')\n"
                     f"t = Trainer(model=m, args=args, {CB})\n", note="warning: the best model is not loaded"),
+        Case(HEAD + "args = TrainingArguments(output_dir='o', eval_strategy='epoch', metric_for_best_model='acc')\n"
+                    f"t = Trainer(model=m, args=args, {CB})\n", options={"transformers_version": "4.45.0"},
+             note="an assert on 4.45"),
         Case(files={"run.sh": "python train.py --output_dir o --eval_strategy no\n",
                     "train.py": HF_PARSER_SCRIPT + "from transformers import EarlyStoppingCallback, Trainer\n"
                                 f"t = Trainer(model=m, args=args, {CB})\n"}),
@@ -113,6 +117,14 @@ class EarlyStoppingRequirements(Rule):
                                               "starts; set load_best_model_at_end=True (metric: the loss) or "
                                               "metric_for_best_model", related=_related(site, "eval_strategy"))
                     elif lb is False and isinstance(metric, str):
+                        from trainlint.knowledge import behaviour
+
+                        if behaviour.holds("early_stopping_asserts_load_best", target(setup)[0]):
+                            yield self.diagnostic(span, "EarlyStoppingCallback without load_best_model_at_end=True: the "
+                                                  f"callback asserts it when training starts ({target_text(setup)}); set "
+                                                  "load_best_model_at_end=True (with matching save and eval strategies)",
+                                                  related=_related(site, "metric_for_best_model"))
+                            continue
                         yield self.diagnostic(span, "EarlyStoppingCallback without load_best_model_at_end=True: it "
                                               "stops early but the model kept at the end is the last one, not the best; "
                                               "set load_best_model_at_end=True (with matching save and eval strategies)",
