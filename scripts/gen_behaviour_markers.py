@@ -56,6 +56,26 @@ MARKERS: dict[str, tuple[str, str, str, str]] = {
         "trl", "trl/trainer/sft_trainer.py",
         r"`use_reentrant` is forced to `True`",
         "SFTTrainer forces use_reentrant=True under PEFT + DeepSpeed ZeRO-3 (with a warning)"),
+    "sft_warns_padding_free_without_flash_attention": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"Padding-free training is enabled, but the attention implementation is not set to a supported",
+        "SFTTrainer warns that padding-free training needs a Flash Attention implementation"),
+    "sft_warns_packing_cross_contamination": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"cross-contamination between samples",
+        "SFTTrainer warns that packing without Flash Attention lets samples attend to each other"),
+    "sft_padding_free_rejects_max_length": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"When `padding_free=True` without packing, `max_length` is not enforced",
+        "SFTTrainer raises ValueError for padding_free=True without packing while max_length is set"),
+    "sft_padding_free_rejects_custom_collator": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"Passing a custom data collator is not supported when using padding-free",
+        "SFTTrainer raises ValueError for padding_free with a data_collator"),
+    "sft_rejects_formatting_func_with_completion_only_loss": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"A formatting function was provided while `completion_only_loss=True`",
+        "SFTTrainer raises ValueError for formatting_func with completion_only_loss=True"),
 }
 
 
