@@ -76,6 +76,42 @@ MARKERS: dict[str, tuple[str, str, str, str]] = {
         "trl", "trl/trainer/sft_trainer.py",
         r"A formatting function was provided while `completion_only_loss=True`",
         "SFTTrainer raises ValueError for formatting_func with completion_only_loss=True"),
+    "grpo_batch_per_device_times_world": (
+        "trl", "trl/trainer/grpo_trainer.py",
+        r"global_batch_size = args\.per_device_train_batch_size \* num_processes\s",
+        "GRPOTrainer: per_device_train_batch_size x processes must be divisible by num_generations"),
+    "grpo_batch_times_accumulation": (
+        "trl", "trl/trainer/grpo_trainer.py",
+        r"effective_batch_size = args\.per_device_train_batch_size \* num_processes \* args\.gradient_accumulation_steps",
+        "GRPOTrainer: per-device batch x processes x accumulation must be divisible by num_generations"),
+    "grpo_generation_batch_divisible": (
+        "trl", "trl/trainer/grpo_config.py",
+        r"must be divisible by num_generations|\{self\.steps_per_generation\}\) must be evenly divisible by the number of generations",
+        "GRPOConfig: generation_batch_size must be divisible by num_generations"),
+    "grpo_eval_batch_divisible": (
+        "trl", "trl/trainer/grpo_config.py",
+        r"The global eval batch size",
+        "GRPOConfig: per_device_eval_batch_size x processes must be divisible by the eval generations"),
+    "grpo_rejects_generation_batch_and_steps": (
+        "trl", "trl/trainer/grpo_config.py",
+        r"can not be both configured at the same time",
+        "GRPOConfig raises when generation_batch_size and steps_per_generation are both set"),
+    "grpo_rejects_auto_find_batch_size": (
+        "trl", "trl/trainer/grpo_config.py",
+        r"auto_find_batch_size is not supported by GRPO",
+        "GRPOConfig raises for auto_find_batch_size"),
+    "grpo_reward_weights_length": (
+        "trl", "trl/trainer/grpo_trainer.py",
+        r"Number of reward weights",
+        "GRPOTrainer raises when reward_weights and reward_funcs differ in length"),
+    "dpo_loss_weights_length": (
+        "trl", "trl/trainer/dpo_config.py",
+        r"`loss_weights` must have the same length as `loss_type`",
+        "DPOConfig raises when loss_weights and loss_type differ in length"),
+    "dpo_exo_pair_needs_label_smoothing": (
+        "trl", "trl/trainer/dpo_trainer.py",
+        r"Label smoothing must be greater than 0\.0 when using 'exo_pair' loss",
+        "DPOTrainer raises for loss_type exo_pair with label_smoothing 0"),
 }
 
 
