@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from trainlint.diagnostics import Severity
-from trainlint.knowledge.gpus import is_ampere_or_newer
 from trainlint.rules._spellings import spelled_cases
 from trainlint.rules._versioned import SiteRule
 from trainlint.rules.args._args_checks_common import _span
@@ -49,6 +48,10 @@ class CompileOnPreAmpere(SiteRule):
 
     def site_check(self, setup, site):
         gpu = setup.gpu
+        if gpu is None:
+            return
+        from trainlint.knowledge.gpus import is_ampere_or_newer
+
         if gpu is None or gpu.compute_capability is None or is_ampere_or_newer(gpu):
             return
         v = site.get("torch_compile")

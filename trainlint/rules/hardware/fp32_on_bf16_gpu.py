@@ -6,10 +6,8 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.knowledge.gpus import is_ampere_or_newer
 from trainlint.rules._versioned import effective
 from trainlint.rules.base import Case, Rule
-from trainlint.rules.script.auto_dtype_half_weights import stored_dtype
 from trainlint.setup import Setup
 
 PRECISION = ("fp16", "bf16")
@@ -86,11 +84,17 @@ class Fp32OnBf16Gpu(Rule):
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         gpu = setup.gpu
+        if gpu is None:
+            return
+        from trainlint.knowledge.gpus import is_ampere_or_newer
+
         if gpu is None or not is_ampere_or_newer(gpu):
             return
         if _mixed_precision_elsewhere(setup):
             return
         major = setup.transformers_tuple()[0]
+        from trainlint.rules.script.auto_dtype_half_weights import stored_dtype
+
         for ctx in trainer_contexts(setup):
             if ctx.flow is None or not ctx.sites or not ctx.flow.loads:
                 continue

@@ -71,6 +71,9 @@ class PackingWithoutFlashAttention(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        calls = list(sft_calls(setup))  # the cheap guard: no SFTTrainer, no TRL data read
+        if not calls:
+            return
         from trainlint.knowledge import behaviour
 
         trl = target(setup)[2]
@@ -78,7 +81,7 @@ class PackingWithoutFlashAttention(Rule):
         pk_warn = behaviour.holds("sft_warns_packing_cross_contamination", trl)
         if not (pf_warn or pk_warn):
             return
-        for pf, tc, sites in sft_calls(setup):
+        for pf, tc, sites in calls:
             for site in sites:
                 packing = effective(setup, site, "packing") is True
                 strategy = effective(setup, site, "packing_strategy")

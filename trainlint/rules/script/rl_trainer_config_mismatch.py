@@ -68,11 +68,16 @@ class RlTrainerConfigMismatch(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        dpo = [s for s in setup.sites if s.class_name == "DPOConfig"]
+        grpo = [(pf, tc) for pf in setup.scripts for tc in pf.trainer_calls
+                if base_trainer_class(pf, tc) == "GRPOTrainer"]
+        if not dpo and not grpo:  # the cheap guard: no TRL data read otherwise
+            return
         from trainlint.knowledge import behaviour
 
         trl = target(setup)[2]
         where = target_text(setup, "trl")
-        for site in setup.sites:
+        for site in dpo:
             if site.class_name != "DPOConfig":
                 continue
             lt = effective(setup, site, "loss_type")
@@ -92,22 +97,19 @@ class RlTrainerConfigMismatch(Rule):
                                       f"EXO loss needs a positive smoothing, the paper uses 1e-3; {where})")
         if not behaviour.holds("grpo_reward_weights_length", trl):
             return
-        for pf in setup.scripts:
-            for tc in pf.trainer_calls:
-                if base_trainer_class(pf, tc) != "GRPOTrainer":
+        for pf, tc in grpo:
+            funcs = tc.keywords.get("reward_funcs")
+            if isinstance(funcs, ast.Name):
+                b = pf.binding_of(funcs.id, tc.site.scope)
+                funcs = b.value if b is not None and b.kind in ("assign", "annassign") else None
+            if not isinstance(funcs, (ast.List, ast.Tuple)) or any(isinstance(e, ast.Starred) for e in funcs.elts):
+                continue
+            for site in trainer_sites(setup, pf, tc) or []:
+                rw = site.get("reward_weights")
+                if rw is None or not isinstance(rw.value, (list, tuple)) or len(rw.value) == len(funcs.elts):
                     continue
-                funcs = tc.keywords.get("reward_funcs")
-                if isinstance(funcs, ast.Name):
-                    b = pf.binding_of(funcs.id, tc.site.scope)
-                    funcs = b.value if b is not None and b.kind in ("assign", "annassign") else None
-                if not isinstance(funcs, (ast.List, ast.Tuple)) or any(isinstance(e, ast.Starred) for e in funcs.elts):
-                    continue
-                for site in trainer_sites(setup, pf, tc) or []:
-                    rw = site.get("reward_weights")
-                    if rw is None or not isinstance(rw.value, (list, tuple)) or len(rw.value) == len(funcs.elts):
-                        continue
-                    yield self.diagnostic(_span(site, "reward_weights"),
-                                          f"reward_weights has {len(rw.value)} entries but GRPOTrainer gets "
-                                          f"{len(funcs.elts)} reward_funcs: it raises ValueError ({where}); give one "
-                                          "weight per reward function",
-                                          related=[pf.span(funcs).related("the reward functions")])
+                yield self.diagnostic(_span(site, "reward_weights"),
+                                      f"reward_weights has {len(rw.value)} entries but GRPOTrainer gets "
+                                      f"{len(funcs.elts)} reward_funcs: it raises ValueError ({where}); give one "
+                                      "weight per reward function",
+                                      related=[pf.span(funcs).related("the reward functions")])

@@ -71,11 +71,14 @@ class SftConfigConflicts(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        calls = list(sft_calls(setup))  # the cheap guard: no SFTTrainer, no TRL data read
+        if not calls:
+            return
         from trainlint.knowledge import behaviour
 
         trl = target(setup)[2]
         where = target_text(setup, "trl")
-        for pf, tc, sites in sft_calls(setup):
+        for pf, tc, sites in calls:
             for site in sites:
                 pfree = site.get("padding_free")
                 if pfree is not None and pfree.value is True:
