@@ -8,6 +8,7 @@ from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
 from trainlint.rules._versioned import SiteRule, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
+from trainlint.rules.base import Case
 
 EXPLICIT = ("push_to_hub", "save_model")
 
@@ -27,7 +28,8 @@ class PushToHubWithoutSaves(SiteRule):
     """
     ## What it does
     Flags `push_to_hub=True` with `save_strategy="no"` when the setup's scripts never call
-    `trainer.push_to_hub()` or `trainer.save_model()` themselves.
+    `trainer.push_to_hub()` or `trainer.save_model()` themselves. An args file that no script of
+    the setup reads is not judged (the script that reads it may push at the end).
 
     ## Why is this bad?
     The Trainer pushes to the Hub when it saves a checkpoint (and in `save_model`). With no
@@ -69,6 +71,8 @@ class PushToHubWithoutSaves(SiteRule):
         *spelled_cases({"push_to_hub": True, "save_strategy": "no"}, flags=False, only=("keyword",),
                        extra="trainer = Trainer(model=m, args=args)\ntrainer.train()\ntrainer.save_model()\n"),
         *spelled_cases({"push_to_hub": True, "save_strategy": "epoch"}, flags=False, only=("keyword", "flag")),
+        Case(files={"args.yaml": "output_dir: o\npush_to_hub: true\nsave_strategy: 'no'\nlearning_rate: 1.0e-5\n"},
+             flags=False, note="no script reads it here"),
     ]
 
     def site_check(self, setup, site):
@@ -77,6 +81,8 @@ class PushToHubWithoutSaves(SiteRule):
             return
         if strategy(self.eff(setup, site, "save_strategy")) != "no":
             return
+        if not setup.scripts:
+            return  # an args file on its own: the script that reads it may push at the end
         if _pushes_explicitly(setup):
             return
         yield self.diagnostic(_span(site, "push_to_hub"),

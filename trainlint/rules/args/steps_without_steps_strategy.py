@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._versioned import SiteRule, strategy
+from trainlint.rules._versioned import SiteRule, is_num, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 from trainlint.rules.base import Case
 
+STRATEGIES = ("no", "steps", "epoch", "best")
 # (the step count, the strategy that reads it)
 PAIRS = (("eval_steps", "eval_strategy"), ("save_steps", "save_strategy"), ("logging_steps", "logging_strategy"))
 
@@ -69,11 +70,11 @@ class StepsWithoutStepsStrategy(SiteRule):
     def site_check(self, setup, site):
         for steps_name, strat_name in PAIRS:
             sv = site.get(steps_name)
-            if sv is None or not sv.known or sv.value is None:
+            if sv is None or not sv.known or not is_num(sv.value):
                 continue
             strat = strategy(self.eff(setup, site, strat_name))
-            if not isinstance(strat, str) or strat == "steps":
-                continue
+            if strat not in STRATEGIES or strat == "steps":
+                continue  # unknown, or not a strategy at all (a template placeholder)
             if steps_name == "logging_steps":
                 ev = strategy(self.eff(setup, site, "eval_strategy"))
                 es = self.eff(setup, site, "eval_steps")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
-from trainlint.analysis import trainer_contexts
+from trainlint.analysis import base_trainer_class, trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
+# trainers that learn from fixed sequences (no generation inside the training loop)
+OFFLINE = frozenset({"Trainer", "SFTTrainer"})
 HEAD = ("from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer\n"
         "model = AutoModelForCausalLM.from_pretrained('m')\n")
 
@@ -31,8 +33,9 @@ class LeftPaddingInTraining(Rule):
     """
     ## What it does
     Flags `tokenizer.padding_side = "left"` (or `from_pretrained(..., padding_side="left")`) in
-    a script that trains a causal language model with a Trainer, when the script does not
-    generate (`.generate(` appears nowhere in it).
+    a script that trains a causal language model with `Trainer` or `SFTTrainer`, when the script
+    does not generate (`.generate(` appears nowhere in it). Online RL trainers (PPO, GRPO,
+    online DPO, ...) generate inside the training loop and need left padding: not flagged.
 
     ## Why is this bad?
     Left padding is what batched *generation* needs. For training, most chat templates and
@@ -77,6 +80,10 @@ class LeftPaddingInTraining(Rule):
              "model = AutoModelForSequenceClassification.from_pretrained('m')\n"
              "tok = AutoTokenizer.from_pretrained('m', padding_side='left')\nTrainer(model=model).train()\n",
              flags=False, note="not a causal LM"),
+        Case("from transformers import AutoModelForCausalLM, AutoTokenizer\nfrom trl import GRPOTrainer\n"
+             "model = AutoModelForCausalLM.from_pretrained('m')\n"
+             "tok = AutoTokenizer.from_pretrained('m', padding_side='left')\nGRPOTrainer(model=model).train()\n",
+             flags=False, note="online RL generates"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -86,8 +93,11 @@ class LeftPaddingInTraining(Rule):
             node = _left_padding(pf)
             if node is None:
                 continue
+            contexts = [ctx for ctx in trainer_contexts(setup) if ctx.pf is pf]
+            if any(base_trainer_class(pf, ctx.trainer) not in OFFLINE for ctx in contexts):
+                continue  # online RL trainers (PPO, GRPO, online DPO...) generate: they need left padding
             causal = any(ctx.flow is not None and any("CausalLM" in ld.cls for ld in ctx.flow.loads)
-                         for ctx in trainer_contexts(setup) if ctx.pf is pf)
+                         for ctx in contexts)
             if not causal:
                 continue
             yield self.diagnostic(pf.span(node), 'padding_side="left" for training a causal LM: left padding is for '

@@ -29,7 +29,9 @@ def _adds_tokens(pf, call: ast.Call, scope) -> bool:
         entries = pf.resolve_dict(call.args[0], scope)
         if entries is None:
             return False
-        for _k, _kn, vn, _s in entries:
+        for k, _kn, vn, _s in entries:
+            if k == "pad_token":
+                continue  # padding positions are masked out: an untrained pad row does no harm
             v = pf.resolve(vn, scope).value
             if isinstance(v, str) or (isinstance(v, list) and any(isinstance(x, str) for x in v)):
                 return True  # a literal token: new unless it is already in the vocabulary
@@ -58,7 +60,8 @@ def _trains_embeddings(pf, cfg_call: ast.Call, scope) -> bool | None:
 class NewTokensUntrainedWithLora(Rule):
     """
     ## What it does
-    Flags `tokenizer.add_tokens(...)`, `tokenizer.add_special_tokens({...: "<new>"})` or
+    Flags `tokenizer.add_tokens(...)`, `tokenizer.add_special_tokens({...: "<new>"})` (a new pad
+    token alone does not count: padding positions are masked) or
     `model.resize_token_embeddings(...)` in a script that trains a LoRA (PEFT) model whose config
     has neither `modules_to_save` with the embedding/LM-head modules nor
     `trainable_token_indices`.
@@ -98,8 +101,10 @@ class NewTokensUntrainedWithLora(Rule):
     cases = [
         Case(HEAD + "tok.add_tokens(['<tool>'])\nmodel.resize_token_embeddings(len(tok))\n" +
              TAIL.format(kw="target_modules='all-linear'")),
-        Case(HEAD + "tok.add_special_tokens({'pad_token': '[PAD]'})\nmodel.resize_token_embeddings(len(tok))\n" +
+        Case(HEAD + "tok.add_special_tokens({'additional_special_tokens': ['<tool>']})\n" +
              TAIL.format(kw="modules_to_save=['classifier']")),
+        Case(HEAD + "tok.add_special_tokens({'pad_token': '[PAD]'})\n" + TAIL.format(kw=""), flags=False,
+             note="a new pad token is never trained on: its positions are masked"),
         Case(HEAD + "tok.add_tokens(['<tool>'])\nmodel.resize_token_embeddings(len(tok))\n" +
              TAIL.format(kw="modules_to_save=['embed_tokens', 'lm_head']"), flags=False),
         Case(HEAD + "tok.add_tokens(['<tool>'])\n" + TAIL.format(kw="trainable_token_indices={'embed_tokens': [1]}"),
