@@ -62,7 +62,8 @@ class NewTokensUntrainedWithLora(Rule):
     ## What it does
     Flags `tokenizer.add_tokens(...)`, `tokenizer.add_special_tokens({...: "<new>"})` (a new pad
     token alone does not count: padding positions are masked) or
-    `model.resize_token_embeddings(...)` in a script that trains a LoRA (PEFT) model whose config
+    `model.resize_token_embeddings(...)`, in the function that builds the LoRA (PEFT) config of a
+    trained model, when that config
     has neither `modules_to_save` with the embedding/LM-head modules nor
     `trainable_token_indices`.
 
@@ -112,6 +113,8 @@ class NewTokensUntrainedWithLora(Rule):
         Case(HEAD + "tok.add_special_tokens({'pad_token': tok.eos_token})\n" + TAIL.format(kw=""), flags=False,
              note="an existing token"),
         Case(HEAD + TAIL.format(kw=""), flags=False),
+        Case(HEAD + "def other():\n    tok.add_tokens(['<x>'])\n    model.resize_token_embeddings(len(tok))\n" +
+             TAIL.format(kw=""), flags=False, note="another function adds the tokens"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -121,7 +124,9 @@ class NewTokensUntrainedWithLora(Rule):
                 continue
             seen.add(id(use.config.node))
             pf = use.pf
-            adding = next((cs for cs in pf.calls if _adds_tokens(pf, cs.node, cs.scope)), None)
+            # in the same function as the PEFT config (a helper defined elsewhere may never run here)
+            adding = next((cs for cs in pf.calls if cs.scope is use.config.scope
+                           and _adds_tokens(pf, cs.node, cs.scope)), None)
             if adding is None:
                 continue
             if _trains_embeddings(pf, use.config.node, use.config.scope) is not False:
