@@ -63,7 +63,8 @@ class DeepSpeedUnknownKey(Rule):
     (with the nearest valid key), deprecated keys (`cpu_offload`, `cpu_offload_param`,
     `cpu_offload_use_pin_memory`, `stage3_gather_fp16_weights_on_model_save`, the legacy
     `"zero_optimization": true`) with their rewrite, and top-level keys that look like a
-    misspelling of a known one.
+    misspelling of a known one. A key that is a known key once stripped of spaces and
+    lower-cased (`"train_batch_size "`, `"FP16"`) is always a near miss, however short.
 
     ## Why is this bad?
     Inside `zero_optimization` DeepSpeed's schema forbids extra keys, so a typo stops the run
