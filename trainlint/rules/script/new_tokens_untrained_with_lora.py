@@ -63,9 +63,8 @@ class NewTokensUntrainedWithLora(Rule):
     Flags `tokenizer.add_tokens(...)`, `tokenizer.add_special_tokens({...: "<new>"})` (a new pad
     token alone does not count: padding positions are masked) or
     `model.resize_token_embeddings(...)`, in the function that builds the LoRA (PEFT) config of a
-    trained model, when that config
-    has neither `modules_to_save` with the embedding/LM-head modules nor
-    `trainable_token_indices`.
+    trained model, when that config has neither `modules_to_save` with the embedding/LM-head
+    modules nor `trainable_token_indices`.
 
     ## Why is this bad?
     The resized embedding matrix gets new rows initialised at random (or as the mean), but LoRA
