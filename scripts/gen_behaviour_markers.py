@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from gen_training_args import download, vkey  # noqa: E402
+from gen_training_args import download, vkey
 
-from trainlint.knowledge import training_args as ta  # noqa: E402
+from trainlint.knowledge import training_args as ta
 
 DEFAULT_OUT = ROOT / "trainlint" / "knowledge" / "data" / "behaviour_markers.json"
 

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from trainlint.diagnostics import Severity
-from trainlint.rules._versioned import SiteRule, fsdp_enabled, python_dict, strategy, transformers_at_least
-from trainlint.rules.args._args_checks_common import FSDP2_SINCE, _span, fsdp_options, fsdp_version
+from trainlint.rules._standalone import unread_args_file
+from trainlint.rules._versioned import (
+    SiteRule,
+    fsdp_enabled,
+    python_dict,
+    strategy,
+    transformers_at_least,
+)
+from trainlint.rules.args._args_checks_common import (
+    FSDP2_SINCE,
+    _span,
+    fsdp_options,
+    fsdp_version,
+)
 from trainlint.rules.base import Case
 from trainlint.rules.launch._accelerate_fsdp_common import _fsdp, _truthy, fsdp_get
-from trainlint.rules.launch._accelerate_fsdp_common import fsdp_version as acc_fsdp_version
+from trainlint.rules.launch._accelerate_fsdp_common import (
+    fsdp_version as acc_fsdp_version,
+)
 
 # bitsandbytes' 8-bit state optimizers among TrainingArguments' optim values (trainer_optimizer.py
 # _BITSANDBYTES_OPTIMIZERS); the torchao "adamw_torch_8bit" keeps a DTensor-friendly state
@@ -80,6 +94,8 @@ class Bnb8bitOptimWithFsdp(SiteRule):
     ]
 
     def site_check(self, setup, site):
+        if unread_args_file(setup, site):
+            return
         optim = strategy(site.known("optim"))
         if not isinstance(optim, str) or optim not in BNB_8BIT:
             return

@@ -6,11 +6,12 @@ import json
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import (
-    python_dict,
     SiteRule,
     dict_literal,
     fsdp_enabled,
+    python_dict,
     target_text,
     transformers_at_least,
     wrapper_of,
@@ -87,6 +88,8 @@ class FsdpConfigWithoutFsdp(SiteRule):
     ]
 
     def site_check(self, setup, site):
+        if unread_args_file(setup, site):
+            return
         cfg = site.get("fsdp_config")
         if cfg is None:
             return

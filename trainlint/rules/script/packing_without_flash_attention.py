@@ -7,7 +7,11 @@ from typing import Iterable
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._versioned import effective, target, target_text
 from trainlint.rules.base import Case, Rule
-from trainlint.rules.script._sft_common import FLASH_ATTENTION, attn_implementation, sft_calls
+from trainlint.rules.script._sft_common import (
+    FLASH_ATTENTION,
+    attn_implementation,
+    sft_calls,
+)
 from trainlint.setup import UNKNOWN, Setup
 
 HEAD = "from transformers import AutoModelForCausalLM\nfrom trl import SFTConfig, SFTTrainer\n"
