@@ -67,6 +67,9 @@ class LoraTargetModulesNotInModel(Rule):
                     "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.1-8B')\n"
                     "SFTTrainer(model=model, peft_config=LoraConfig(target_modules=TARGETS))\n",
              note="a partial miss: query is not a Llama module"),
+        Case(HEAD + "from trl import SFTTrainer\n"
+                    "SFTTrainer(model='google/flan-t5-base', peft_config=LoraConfig(target_modules=['q_proj', 'v_proj']))\n",
+             note="the trainer loads the model by name"),
         Case(HEAD + "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
                     "model = get_peft_model(model, LoraConfig(target_modules=['c_attn']))\nTrainer(model=model)\n",
              flags=False),
@@ -96,10 +99,15 @@ class LoraTargetModulesNotInModel(Rule):
             value = pf.resolve(kw.value, use.config.scope).value
             if not isinstance(value, (list, tuple)) or not value or not all(isinstance(x, str) for x in value):
                 continue
-            ids = {ld.model_id_text() for ld in use.loads}
-            if len(use.loads) != 1 or None in ids:
+            model_id = None
+            mk = pf.keyword(use.use, "model")
+            if mk is not None and not use.loads:
+                v = pf.resolve(mk.value, use.config.scope).value
+                model_id = v if isinstance(v, str) else None  # a TRL trainer loading by name
+            elif len(use.loads) == 1:
+                model_id = use.loads[0].model_id_text()
+            if model_id is None:
                 continue
-            model_id = ids.pop()
             info = lookup_model(model_id, base_dir=str(Path(pf.path).parent))
             if info is None or not getattr(info, "model_type", None):
                 continue
@@ -118,4 +126,5 @@ class LoraTargetModulesNotInModel(Rule):
                                   f"target_modules {missing} are not modules of {model_id!r} ({info.model_type}): "
                                   f"{effect}; use the family's names (e.g. {', '.join(hint)}) or \"all-linear\"",
                                   severity=sev,
-                                  related=[pf.span(use.loads[0].call).related("the model is loaded here")])
+                                  related=[pf.span(use.loads[0].call).related("the model is loaded here")]
+                                  if use.loads else [])
