@@ -89,3 +89,14 @@ def test_module_names_agree_with_the_installed_transformers():
         leaves = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules() if n and not n.rsplit(".", 1)[-1].isdigit()}
         assert leaves <= set(names[mt]), (mt, leaves - set(names[mt]))
     assert "q_proj" not in names["gpt2"] and "c_attn" in names["gpt2"]
+
+
+def test_accelerate_keys_cover_the_installed_accelerate():
+    import dataclasses
+
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    from trainlint.rules.launch.accelerate_unknown_key import _keys
+
+    fields = {f.name for f in dataclasses.fields(ClusterConfig)}
+    assert fields <= set(_keys()["keys"]["cluster"]), fields - set(_keys()["keys"]["cluster"])
