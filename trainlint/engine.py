@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from trainlint.config import ConfigError, Settings
+from trainlint.consumers import with_consumer
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.resolve import Workspace, build_setups, read_workspace
 from trainlint.rules import all_rules, is_selected, select_rules
@@ -115,11 +116,21 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
             declared.update(str(f) for f in setup.files)
         for rule in rules:
             try:
-                out.extend(rule.check(setup))
+                out.extend(with_consumer(setup, list(rule.check(setup))))
             except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
                 path = setup.files[0] if setup.files else str(setup.root)
                 out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
-    return out
+    return _without_walked_markdown(ws, out)
+
+
+def _without_walked_markdown(ws: Workspace, found: list[Diagnostic]) -> list[Diagnostic]:
+    """A Markdown file found by a folder walk is read for its commands, which tell who reads
+    a script or an args file (a README's ``accelerate launch sft.py --config recipe.yaml``);
+    findings in the Markdown itself are reported only when it is named explicitly."""
+    quiet = {p for p, f in ws.files.items() if f.kind == "markdown" and not f.explicit}
+    if not quiet:
+        return found
+    return [d for d in found if d.path not in quiet]
 
 
 def _single_file_setups(ws: Workspace, settings: Settings) -> list:
@@ -127,8 +138,11 @@ def _single_file_setups(ws: Workspace, settings: Settings) -> list:
     from trainlint.setup import Setup
 
     gpu = target_gpu(settings)
-    return [Setup(root=Path(f.path).parent, scripts=[f.doc], sites=f.doc.sites, files=[f.path], gpu=gpu)
-            for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+    docs = [(f.path, f.doc) for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+    docs += [(f.path, f.doc.python) for f in ws.files.values()  # a notebook's program
+             if f.kind == "notebook" and f.doc is not None and f.doc.python is not None]
+    return [Setup(root=Path(path).parent, scripts=[doc], sites=doc.sites, files=[path], gpu=gpu)
+            for path, doc in docs]
 
 
 def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) -> list[Diagnostic]:
@@ -150,8 +164,24 @@ def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) ->
             continue
         seen.add(key)
         kept.append(d)
+    if any(f.kind == "notebook" for f in ws.files.values()):
+        from trainlint.sources.notebook import to_cells
+
+        kept = to_cells(kept, ws)  # notebook findings: cell + line within the cell
     kept.sort(key=lambda d: d.sort_key())
     return kept
+
+
+def with_target_root(settings: Settings, paths: list[Path]) -> Settings:
+    """The settings with the run's project root (whose declared versions are the targets)
+    resolved once from the command line's paths, so that every worker and the serial path
+    target the same versions."""
+    if settings.target_root is not None:
+        return settings
+    from trainlint.knowledge.versions import find_project_root
+
+    root = settings.project_root or find_project_root([p for p in paths if str(p) != "-"] or [Path(".")])
+    return settings.model_copy(update={"target_root": root})
 
 
 def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None = None,
@@ -161,6 +191,7 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
     ``jobs`` other than 1 (None: one per core) or ``cache`` take the fast path of
     ``trainlint.parallel`` (same result: stand-alone scripts one by one, in a process pool when
     there are many, from the findings cache when unchanged)."""
+    settings = with_target_root(settings, paths)
     if jobs != 1 or cache:
         from trainlint.parallel import lint_split
 
@@ -203,7 +234,7 @@ def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,
 
 def _fix_key(d: Diagnostic) -> tuple:
     assert d.fix is not None
-    return (d.code, tuple(sorted((e.path, e.line, e.column, e.end_line, e.end_column, e.content)
+    return (d.code, tuple(sorted((e.path, e.cell or 0, e.line, e.column, e.end_line, e.end_column, e.content)
                                  for e in d.fix.edits)))
 
 

@@ -1,6 +1,6 @@
 """Which kind of training file a path is, by its content (the extension is only a hint).
 
-Kinds: ``python``, ``shell``, ``markdown``, ``deepspeed``, ``accelerate``, ``hf_args``,
+Kinds: ``python``, ``notebook``, ``shell``, ``markdown``, ``deepspeed``, ``accelerate``, ``hf_args``,
 ``json``, ``yaml``, ``binary``, ``unknown``. Cheap: JSON goes through the C ``json`` module,
 YAML detection only reads the top-level keys with a regular expression.
 """
@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import PurePath
 
-KINDS = ("python", "shell", "markdown", "deepspeed", "accelerate", "hf_args", "json", "yaml",
+KINDS = ("python", "notebook", "shell", "markdown", "deepspeed", "accelerate", "hf_args", "json", "yaml",
          "binary", "unknown")
 
 # Keys only DeepSpeed configs have (deepspeed/runtime/constants.py, zero/config.py ...).
@@ -133,6 +133,8 @@ def detect_kind(path: str, text: str | bytes) -> str:
     suffix = PurePath(path).suffix.lower()
     if suffix in _PY_EXT:
         return "python"
+    if suffix == ".ipynb":
+        return "notebook"
     if suffix in _SH_EXT:
         return "shell"
     if suffix in _MD_EXT:

@@ -39,7 +39,9 @@ class InternalError(Rule):
 class SyntaxErrorRule(Rule):
     """
     ## What it does
-    Reports a Python file that does not parse.
+    Reports a Python file that does not parse; in a Jupyter notebook, a code cell that does
+    not parse (IPython syntax such as `!pip install`, `%time` or `%%bash` is read as IPython
+    runs it, not reported), at that cell: the other cells are still checked.
 
     ## Why is this bad?
     The script will fail at start-up, before any training happens; and trainlint cannot read
@@ -109,8 +111,9 @@ class InvalidConfig(Rule):
     ## What it does
     Reports a configuration file (DeepSpeed or HF args JSON, accelerate or args YAML, a shell
     launch script) that cannot be read as its kind: invalid JSON or YAML, nesting too deep, an
-    alias bomb; and problems that a lenient reader would hide: a key written twice in one
-    object, `NaN`/`Infinity` in JSON.
+    alias bomb; a Jupyter notebook that is not valid JSON or not nbformat 4 (or a config a
+    notebook's `%%writefile` cell writes that cannot be read); and problems that a lenient
+    reader would hide: a key written twice in one object, `NaN`/`Infinity` in JSON.
 
     ## Why is this bad?
     The launcher or the library fails on it at start-up (DeepSpeed rejects duplicate keys,
@@ -155,7 +158,9 @@ class MissingReference(Rule):
     Reports a file that the setup refers to but that does not exist: the script of a launch
     line, `--deepspeed ds_config.json`, `TrainingArguments(deepspeed="ds_config.json")`,
     `accelerate launch --config_file ...`, accelerate's `deepspeed_config_file`, an args file
-    passed to the script. Paths are taken relative to the file that names them.
+    passed to the script. Paths are taken relative to the file that names them (in a notebook,
+    its folder; a file a `%%writefile` cell wrote counts as existing, and a notebook that
+    downloads, clones or `%cd`s is not asked for files on disk).
 
     ## Why is this bad?
     The run fails when it starts (often after the model has been downloaded and loaded), and
