@@ -13,6 +13,10 @@ from typing import Any
 
 from trainlint.rules.base import Case
 
+# a script that reads the args file named on its command line (as the HF example scripts do)
+HF_JSON_SCRIPT = ("import sys\nfrom transformers import HfArgumentParser, TrainingArguments\n"
+                  "parser = HfArgumentParser((TrainingArguments,))\n"
+                  "(args,) = parser.parse_json_file(sys.argv[1])\n")
 HF_PARSER_SCRIPT = ("from transformers import HfArgumentParser, TrainingArguments\n"
                     "parser = HfArgumentParser((TrainingArguments,))\n"
                     "(args,) = parser.parse_args_into_dataclasses()\n")
@@ -58,7 +62,7 @@ def spelled_cases(values: dict[str, Any], *, flags: bool = True, cls: str = "Tra
         out.append(Case(files={"run.sh": f"python train.py {words}\n", "train.py": HF_PARSER_SCRIPT},
                         flags=flags, options=opts, note=(note + " (launch flags)").strip()))
     if cls == "TrainingArguments" and "argsfile" in only:
-        out.append(Case(files={"run.sh": "python train.py args.json\n", "train.py": HF_PARSER_SCRIPT,
+        out.append(Case(files={"run.sh": "python train.py args.json\n", "train.py": HF_JSON_SCRIPT,
                                "args.json": json.dumps(items) + "\n"},
                         flags=flags, options=opts, note=(note + " (args file)").strip()))
     return out

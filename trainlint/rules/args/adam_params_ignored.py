@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import SiteRule, fields_for, is_num, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -62,8 +61,6 @@ class AdamParamsIgnored(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         optim = strategy(site.known("optim"))
         if not isinstance(optim, str) or (optim not in IGNORES_ALL and optim not in IGNORES_EPS):
             return

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from trainlint.diagnostics import Severity
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import (
     SiteRule,
     fsdp_enabled,
@@ -94,8 +93,6 @@ class Bnb8bitOptimWithFsdp(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         optim = strategy(site.known("optim"))
         if not isinstance(optim, str) or optim not in BNB_8BIT:
             return

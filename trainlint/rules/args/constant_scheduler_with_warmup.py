@@ -5,7 +5,6 @@ from __future__ import annotations
 from trainlint.diagnostics import Severity
 from trainlint.rules._setup_util import set_edit
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import SiteRule, is_num, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -58,8 +57,6 @@ class ConstantSchedulerWithWarmup(SiteRule):
     cases[0].unsafe = True
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         sched = site.get("lr_scheduler_type")
         if sched is None or strategy(sched.value) != "constant":
             return

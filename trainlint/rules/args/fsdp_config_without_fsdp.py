@@ -6,7 +6,6 @@ import json
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import (
     SiteRule,
     dict_literal,
@@ -88,8 +87,6 @@ class FsdpConfigWithoutFsdp(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         cfg = site.get("fsdp_config")
         if cfg is None:
             return

@@ -5,7 +5,6 @@ from __future__ import annotations
 from trainlint.diagnostics import Severity
 from trainlint.rules._setup_util import as_int
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import (
     SiteRule,
     fields_for,
@@ -80,8 +79,6 @@ class GrpoBatchShape(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         if site.class_name != "GRPOConfig":
             return
         from trainlint.knowledge import behaviour

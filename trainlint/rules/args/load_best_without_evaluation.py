@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import SiteRule, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -53,8 +52,6 @@ class LoadBestWithoutEvaluation(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         lb = site.get("load_best_model_at_end")
         if lb is None or lb.value is not True:
             return

@@ -6,7 +6,6 @@ from trainlint.analysis import multi_process
 from trainlint.diagnostics import Severity
 from trainlint.rules._setup_util import as_int as as_int_value
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import SiteRule, strategy, wrapper_of
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -64,8 +63,6 @@ class LowRankOptimizerSetup(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         optim = strategy(site.known("optim"))
         if not isinstance(optim, str) or not optim.startswith(PREFIXES):
             return

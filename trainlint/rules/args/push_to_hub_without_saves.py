@@ -6,7 +6,6 @@ import ast
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import SiteRule, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 from trainlint.rules.base import Case
@@ -77,8 +76,6 @@ class PushToHubWithoutSaves(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         push = site.get("push_to_hub")
         if push is None or push.value is not True:
             return

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import SiteRule, is_num, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 from trainlint.rules.base import Case
@@ -69,8 +68,6 @@ class StepsWithoutStepsStrategy(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         for steps_name, strat_name in PAIRS:
             sv = site.get(steps_name)
             if sv is None or not sv.known or not is_num(sv.value):

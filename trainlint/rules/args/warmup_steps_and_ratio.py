@@ -5,7 +5,6 @@ from __future__ import annotations
 from trainlint.diagnostics import Severity
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import SiteRule, fields_for, is_num, target, target_text
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -60,8 +59,6 @@ class WarmupStepsAndRatio(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         steps, ratio = site.get("warmup_steps"), site.get("warmup_ratio")
         if steps is None or ratio is None or not is_num(steps.value) or not is_num(ratio.value):
             return

@@ -19,8 +19,8 @@ MIN_AUTOS = 2
 class DeepSpeedTemplateHardcodesValues(Rule):
     """
     ## What it does
-    Flags, in a DeepSpeed config that no script or launch line of the checked files uses (a
-    shared template), hard-coded `train_micro_batch_size_per_gpu`, `gradient_accumulation_steps`,
+    Flags, in a DeepSpeed config that no script, launch line or args file of the checked files
+    uses (a shared template), hard-coded `train_micro_batch_size_per_gpu`, `gradient_accumulation_steps`,
     `train_batch_size`, `gradient_clipping`, `fp16.enabled` or `bf16.enabled` when the same
     config uses `"auto"` elsewhere (it is written for the HF Trainer integration).
 
@@ -79,8 +79,8 @@ class DeepSpeedTemplateHardcodesValues(Rule):
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         cfg = _ds(setup)
-        if cfg is None or setup.sites or setup.scripts:
-            return
+        if cfg is None or setup.all_sites or setup.scripts:
+            return  # linked to the arguments of a run (any reader): TL301 compares real values
         autos = cfg.auto_paths()
         if len(autos) < MIN_AUTOS:
             return

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import SiteRule
 from trainlint.rules.args._args_checks_common import _span
 
@@ -48,8 +47,6 @@ class CompileOnPreAmpere(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if unread_args_file(setup, site):
-            return
         gpu = setup.gpu
         if gpu is None:
             return

@@ -6,7 +6,6 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import located
-from trainlint.rules._standalone import unread_args_file
 from trainlint.rules._versioned import fsdp_enabled, python_dict
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
@@ -94,8 +93,6 @@ class FsdpWithTrainerCheckpointing(Rule):
         acc = _fsdp(setup)
         acc_ac = _truthy(fsdp_get(acc, "activation_checkpointing")) if acc is not None else None
         for site in setup.sites:
-            if unread_args_file(setup, site):
-                continue
             v = next((site.get(n) for n in GC if site.get(n) is not None), None)
             if v is None or v.value is not True:
                 continue
