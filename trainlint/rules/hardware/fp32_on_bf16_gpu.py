@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
@@ -35,7 +36,8 @@ class Fp32OnBf16Gpu(Rule):
     ## What it does
     Flags a Trainer setup on a target GPU with bf16 (Ampere or newer, `--gpu`) in which nothing
     turns on mixed precision (no `bf16`/`fp16` in TrainingArguments, launch flags, args file,
-    accelerate `mixed_precision` or DeepSpeed) while the model's weights are float32: loaded with
+    accelerate `mixed_precision` or DeepSpeed) while the model's weights are float32 (test files
+    are left out: they train tiny models in fp32 on purpose): loaded with
     `dtype=torch.float32`, without a dtype on transformers 4 (float32 was the default), or
     a checkpoint stored in float32.
 
@@ -104,6 +106,9 @@ class Fp32OnBf16Gpu(Rule):
                     any(effective(setup, s, "use_cpu") is True for s in ctx.sites):
                 continue
             pf = ctx.pf
+            parts = Path(pf.path).parts
+            if "tests" in parts or parts[-1].startswith("test_"):
+                continue  # unit tests train tiny models in fp32 on purpose
             for ld in ctx.flow.loads:
                 dt = ld.dtype(pf)
                 if dt is None:

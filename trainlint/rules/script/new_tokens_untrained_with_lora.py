@@ -47,6 +47,12 @@ def _trains_embeddings(pf, cfg_call: ast.Call, scope) -> bool | None:
     for kw in cfg_call.keywords:
         if kw.arg == "trainable_token_indices":
             return not (isinstance(kw.value, ast.Constant) and kw.value.value is None)
+        if kw.arg == "target_modules":
+            v = pf.resolve(kw.value, scope).value
+            if isinstance(v, (list, tuple)) and any(isinstance(x, str) and any(w in x for w in EMBED_WORDS[:4])
+                                                    for x in v):
+                return True  # LoRA on the embedding/LM head adapts the new rows too
+            continue
         if kw.arg == "modules_to_save":
             v = pf.resolve(kw.value, scope).value
             if isinstance(v, (list, tuple)):
@@ -63,8 +69,8 @@ class NewTokensUntrainedWithLora(Rule):
     Flags `tokenizer.add_tokens(...)`, `tokenizer.add_special_tokens({...: "<new>"})` (a new pad
     token alone does not count: padding positions are masked) or
     `model.resize_token_embeddings(...)`, in the function that builds the LoRA (PEFT) config of a
-    trained model, when that config has neither `modules_to_save` with the embedding/LM-head
-    modules nor `trainable_token_indices`.
+    trained model, when that config has neither `modules_to_save` nor `target_modules` with the
+    embedding/LM-head modules, nor `trainable_token_indices`.
 
     ## Why is this bad?
     The resized embedding matrix gets new rows initialised at random (or as the mean), but LoRA
