@@ -59,7 +59,7 @@ LAYERS = [
     ("linking", ["trainlint.consumers", "trainlint.modules", "trainlint.linking"]),
     ("setups", ["trainlint.resolve"]),
     ("rules", ["trainlint.analysis", "trainlint.memory", "trainlint.estimate", "trainlint.fixing.python_edits",
-               "trainlint.rules"]),
+               "trainlint.fixing.text_edits", "trainlint.rules"]),
     ("checking", ["trainlint.suppression", "trainlint.checking", "trainlint.partition"]),
     ("schedulers", ["trainlint.parallel", "trainlint.cache"]),
     ("pipeline", ["trainlint.engine", "trainlint.fixing"]),

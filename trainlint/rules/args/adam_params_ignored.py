@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import SiteRule, fields_for, is_num, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -51,6 +52,7 @@ class AdamParamsIgnored(SiteRule):
     name = "adam-params-ignored"
     severity = Severity.INFO
     summary = "adam_beta1/adam_beta2/adam_epsilon with an optimizer that does not read them"
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"optim": "adafactor", "adam_beta2": 0.95}),
         *spelled_cases({"optim": "lion_8bit", "adam_epsilon": 1e-6}, only=("keyword",)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainlint.diagnostics import Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     SiteRule,
     fsdp_enabled,
@@ -73,6 +74,7 @@ class Bnb8bitOptimWithFsdp(SiteRule):
     name = "bnb-8bit-optim-with-fsdp"
     severity = Severity.ERROR
     summary = "a bitsandbytes 8-bit optimizer with FSDP2, or with FSDP1 CPU offload"
+    triggers = SETUP_NAMES
     cases = [
         Case("from transformers import TrainingArguments\n"
              "args = TrainingArguments(output_dir='o', optim='adamw_8bit', fsdp='full_shard auto_wrap')\n",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainlint.diagnostics import Severity
 from trainlint.rules._setup_util import set_edit
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import SiteRule, is_num, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -44,6 +45,7 @@ class ConstantSchedulerWithWarmup(SiteRule):
     severity = Severity.WARNING
     fix_safety = "unsafe"
     summary = 'lr_scheduler_type="constant" with a warmup, which it ignores'
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"lr_scheduler_type": "constant", "warmup_steps": 100}),
         *spelled_cases({"lr_scheduler_type": "constant", "warmup_ratio": 0.05}, only=("keyword",),

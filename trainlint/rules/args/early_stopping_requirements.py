@@ -8,6 +8,7 @@ from typing import Iterable
 from trainlint.analysis import trainer_sites
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._spellings import HF_PARSER_SCRIPT
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import effective, strategy, target, target_text
 from trainlint.rules.args._args_checks_common import _related
 from trainlint.rules.base import Case, Rule
@@ -70,6 +71,7 @@ class EarlyStoppingRequirements(Rule):
     name = "early-stopping-requirements"
     severity = Severity.ERROR
     summary = "EarlyStoppingCallback without evaluation, load_best_model_at_end or a metric"
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + f"args = TrainingArguments(output_dir='o')\nt = Trainer(model=m, args=args, {CB})\n"),
         Case(HEAD + "args = TrainingArguments(output_dir='o', eval_strategy='epoch')\n"

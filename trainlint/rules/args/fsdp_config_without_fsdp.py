@@ -6,6 +6,7 @@ import json
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     SiteRule,
     dict_literal,
@@ -71,6 +72,7 @@ class FsdpConfigWithoutFsdp(SiteRule):
     name = "fsdp-config-without-fsdp"
     severity = Severity.WARNING
     summary = "fsdp_config set while fsdp is off (ignored), or both wrap keys"
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"fsdp_config": {"transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"]}}),
         *spelled_cases({"fsdp": "full_shard auto_wrap",

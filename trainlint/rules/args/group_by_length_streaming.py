@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import effective
 from trainlint.rules.args._args_checks_common import _kw_span, _related, _trainer_calls
 from trainlint.rules.args.streaming_without_max_steps import _streaming_source
@@ -52,6 +53,7 @@ class GroupByLengthStreaming(Rule):
     name = "group-by-length-streaming"
     severity = Severity.WARNING
     summary = "group_by_length with a streaming (iterable) train_dataset"
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + "t = Trainer(model=m, args=TrainingArguments(output_dir='o', max_steps=9, group_by_length=True), "
                     "train_dataset=ds.map(f))\n", options={"transformers_version": "4.57.1"}),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainlint.diagnostics import Severity
 from trainlint.rules._setup_util import as_int
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     SiteRule,
     fields_for,
@@ -61,6 +62,7 @@ class GrpoBatchShape(SiteRule):
     name = "grpo-batch-shape"
     severity = Severity.ERROR
     summary = "GRPO batch sizes that the config or trainer rejects"
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"num_generations": 1}, cls="GRPOConfig", module="trl", options=V),
         *spelled_cases({"per_device_train_batch_size": 4, "num_generations": 8}, cls="GRPOConfig", module="trl",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import SiteRule, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -43,6 +44,7 @@ class LoadBestWithoutEvaluation(SiteRule):
     name = "load-best-without-evaluation"
     severity = Severity.WARNING
     summary = "load_best_model_at_end with neither evaluation nor saves"
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"load_best_model_at_end": True, "save_strategy": "no"}),
         *spelled_cases({"load_best_model_at_end": True, "save_strategy": "no", "eval_strategy": "epoch"},

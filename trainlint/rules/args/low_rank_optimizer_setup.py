@@ -6,6 +6,7 @@ from trainlint.analysis import multi_process
 from trainlint.diagnostics import Severity
 from trainlint.rules._setup_util import as_int as as_int_value
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import SiteRule, strategy, wrapper_of
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -50,6 +51,7 @@ class LowRankOptimizerSetup(SiteRule):
     name = "low-rank-optimizer-setup"
     severity = Severity.ERROR
     summary = "GaLore/APOLLO optim without optim_target_modules, or layer-wise with accumulation/DDP/DeepSpeed"
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"optim": "galore_adamw"}),
         *spelled_cases({"optim": "galore_adamw_layerwise", "optim_target_modules": ["attn"],

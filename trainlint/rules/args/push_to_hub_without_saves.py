@@ -6,6 +6,7 @@ import ast
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import SiteRule, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 from trainlint.rules.base import Case
@@ -64,6 +65,7 @@ class PushToHubWithoutSaves(SiteRule):
     name = "push-to-hub-without-saves"
     severity = Severity.WARNING
     summary = 'push_to_hub with save_strategy="no" and no explicit push or save'
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"push_to_hub": True, "save_strategy": "no"}),
         *spelled_cases({"push_to_hub": True, "save_strategy": "no"}, flags=False, only=("keyword",),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import SiteRule, is_num, strategy
 from trainlint.rules.args._args_checks_common import _related, _span
 from trainlint.rules.base import Case
@@ -52,6 +53,7 @@ class StepsWithoutStepsStrategy(SiteRule):
     name = "steps-without-steps-strategy"
     severity = Severity.WARNING
     summary = 'eval_steps/save_steps/logging_steps set while the matching strategy is not "steps"'
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"eval_steps": 200}),
         *spelled_cases({"save_steps": 25, "save_strategy": "epoch"}, only=("keyword", "flag", "argsfile")),

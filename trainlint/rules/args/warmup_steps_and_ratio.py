@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainlint.diagnostics import Severity
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import SiteRule, fields_for, is_num, target, target_text
 from trainlint.rules.args._args_checks_common import _related, _span
 
@@ -46,6 +47,7 @@ class WarmupStepsAndRatio(SiteRule):
     name = "warmup-steps-and-ratio"
     severity = Severity.WARNING
     summary = "warmup_steps and warmup_ratio both set (one silently wins)"
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"warmup_steps": 500, "warmup_ratio": 0.1}, options={"transformers_version": "4.57.1"}),
         *spelled_cases({"warmup_steps": 500, "warmup_ratio": 0.1}, only=("keyword",),

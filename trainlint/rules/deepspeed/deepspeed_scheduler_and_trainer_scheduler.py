@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import located
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import _ds, _trainer_script
 from trainlint.rules.deepspeed.deepspeed_optimizer_and_trainer_optim import where_node
@@ -49,6 +50,7 @@ class DeepSpeedSchedulerAndTrainerScheduler(Rule):
     name = "deepspeed-scheduler-and-trainer-scheduler"
     severity = Severity.WARNING
     summary = "a DeepSpeed scheduler section while TrainingArguments set lr_scheduler_type"
+    triggers = DEEPSPEED_NAMES
     cases = [
         Case(files={"train.py": _trainer_script(extra=", lr_scheduler_type='cosine'"), "ds.json": DS}),
         Case(files={"run.sh": "deepspeed train.py --deepspeed ds.json --output_dir o --lr_scheduler_type cosine\n",

@@ -58,6 +58,7 @@ class DeepSpeedSubGroupSizeWithOffload(Rule):
     severity = Severity.WARNING
     fix_safety = "unsafe"
     summary = "sub_group_size far above its default with optimizer offload"
+    triggers = ()
     cases = [
         Case(files={"ds.json": '{"zero_optimization": {"stage": 3, "sub_group_size": 1e12, '
                                '"offload_optimizer": {"device": "cpu"}}}\n'}, fixed_path="ds.json", unsafe=True,

@@ -57,6 +57,7 @@ class DeepSpeedTemplateHardcodesValues(Rule):
     severity = Severity.INFO
     fix_safety = "unsafe"
     summary = "a DeepSpeed config written for the HF integration that hard-codes values the Trainer compares"
+    triggers = ()
     cases = [
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": "auto", '
                                '"zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"}}\n'},

@@ -77,6 +77,7 @@ class CapabilityEqualsAmpere(Rule):
     severity = Severity.WARNING
     fix_safety = "unsafe"
     summary = "bf16 chosen by compute capability == 8, which excludes newer GPUs"
+    triggers = ("get_device_capability",)
     cases = [
         Case(HEAD + "bf16 = torch.cuda.get_device_capability()[0] == 8\n"
                     "args = TrainingArguments(output_dir='o', bf16=bf16)\n", unsafe=True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from trainlint.diagnostics import Severity
 from trainlint.rules._spellings import spelled_cases
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import SiteRule
 from trainlint.rules.args._args_checks_common import _span
 
@@ -40,6 +41,7 @@ class CompileOnPreAmpere(SiteRule):
     name = "compile-on-pre-ampere"
     severity = Severity.INFO
     summary = "torch_compile=True on a GPU older than Ampere"
+    triggers = SETUP_NAMES
     cases = [
         *spelled_cases({"torch_compile": True}, options={"gpu": "T4"}),
         *spelled_cases({"torch_compile": True}, flags=False, options={"gpu": "A100"}, only=("keyword", "flag")),

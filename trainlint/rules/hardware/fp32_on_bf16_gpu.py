@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import effective
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
@@ -68,6 +69,7 @@ class Fp32OnBf16Gpu(Rule):
     name = "fp32-on-bf16-gpu"
     severity = Severity.INFO
     summary = "no mixed precision anywhere on a GPU that has bf16 (fp32 training)"
+    triggers = SETUP_NAMES
     cases = [
         Case(SCRIPT.format(dtype="", extra=""), options={"gpu": "A100", "transformers_version": "4.57.1"}),
         Case("import torch\n" + SCRIPT.format(dtype=", dtype=torch.float32", extra=""), options={"gpu": "H100"}),

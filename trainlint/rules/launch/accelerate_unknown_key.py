@@ -74,6 +74,7 @@ class AccelerateUnknownKey(Rule):
     severity = Severity.ERROR
     fix_safety = "unsafe"
     summary = "a top-level key of an accelerate config that no accelerate release accepts"
+    triggers = ()
     cases = [
         Case(files={"acc.yaml": BASE + "num_process: 4\n"}, unsafe=True, fixed_path="acc.yaml",
              fixed=BASE + "num_processes: 4\n"),

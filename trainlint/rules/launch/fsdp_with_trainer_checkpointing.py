@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import located
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules._versioned import fsdp_enabled, python_dict
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
@@ -70,6 +71,7 @@ class FsdpWithTrainerCheckpointing(Rule):
     name = "fsdp-with-trainer-checkpointing"
     severity = Severity.WARNING
     summary = "FSDP with the Trainer's gradient checkpointing instead of FSDP's own"
+    triggers = LAUNCH_NAMES
     cases = [
         Case("from transformers import TrainingArguments\n"
              "args = TrainingArguments(output_dir='o', fsdp='full_shard auto_wrap', gradient_checkpointing=True)\n"),

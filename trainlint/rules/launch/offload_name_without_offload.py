@@ -55,6 +55,7 @@ class OffloadNameWithoutOffload(Rule):
     name = "offload-name-without-offload"
     severity = Severity.INFO
     summary = "a config named for offload whose offload devices are none"
+    triggers = ()
     cases = [
         Case(files={"ds_zero3_offload.json": '{"zero_optimization": {"stage": 3, "offload_param": {"device": "none"}, '
                                              '"offload_optimizer": {"device": "none"}}}\n'}),

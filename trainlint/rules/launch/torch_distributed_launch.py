@@ -49,6 +49,7 @@ class TorchDistributedLaunch(Rule):
     severity = Severity.WARNING
     fix_safety = "unsafe"
     summary = "python -m torch.distributed.launch, the deprecated launcher"
+    triggers = ()
     cases = [
         Case(files={"run.sh": "python -m torch.distributed.launch --nproc_per_node 2 train.py --output_dir o\n",
                     "train.py": SCRIPT}, unsafe=True, fixed_path="run.sh",

@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -49,6 +50,7 @@ class ArgparseTypeBool(Rule):
     name = "argparse-type-bool"
     severity = Severity.WARNING
     summary = 'argparse type=bool, which reads "False" as True'
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + "parser.add_argument('--fp16', type=bool, default=False)\nargs = parser.parse_args()\n"),
         Case(files={"train.py": HEAD + "parser.add_argument('--gradient_checkpointing', type=bool, default=True)\n"

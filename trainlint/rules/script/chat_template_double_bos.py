@@ -94,6 +94,7 @@ class ChatTemplateDoubleBos(Rule):
     severity = Severity.WARNING
     fix_safety = "unsafe"
     summary = "tokenizing apply_chat_template text again with special tokens (a second BOS)"
+    triggers = ("apply_chat_template",)
     cases = [
         Case(HEAD + "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n",
              unsafe=True, fixed=HEAD + "text = tok.apply_chat_template(msgs, tokenize=False)\n"

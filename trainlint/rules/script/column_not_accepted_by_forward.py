@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.analysis import base_trainer_class, flow_for, trainer_sites
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import effective, target, target_text
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
@@ -71,6 +72,7 @@ class ColumnNotAcceptedByForward(Rule):
     name = "column-not-accepted-by-forward"
     severity = Severity.ERROR
     summary = "a dataset column the model's forward does not take, kept by remove_unused_columns=False"
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + "ds = Dataset.from_dict({'input_ids': [[1]], 'labels': [0], 'text': ['a']})\n"
                     "Trainer(model=model, args=TrainingArguments(output_dir='o', remove_unused_columns=False), "

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import QUANTIZED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -52,6 +53,7 @@ class CompileQuantizedModel(Rule):
     name = "compile-quantized-model"
     severity = Severity.ERROR
     summary = "torch.compile of a bitsandbytes-quantized model passed to the Trainer"
+    triggers = QUANTIZED_NAMES
     cases = [
         Case(HEAD + "model = torch.compile(model)\nTrainer(model=model, args=TrainingArguments(output_dir='o')).train()\n"),
         Case(HEAD + "Trainer(model=torch.compile(model), args=TrainingArguments(output_dir='o'))\n"),

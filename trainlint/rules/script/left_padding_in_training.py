@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.analysis import base_trainer_class, trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -66,6 +67,7 @@ class LeftPaddingInTraining(Rule):
     name = "left-padding-in-training"
     severity = Severity.INFO
     summary = 'padding_side="left" on the tokenizer of a causal LM being trained'
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + "tok = AutoTokenizer.from_pretrained('m')\ntok.padding_side = 'left'\n"
                     "Trainer(model=model, args=args, train_dataset=ds).train()\n"),

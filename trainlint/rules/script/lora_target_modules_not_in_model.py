@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._peft_common import peft_uses
 from trainlint.setup import Setup
@@ -59,6 +60,7 @@ class LoraTargetModulesNotInModel(Rule):
     name = "lora-target-modules-not-in-model"
     severity = Severity.ERROR
     summary = "LoraConfig target_modules naming modules the model family does not have"
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
                     "model = get_peft_model(model, LoraConfig(target_modules=['q_proj', 'v_proj']))\n"

@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._peft_common import peft_uses
 from trainlint.setup import Setup
@@ -104,6 +105,7 @@ class NewTokensUntrainedWithLora(Rule):
     name = "new-tokens-untrained-with-lora"
     severity = Severity.WARNING
     summary = "tokens added to the vocabulary of a LoRA model whose config does not train the embeddings"
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + "tok.add_tokens(['<tool>'])\nmodel.resize_token_embeddings(len(tok))\n" +
              TAIL.format(kw="target_modules='all-linear'")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import effective, target, target_text
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._sft_common import (
@@ -56,6 +57,7 @@ class PackingWithoutFlashAttention(Rule):
     name = "packing-without-flash-attention"
     severity = Severity.WARNING
     summary = "SFT packing/padding_free with an attention that lets packed samples see each other"
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + "model = AutoModelForCausalLM.from_pretrained('m')\n"
                     "SFTTrainer(model=model, args=SFTConfig(output_dir='o', packing=True), train_dataset=ds)\n", options=V),

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules._versioned import target
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import checkpointing_sources
@@ -66,6 +67,7 @@ class PeftZero3NonReentrant(Rule):
     name = "peft-zero3-non-reentrant"
     severity = Severity.WARNING
     summary = "use_reentrant=False with PEFT under DeepSpeed ZeRO-3"
+    triggers = CHECKPOINTING_NAMES
     cases = [
         Case(files={"train.py": _script(', gradient_checkpointing_kwargs={"use_reentrant": False}'), "ds.json": DS3}),
         Case(files={"train.py": _script(', gradient_checkpointing_kwargs={"use_reentrant": False}', trainer="SFT"),

@@ -8,6 +8,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import checkpointing_sources
 from trainlint.setup import Setup
@@ -74,6 +75,7 @@ class ReentrantCheckpointingFrozenInput(Rule):
     name = "reentrant-checkpointing-frozen-input"
     severity = Severity.ERROR
     summary = "reentrant checkpointing with frozen embeddings or first layers"
+    triggers = CHECKPOINTING_NAMES
     cases = [
         Case(HEAD + "model.model.embed_tokens.requires_grad_(False)\n" + TAIL.format(kw=""), options=V4),
         Case(HEAD + "for p in model.transformer.wte.parameters():\n    p.requires_grad = False\n" +

@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.analysis import base_trainer_class, trainer_sites
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import effective, target, target_text
 from trainlint.rules.args._args_checks_common import _related, _span
 from trainlint.rules.base import Case, Rule
@@ -53,6 +54,7 @@ class RlTrainerConfigMismatch(Rule):
     name = "rl-trainer-config-mismatch"
     severity = Severity.ERROR
     summary = "GRPO reward_weights vs reward_funcs, DPO loss_weights vs loss_type, exo_pair without smoothing"
+    triggers = SETUP_NAMES
     cases = [
         Case(GRPO + "args = GRPOConfig(output_dir='o', reward_weights=[1.0, 0.5])\n"
                     "GRPOTrainer(model='m', reward_funcs=[f, g, h], args=args)\n"),

@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import effective, target, target_text
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._sft_common import sft_calls
@@ -55,6 +56,7 @@ class SftConfigConflicts(Rule):
     name = "sft-config-conflicts"
     severity = Severity.ERROR
     summary = "SFTTrainer settings that raise in __init__ (padding_free, collator, formatting_func)"
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + "SFTTrainer(model='m', args=SFTConfig(output_dir='o', padding_free=True))\n"),
         Case(HEAD + "cfg = {'padding_free': True, 'max_length': None}\n"

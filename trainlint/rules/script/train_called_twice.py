@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
@@ -75,6 +76,7 @@ class TrainCalledTwice(Rule):
     name = "train-called-twice"
     severity = Severity.WARNING
     summary = "trainer.train() called twice on the same Trainer (or in a loop)"
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + "trainer = Trainer(model=m, args=a)\ntrainer.train()\ntrainer.evaluate()\ntrainer.train()\n"),
         Case(HEAD + "trainer = Trainer(model=m, args=a)\nfor fold in range(5):\n    trainer.train()\n"),

@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.analysis import base_trainer_class, flow_for, trainer_sites
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import python_dict, target, target_text
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
@@ -58,6 +59,7 @@ class TrlTrainerModelConflicts(Rule):
     name = "trl-trainer-model-conflicts"
     severity = Severity.ERROR
     summary = "a PeftModel with peft_config, quantization_config twice, or ref_model=model"
+    triggers = SETUP_NAMES
     cases = [
         Case(HEAD + PEFT_MODEL + "SFTTrainer(model=model, args=SFTConfig(output_dir='o'), peft_config=LoraConfig())\n"),
         Case(HEAD + "q = BitsAndBytesConfig(load_in_4bit=True)\n"
