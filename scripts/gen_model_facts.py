@@ -8,6 +8,7 @@ Two facts the DeepSpeed/FSDP rules need, read from the library (never at check t
 * ``no_split_modules``: ``_no_split_modules`` of each model type's ``modeling_<type>.py`` (the
   decoder/encoder layer classes accelerate wraps by default with ``TRANSFORMER_BASED_WRAP``),
   plus ``layer_classes``: the per-layer classes of model types whose list is empty.
+* ``module_names``: the sub-module names of each model type (for PEFT ``target_modules``).
 
 Run: /work/main/.venv/bin/python scripts/gen_model_facts.py
 """
@@ -40,6 +41,33 @@ def no_split(src: str) -> list[str]:
     return sorted(out)
 
 
+def module_names() -> dict[str, list[str]]:
+    """Per model type: the last name of every sub-module (``q_proj``, ``c_attn``, ``query``,
+    ``lm_head``...) of the base model and its usual task heads, built from the default config on
+    the meta device (no weights). PEFT matches a ``target_modules`` list entry against the end of
+    a module's name, so an entry whose last part is in this list can match."""
+    import torch
+    from transformers import (CONFIG_MAPPING, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM,
+                              AutoModelForSeq2SeqLM, AutoModelForSequenceClassification)
+
+    out: dict[str, list[str]] = {}
+    for mt in TYPES:
+        key = mt.replace("_", "-") if mt not in CONFIG_MAPPING else mt
+        if key not in CONFIG_MAPPING:
+            continue
+        names: set[str] = set()
+        for auto in (AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoModelForMaskedLM,
+                     AutoModelForSequenceClassification):
+            try:
+                with torch.device("meta"):
+                    model = auto.from_config(CONFIG_MAPPING[key]())
+            except Exception:  # noqa: BLE001 - that head does not exist for this type
+                continue
+            names |= {n.rsplit(".", 1)[-1] for n, _ in model.named_modules() if n}
+        out[mt] = sorted(n for n in names if not n.isdigit())
+    return out
+
+
 def main() -> None:
     warnings.filterwarnings("ignore")
     import transformers
@@ -68,7 +96,8 @@ def main() -> None:
         for name in names:
             assert f"class {name}(" in src, (mt, name)
         layers[mt] = names  # keyed by folder name: model_type with "-" as "_"
-    data = {"transformers": transformers.__version__, "no_hidden_size": lack, "layer_classes": layers}
+    data = {"transformers": transformers.__version__, "no_hidden_size": lack, "layer_classes": layers,
+            "module_names": module_names()}
     out = ROOT / "trainlint" / "knowledge" / "data" / "model_facts.json"
     out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(out, len(lack), len(layers))

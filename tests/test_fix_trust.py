@@ -204,9 +204,9 @@ def _children(pid: int) -> list[int]:
 
 def test_pool_workers_end_when_the_parent_is_killed(tmp_path):
     psutil = pytest.importorskip("psutil")
-    from trainlint.parallel import MIN_FILES
+    from trainlint.engine import MIN_POOL_FILES
 
-    for i in range(MIN_FILES + 10):
+    for i in range(MIN_POOL_FILES + 10):
         write_files(tmp_path, {f"s{i}.py": TA + "x = 1\n"})
     # a parent that starts the pool and is killed while the workers run
     code = textwrap.dedent(f"""

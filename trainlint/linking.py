@@ -47,10 +47,11 @@ from trainlint.setup import (
     project_consumer,
     unknown_consumer,
 )
+from trainlint.workspace import MAX_REFERENCE_LEVELS, reference_folders  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.config import Settings
-    from trainlint.resolve import ParsedFile, Workspace
+    from trainlint.workspace import ParsedFile, Workspace
     from trainlint.sources.python import PythonFile
     from trainlint.sources.shell import Flag, LaunchCommand
 
@@ -61,7 +62,7 @@ ARGS_FILE_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str]) -> None:
-    from trainlint.resolve import input_problem
+    from trainlint.workspace import input_problem
 
     looked = os.path.normpath(os.path.join(folders[0], ref_path))
     if len(folders) > 1:
@@ -72,36 +73,7 @@ def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str]) 
     ws.problems.append(replace(d, end_line=span.end_line, end_column=span.end_column))
 
 
-MAX_REFERENCE_LEVELS = 8
-_ROOT_MARKERS = (".git", "pyproject.toml", "setup.py")
-
-
-def reference_folders(base_file: str) -> list[str]:
-    """Where a relative path written in ``base_file`` may start: its folder, then each folder
-    above it up to the repository root (the nearest folder with ``.git``, ``pyproject.toml`` or
-    ``setup.py``). Launch scripts are usually run from the repository root (``bash
-    scripts/train.sh`` naming ``src/train.py``), sometimes from their own folder. Without a
-    repository root above the file, only the working directory is added (when the file is
-    below it), so that no unrelated folder is searched."""
-    folder = os.path.dirname(base_file)
-    start = os.path.abspath(folder or ".")
-    ancestors: list[str] = []
-    current = start
-    root_found = any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS)
-    for _ in range(MAX_REFERENCE_LEVELS):
-        if root_found:
-            break
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-        ancestors.append(current)
-        root_found = any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS)
-    if not root_found:
-        cwd = os.getcwd()
-        ancestors = [cwd] if cwd != start and start.startswith(cwd.rstrip(os.sep) + os.sep) else []
-    shown = (lambda p: p) if os.path.isabs(base_file) else os.path.relpath
-    return [folder, *(shown(a) for a in ancestors)]
+# (``reference_folders`` lives in ``workspace``: module lookup uses it too)
 
 
 def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) -> ParsedFile | None:
@@ -109,7 +81,7 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) ->
     the repository root (``reference_folders``, nearest first); read once; a TL004 finding at
     ``span`` when it exists in none of them. Paths with unresolved shell variables are
     skipped."""
-    from trainlint.resolve import norm, read_file
+    from trainlint.workspace import norm, read_file
 
     if not ref or "$" in ref or "`" in ref:
         return None
@@ -478,7 +450,7 @@ class _Linker:
         import os
 
         from trainlint.consumers import project_readers
-        from trainlint.resolve import norm
+        from trainlint.workspace import norm
 
         readers = project_readers(pf)
         via = f"{readers[0]} in {os.path.basename(pf.path)}" if readers else f"{os.path.basename(pf.path)}'s own code"
@@ -554,7 +526,7 @@ class _Linker:
 
         if path in self.project_files:
             return self.project_files[path]
-        from trainlint.resolve import norm
+        from trainlint.workspace import norm
 
         kind = "json" if path.endswith(".json") else "yaml"
         folder = os.path.dirname(path)
@@ -656,6 +628,11 @@ def accelerate_world_size(acc) -> Value | None:
         g = acc.gpu_ids
         return Value(value=len(ids), origin=ACCELERATE, span=g.span, key_span=g.key_span, name="gpu_ids")
     return None
+
+
+# What in a Python file makes linking look at the args files beside it (the two functions below);
+# ``partition`` keeps such a file with the rest of the run when its folder holds one.
+SAME_FOLDER_NAMES = ("HfArgumentParser", "TrlParser", "parse_yaml_file", "parse_json_file")
 
 
 def same_folder_args_readers(ws: Workspace, path: str) -> frozenset[str]:

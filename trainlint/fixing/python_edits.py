@@ -273,7 +273,7 @@ def rewrite_node(pf: PythonFile, node: ast.AST, edits: list[Edit]) -> Edit:
         return Edit(path=e.path, line=e.line - sp.line + 1, column=e.column,
                     end_line=e.end_line - sp.line + 1, end_column=e.end_column, content=e.content)
 
-    from trainlint.fixing.apply import apply_edits
+    from trainlint.fixing.text_edits import apply_edits
 
     rewritten = apply_edits(local, [rel(e) for e in edits])
     # the node's own text: from its start column on the first line to its end on the last

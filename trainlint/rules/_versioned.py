@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator
 
 from trainlint.diagnostics import Diagnostic, Edit, Span
 from trainlint.knowledge import training_args as ta
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Rule
 from trainlint.setup import ARGSFILE, FLAG, PYTHON, UNKNOWN, ArgsSite, Setup, Value
 from trainlint.sources.python import PythonFile
@@ -305,6 +306,30 @@ def dict_literal(setup: Setup, value: Value) -> Any:
     return UNKNOWN
 
 
+def python_dict(setup: Setup, site: ArgsSite, name: str) -> dict[str, Any] | None:
+    """The dict a Python site passes for ``name`` (a display, ``dict(...)``, or a name bound
+    once to one), its keys known and each value resolved (UNKNOWN where it cannot be); None when
+    it is not a statically known dict."""
+    if site.call is None:
+        return None
+    pf = python_file(setup, site.path)
+    if pf is None:
+        return None
+    node = next((kw.value for kw in site.call.site.node.keywords if kw.arg == name), None)
+    scope = site.call.site.scope
+    if node is None:
+        v = site.get(name)
+        if v is None or v.use_span is None:
+            return None
+        node = next((n for n in pf.nodes if isinstance(n, ast.expr) and pf.span(n) == v.use_span), None)
+        if node is None:
+            return None
+    entries = pf.resolve_dict(node, scope)
+    if entries is None:
+        return None
+    return {k: pf.resolve(vn, scope).value for k, _kn, vn, _s in entries}
+
+
 def fsdp_enabled(v: Value | None) -> bool | None:
     """Whether a written ``fsdp`` value turns FSDP on: True, a non-empty option string
     ("full_shard auto_wrap") or list; None when unknown."""
@@ -495,6 +520,8 @@ def replace_with_field_edits(setup: Setup, site: ArgsSite, value: Value, new: st
 class SiteRule(Rule):
     """A rule that looks at each TrainingArguments-like site of a known class (one whose
     fields the versioned data knows); subclasses implement ``site_check``."""
+
+    triggers = SETUP_NAMES  # a site is a call of (or a parser for) a TrainingArguments-like class
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         for site in setup.sites:

@@ -14,7 +14,7 @@ import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are reported, not read
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024  # notebooks carry their outputs (images, logs)
@@ -54,6 +54,18 @@ class TextFile:
 
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+@dataclass
+class ParsedFile:
+    """A file read for the run, with its kind and parsed document."""
+
+    path: str
+    kind: str  # python, shell, markdown, deepspeed, accelerate, hf_args, json, yaml, unknown
+    text: TextFile
+    doc: Any = None  # PythonFile, or the reader's document for other kinds
+    explicit: bool = False
+
 
 
 def decode(path: str, data: bytes, python: bool) -> TextFile:

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._context import run_context
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule, RuleOptions
 from trainlint.setup import Setup
 
@@ -73,6 +74,7 @@ class LoggingStepsTooLow(Rule):
     code = "TL201"
     name = "logging-steps-too-low"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "logging_steps=1 syncs and logs on every optimizer step"
     Options = LoggingStepsOptions

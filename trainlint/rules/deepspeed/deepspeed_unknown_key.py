@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_config_common import (
     _ds,
@@ -44,6 +45,16 @@ TOP_LEVEL_EXTRA = {
 
 
 
+def _normalised_match(key: str, known) -> list[str]:
+    """The known key that ``key`` is once stripped of spaces and lower-cased (the near misses
+    difflib ranks too low for short keys: ``"train_batch_size "``, ``"FP16"``)."""
+    norm = key.strip().lower().replace("-", "_")
+    if norm == key:
+        return []
+    hits = [k for k in known if k.lower() == norm]
+    return hits[:1]
+
+
 class DeepSpeedUnknownKey(Rule):
     """
     ## What it does
@@ -53,7 +64,8 @@ class DeepSpeedUnknownKey(Rule):
     (with the nearest valid key), deprecated keys (`cpu_offload`, `cpu_offload_param`,
     `cpu_offload_use_pin_memory`, `stage3_gather_fp16_weights_on_model_save`, the legacy
     `"zero_optimization": true`) with their rewrite, and top-level keys that look like a
-    misspelling of a known one.
+    misspelling of a known one. A key that is a known key once stripped of spaces and
+    lower-cased (`"train_batch_size "`, `"FP16"`) is always a near miss, however short.
 
     ## Why is this bad?
     Inside `zero_optimization` DeepSpeed's schema forbids extra keys, so a typo stops the run
@@ -84,6 +96,7 @@ class DeepSpeedUnknownKey(Rule):
     code = "TL306"
     name = "deepspeed-unknown-key"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "unknown, misspelled or deprecated DeepSpeed keys"
 
@@ -99,6 +112,11 @@ class DeepSpeedUnknownKey(Rule):
              fixed='{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3,'
                    ' "stage3_gather_16bit_weights_on_model_save": true}}\n', fixed_path="ds.json"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "gradient_cliping": 1.0, "zero_optimization": {"stage": 1}}\n'}),
+        Case(files={"ds.json": '{"train_batch_size ": 64, "zero_optimization": {"stage": 1}}\n'}, unsafe=True,
+             fixed='{"train_batch_size": 64, "zero_optimization": {"stage": 1}}\n', fixed_path="ds.json",
+             note="a trailing space"),
+        Case(files={"ds.json": '{"Gradient_Accumulation_Steps": 4, "zero_optimization": {"stage": 1}}\n'},
+             note="another case"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3,'
                                ' "offload_param": {"device": "cpu", "pin_memroy": true}}}\n'}),
         # must not flag
@@ -142,7 +160,8 @@ class DeepSpeedUnknownKey(Rule):
         for m in root.members:
             if m.key in known:
                 continue
-            close = difflib.get_close_matches(m.key, sorted(known), n=1, cutoff=0.85)
+            close = _normalised_match(m.key, known) or \
+                difflib.get_close_matches(m.key, sorted(known), n=1, cutoff=0.85)
             if close:
                 yield self.diagnostic(m.key_span, f"unknown top-level DeepSpeed key {m.key!r}: DeepSpeed ignores it "  # type: ignore[arg-type]
                                                   f"silently; did you mean {close[0]!r}?",
@@ -171,7 +190,7 @@ class DeepSpeedUnknownKey(Rule):
                 continue
             if key in valid:
                 continue
-            close = difflib.get_close_matches(key, sorted(valid), n=1, cutoff=0.75)
+            close = _normalised_match(key, valid) or difflib.get_close_matches(key, sorted(valid), n=1, cutoff=0.75)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             yield self.diagnostic(m.key_span, f"unknown key {key!r} in {section}: DeepSpeed's schema forbids "  # type: ignore[arg-type]
                                               f"extra keys there and stops at start-up{hint}",

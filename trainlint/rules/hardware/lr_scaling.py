@@ -10,6 +10,7 @@ from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword, python_literal
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule, RuleOptions
 from trainlint.setup import ArgsSite, Setup
 
@@ -138,6 +139,7 @@ class LrNotScaled(Rule):
     code = "TL502"
     name = "lr-not-scaled"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     fix_safety = "unsafe"
     summary = "the effective batch size changed but the learning rate did not"
     Options = LrScalingOptions

@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
 from trainlint.fixing.python_edits import rewrite_node
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules._versioned import (
     older_support,
     target,
@@ -83,6 +84,7 @@ class CheckpointingMethodRenamed(Rule):
     code = "TL609"
     name = "checkpointing-method-renamed"
     severity = Severity.INFO
+    triggers = CHECKPOINTING_NAMES
     fix_safety = "safe"
     summary = "gradient_checkpointing_enable() and friends: activation_checkpointing_* since 5.23"
 

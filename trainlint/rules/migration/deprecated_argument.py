@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.knowledge import training_args as ta
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     older_support,
     fields_for,
@@ -82,6 +83,7 @@ class DeprecatedArgument(Rule):
     code = "TL603"
     name = "deprecated-argument"
     severity = Severity.INFO
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "an argument the target version deprecates (still accepted)"
 

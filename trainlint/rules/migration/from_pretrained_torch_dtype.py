@@ -54,6 +54,7 @@ class FromPretrainedTorchDtype(Rule):
     code = "TL608"
     name = "from-pretrained-torch-dtype"
     severity = Severity.INFO
+    triggers = ("torch_dtype",)
     fix_safety = "safe"
     summary = "from_pretrained(torch_dtype=) is a deprecated alias of dtype= (4.56+)"
 

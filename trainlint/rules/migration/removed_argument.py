@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.knowledge import training_args as ta
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
@@ -93,6 +94,7 @@ class RemovedArgument(Rule):
     code = "TL601"
     name = "removed-argument"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "an argument the target transformers/TRL version no longer has"
 

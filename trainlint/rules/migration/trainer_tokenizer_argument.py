@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.consumers import patched_trainer_keyword
 from trainlint.diagnostics import Diagnostic, Severity, replace
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     older_support,
     local_class_accepts_anything,
@@ -92,6 +93,7 @@ class TrainerTokenizerArgument(Rule):
     code = "TL605"
     name = "trainer-tokenizer-argument"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "Trainer(tokenizer=) / trainer.tokenizer: processing_class since 4.46, removed in 5.0"
 

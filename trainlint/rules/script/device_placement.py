@@ -8,6 +8,7 @@ from typing import Iterable
 from trainlint.analysis import _is_self_assign, model_flows
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.fixing.python_edits import delete_statement
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
@@ -59,6 +60,7 @@ class ManualDevicePlacement(Rule):
     code = "TL101"
     name = "manual-device-placement"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "the model is moved to a device by hand before the Trainer places it"
 

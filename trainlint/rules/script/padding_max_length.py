@@ -8,11 +8,24 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity
-from trainlint.fixing.python_edits import add_keyword, ensure_import, remove_argument, remove_dict_entry, replace
+from trainlint.fixing.python_edits import (
+    add_keyword,
+    ensure_import,
+    remove_argument,
+    remove_dict_entry,
+    replace,
+)
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._context import is_test_path, run_context
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
-from trainlint.sources.python import TRL_TRAINER_CLASSES, CallSite, PythonFile, Scope, TrainerCall
+from trainlint.sources.python import (
+    TRL_TRAINER_CLASSES,
+    CallSite,
+    PythonFile,
+    Scope,
+    TrainerCall,
+)
 
 TOKENIZER_METHODS = {"__call__", "encode", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template"}
 PADDING_COLLATORS = {
@@ -406,6 +419,7 @@ class PaddingMaxLength(Rule):
     code = "TL102"
     name = "padding-max-length"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES + ("DataCollator",)
     fix_safety = "safe"
     summary = 'padding="max_length" at preprocessing pads every example to the maximum'
 

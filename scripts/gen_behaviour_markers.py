@@ -1,0 +1,163 @@
+"""Generate trainlint/knowledge/data/behaviour_markers.json: which released versions of
+transformers and TRL contain a given start-up check.
+
+Some rules depend on *behaviour* that changed between releases rather than on a field: TRL's
+``SFTTrainer`` refusing a ``PeftModel`` together with ``peft_config``, the
+``EarlyStoppingCallback`` asserting ``load_best_model_at_end`` (4.x) or only warning. Each
+marker below names a file inside the wheel and a regular expression of the source text that
+carries the behaviour (an error message, as a rule's message quotes it). For every version the
+TrainingArguments data knows (``trainlint.knowledge.training_args.known_versions`` /
+``trl_known_versions``), the script downloads the wheel (``pip download --no-deps``, reusing
+``--wheel-dir``), reads the file as text (nothing is imported) and records whether the
+pattern occurs; the JSON holds, per marker, the version ranges where it does.
+
+    python scripts/gen_behaviour_markers.py --wheel-dir /tmp/trainlint-wheels
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from gen_training_args import download, vkey
+
+from trainlint.knowledge import training_args as ta
+
+DEFAULT_OUT = ROOT / "trainlint" / "knowledge" / "data" / "behaviour_markers.json"
+
+# id -> (package, file in the wheel, regular expression, what it means)
+MARKERS: dict[str, tuple[str, str, str, str]] = {
+    "early_stopping_asserts_load_best": (
+        "transformers", "transformers/trainer_callback.py",
+        r"assert args\.load_best_model_at_end",
+        "EarlyStoppingCallback.on_train_begin asserts load_best_model_at_end (later releases warn)"),
+    "sft_rejects_peft_model_with_peft_config": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"`PeftModel` instance together with a `peft_config`",
+        "SFTTrainer raises ValueError for a PeftModel passed with peft_config"),
+    "sft_rejects_quantization_config_twice": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"`quantization_config` both as a trainer argument and in `args\.model_init_kwargs`",
+        "SFTTrainer raises ValueError for quantization_config= together with model_init_kwargs['quantization_config']"),
+    "dpo_rejects_same_ref_model": (
+        "trl", "trl/trainer/dpo_trainer.py",
+        r"`model` and `ref_model` cannot be the same object",
+        "DPOTrainer raises ValueError when ref_model is model"),
+    "sft_forces_reentrant_peft_zero3": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"`use_reentrant` is forced to `True`",
+        "SFTTrainer forces use_reentrant=True under PEFT + DeepSpeed ZeRO-3 (with a warning)"),
+    "sft_warns_padding_free_without_flash_attention": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"Padding-free training is enabled, but the attention implementation is not set to a supported",
+        "SFTTrainer warns that padding-free training needs a Flash Attention implementation"),
+    "sft_warns_packing_cross_contamination": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"cross-contamination between samples",
+        "SFTTrainer warns that packing without Flash Attention lets samples attend to each other"),
+    "sft_padding_free_rejects_max_length": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"When `padding_free=True` without packing, `max_length` is not enforced",
+        "SFTTrainer raises ValueError for padding_free=True without packing while max_length is set"),
+    "sft_padding_free_rejects_custom_collator": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"Passing a custom data collator is not supported when using padding-free",
+        "SFTTrainer raises ValueError for padding_free with a data_collator"),
+    "sft_rejects_formatting_func_with_completion_only_loss": (
+        "trl", "trl/trainer/sft_trainer.py",
+        r"A formatting function was provided while `completion_only_loss=True`",
+        "SFTTrainer raises ValueError for formatting_func with completion_only_loss=True"),
+    "grpo_batch_per_device_times_world": (
+        "trl", "trl/trainer/grpo_trainer.py",
+        r"global_batch_size = args\.per_device_train_batch_size \* num_processes\s",
+        "GRPOTrainer: per_device_train_batch_size x processes must be divisible by num_generations"),
+    "grpo_batch_times_accumulation": (
+        "trl", "trl/trainer/grpo_trainer.py",
+        r"effective_batch_size = args\.per_device_train_batch_size \* num_processes \* args\.gradient_accumulation_steps",
+        "GRPOTrainer: per-device batch x processes x accumulation must be divisible by num_generations"),
+    "grpo_generation_batch_divisible": (
+        "trl", "trl/trainer/grpo_config.py",
+        r"must be divisible by num_generations|\{self\.steps_per_generation\}\) must be evenly divisible by the number of generations",
+        "GRPOConfig: generation_batch_size must be divisible by num_generations"),
+    "grpo_eval_batch_divisible": (
+        "trl", "trl/trainer/grpo_config.py",
+        r"The global eval batch size",
+        "GRPOConfig: per_device_eval_batch_size x processes must be divisible by the eval generations"),
+    "grpo_rejects_generation_batch_and_steps": (
+        "trl", "trl/trainer/grpo_config.py",
+        r"can not be both configured at the same time",
+        "GRPOConfig raises when generation_batch_size and steps_per_generation are both set"),
+    "grpo_rejects_auto_find_batch_size": (
+        "trl", "trl/trainer/grpo_config.py",
+        r"auto_find_batch_size is not supported by GRPO",
+        "GRPOConfig raises for auto_find_batch_size"),
+    "grpo_reward_weights_length": (
+        "trl", "trl/trainer/grpo_trainer.py",
+        r"Number of reward weights",
+        "GRPOTrainer raises when reward_weights and reward_funcs differ in length"),
+    "dpo_loss_weights_length": (
+        "trl", "trl/trainer/dpo_config.py",
+        r"`loss_weights` must have the same length as `loss_type`",
+        "DPOConfig raises when loss_weights and loss_type differ in length"),
+    "dpo_exo_pair_needs_label_smoothing": (
+        "trl", "trl/trainer/dpo_trainer.py",
+        r"Label smoothing must be greater than 0\.0 when using 'exo_pair' loss",
+        "DPOTrainer raises for loss_type exo_pair with label_smoothing 0"),
+}
+
+
+def present(wheel: Path, inner: str, pattern: str) -> bool:
+    with zipfile.ZipFile(wheel) as z:
+        try:
+            text = z.read(inner).decode("utf-8", "replace")
+        except KeyError:
+            return False
+    return re.search(pattern, text) is not None
+
+
+def ranges(versions: list[str], flags: list[bool]) -> list[list[str]]:
+    out: list[list[str]] = []
+    start = None
+    for i, (v, f) in enumerate(zip(versions, flags)):
+        if f and start is None:
+            start = v
+        if start is not None and (not f or i == len(versions) - 1):
+            out.append([start, v if f else versions[i - 1]])
+            start = None
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--wheel-dir", type=Path, required=True, help="download wheels here and reuse them")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--jobs", type=int, default=4)
+    args = ap.parse_args(argv)
+    versions = {"transformers": sorted(ta.known_versions(), key=vkey), "trl": sorted(ta.trl_known_versions(), key=vkey)}
+    args.wheel_dir.mkdir(parents=True, exist_ok=True)
+    needed = sorted({m[0] for m in MARKERS.values()})
+    jobs = [(p, v) for p in needed for v in versions[p]]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        wheels = dict(zip(jobs, pool.map(lambda j: download(j[0], j[1], args.wheel_dir), jobs)))
+    doc: dict = {"schema": 1, "generator": "python scripts/gen_behaviour_markers.py", "versions": versions,
+                 "markers": {}}
+    for mid, (package, inner, pattern, meaning) in MARKERS.items():
+        flags = [present(wheels[(package, v)], inner, pattern) for v in versions[package]]
+        doc["markers"][mid] = {"package": package, "file": inner, "pattern": pattern, "meaning": meaning,
+                               "present": ranges(versions[package], flags)}
+    args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""The generated behaviour markers agree with the installed libraries' source."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from trainlint.knowledge import behaviour
+
+
+def _installed_file(package: str, inner: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent.parent / inner
+    return path if path.is_file() else None
+
+
+@pytest.mark.parametrize("marker", behaviour.markers())
+def test_marker_matches_installed_source(marker):
+    m = behaviour._data()["markers"][marker]
+    path = _installed_file(m["package"], m["file"])
+    if path is None:
+        pytest.skip(f"{m['package']} is not installed")
+    version = importlib.metadata.version(m["package"])
+    found = re.search(m["pattern"], path.read_text(encoding="utf-8")) is not None
+    assert behaviour.holds(marker, version) == found, (marker, version)
+
+
+def test_marker_ranges_are_ordered_and_known():
+    data = behaviour._data()
+    for marker, m in data["markers"].items():
+        known = data["versions"][m["package"]]
+        for lo, hi in m["present"]:
+            assert lo in known and hi in known, marker
+            assert known.index(lo) <= known.index(hi), marker
+
+
+def test_early_stopping_assert_is_4x_only():
+    assert behaviour.holds("early_stopping_asserts_load_best", "4.40.0")
+    assert not behaviour.holds("early_stopping_asserts_load_best", "5.0.0")

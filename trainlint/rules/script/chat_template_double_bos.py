@@ -1,0 +1,139 @@
+"""TL133 chat-template-double-bos: tokenizing apply_chat_template text again with special tokens (a second BOS)"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.fixing.python_edits import add_keyword
+from trainlint.rules.base import Case, Rule
+from trainlint.setup import Setup
+from trainlint.sources.python import PythonFile
+
+# model types whose tokenizers add no BOS token (add_bos_token false / no bos_token in their
+# tokenizer_config.json on the hub): the second tokenization adds nothing there
+NO_BOS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt2"})
+TOKENIZE_METHODS = ("encode", "encode_plus", "__call__", "batch_encode_plus")
+HEAD = "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('meta-llama/Llama-3.1-8B')\n"
+
+
+def _template_text(pf: PythonFile, expr: ast.AST, scope, depth: int = 0) -> ast.Call | None:
+    """The ``x.apply_chat_template(..., tokenize=False)`` call ``expr`` is (or a name bound once to)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, ast.Name):
+        b = pf.binding_of(expr.id, scope)
+        if b is None or b.value is None or b.kind not in ("assign", "annassign"):
+            return None
+        return _template_text(pf, b.value, scope, depth + 1)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "apply_chat_template":
+        kw = pf.keyword(expr, "tokenize")
+        if kw is not None and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+            return expr
+    return None
+
+
+def _tokenizer_type(pf: PythonFile, name: str, scope) -> str | None:
+    """The model type of ``name = AutoTokenizer.from_pretrained("<known id>")``."""
+    if "." in name:
+        return None
+    b = pf.binding_of(name, scope)
+    if b is None or not isinstance(b.value, ast.Call) or not b.value.args:
+        return None
+    mid = pf.resolve(b.value.args[0], scope).value
+    if not isinstance(mid, str):
+        return None
+    from trainlint.knowledge.models import lookup_model
+
+    info = lookup_model(mid)
+    return getattr(info, "model_type", None) if info is not None else None
+
+
+def _receiver(expr: ast.AST) -> str:
+    return ast.unparse(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else ""
+
+
+class ChatTemplateDoubleBos(Rule):
+    """
+    ## What it does
+    Flags a tokenizer call on the text of `apply_chat_template(..., tokenize=False)`,
+    `tokenizer(text)` or `tokenizer.encode(text)`, without `add_special_tokens=False`, when the
+    same tokenizer renders the template.
+
+    ## Why is this bad?
+    The chat template already writes the BOS token (`<|begin_of_text|>`, `<s>`, `<bos>`) into
+    the text; tokenizing it with the default `add_special_tokens=True` prepends a second one on
+    tokenizers that add BOS (Llama, Mistral, Gemma). Every training sample starts with two BOS
+    tokens, a distribution shift the model never saw in pre-training, and nothing fails.
+    Tokenizers that add no BOS (Qwen, GPT-2) are unaffected, so this is a warning.
+
+    ## Example
+    ```python
+    text = tokenizer.apply_chat_template(messages, tokenize=False)
+    ids = tokenizer(text)["input_ids"]
+    ```
+
+    ## Use instead
+    ```python
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    # or: tokenizer.apply_chat_template(messages, tokenize=True)
+    ```
+
+    ## Fix safety
+    Unsafe: `add_special_tokens=False` changes the tokens the model sees (it drops the second
+    BOS, which is the point).
+
+    ## References
+    - https://github.com/OpenRLHF/OpenRLHF/issues/393
+    - https://github.com/huggingface/open-r1/issues/462
+    """
+
+    code = "TL133"
+    name = "chat-template-double-bos"
+    severity = Severity.WARNING
+    fix_safety = "unsafe"
+    summary = "tokenizing apply_chat_template text again with special tokens (a second BOS)"
+    triggers = ("apply_chat_template",)
+    cases = [
+        Case(HEAD + "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n",
+             unsafe=True, fixed=HEAD + "text = tok.apply_chat_template(msgs, tokenize=False)\n"
+                                       "ids = tok(text, add_special_tokens=False)['input_ids']\n"),
+        Case(HEAD + "def f(ex):\n    return tok.encode(tok.apply_chat_template(ex['m'], tokenize=False))\n"),
+        Case(HEAD + "text = tok.apply_chat_template(msgs, tokenize=False)\n"
+                    "ids = tok(text, add_special_tokens=False)['input_ids']\n", flags=False),
+        Case(HEAD + "ids = tok.apply_chat_template(msgs, tokenize=True)\n", flags=False),
+        Case(HEAD.replace("meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-0.5B") +
+             "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n", flags=False,
+             note="Qwen's tokenizer adds no BOS"),
+        Case(HEAD + "text = tok.apply_chat_template(msgs, tokenize=False)\nprint(text)\n", flags=False),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        for pf in setup.scripts:
+            if "apply_chat_template" not in pf.text:
+                continue
+            for cs in pf.calls:
+                call = cs.node
+                f = call.func
+                if isinstance(f, ast.Attribute) and f.attr in TOKENIZE_METHODS:
+                    tok = _receiver(f.value)
+                elif isinstance(f, (ast.Name, ast.Attribute)):
+                    tok = _receiver(f)
+                else:
+                    continue
+                if not tok or not call.args or pf.keyword(call, "add_special_tokens") is not None \
+                        or any(k.arg is None for k in call.keywords):
+                    continue
+                tmpl = _template_text(pf, call.args[0], cs.scope)
+                if tmpl is None or _receiver(tmpl.func.value) != tok:  # type: ignore[attr-defined]
+                    continue
+                if _tokenizer_type(pf, tok, cs.scope) in NO_BOS_TYPES:
+                    continue
+                yield self.diagnostic(pf.span(call),
+                                      "the chat template's text already contains the BOS token; tokenizing it again "
+                                      "with the default add_special_tokens=True adds a second one on BOS-adding "
+                                      "tokenizers (Llama, Mistral, Gemma); pass add_special_tokens=False",
+                                      edits=[add_keyword(pf, call, "add_special_tokens=False")],
+                                      fix_message="pass add_special_tokens=False",
+                                      related=[pf.span(tmpl).related("the template is rendered here")])
