@@ -9,9 +9,9 @@ from pathlib import Path
 from helpers import run_cli
 
 BAD = (
-    "from transformers import TrainingArguments, Trainer\n"
+    "from transformers import AutoModelForSequenceClassification, TrainingArguments, Trainer\n"
     "args = TrainingArguments(output_dir='o', logging_steps=1, fp16=True, save_total_limit=2)\n"
-    "Trainer(model=model, args=args)\n"
+    "Trainer(model=AutoModelForSequenceClassification.from_pretrained('bert-base-uncased'), args=args)\n"
 )
 
 
@@ -155,7 +155,8 @@ def test_walked_generic_json_is_not_judged_unless_referenced(tmp_path):
 
 
 def test_info_findings_are_shown_but_do_not_fail_by_default(tmp_path):
-    p = _write(tmp_path, "from transformers import TrainingArguments\nTrainingArguments(output_dir='o')\n")
+    p = _write(tmp_path, "from transformers import Trainer, TrainingArguments\n"
+                         "Trainer(model=m, args=TrainingArguments(output_dir='o')).train()\n")
     out = run_cli("check", str(p), "--format", "json")
     assert [d["severity"] for d in json.loads(out.stdout)] == ["info"]  # save-total-limit-missing
     assert out.returncode == 0

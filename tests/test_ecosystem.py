@@ -348,6 +348,7 @@ def test_cli_json_same_with_and_without_cache_and_pool(tmp_path, n):
 # -- the faster walks equal the stdlib ones ---------------------------------------------------
 
 
+@pytest.mark.slow  # walks every module of the installed packages: ~100 s on 2 cores
 def test_fast_walk_and_source_of_equal_the_stdlib(tmp_path):
     import ast
 

@@ -34,6 +34,12 @@ def test_case(rule, index, case, tmp_path):
     assert not internal, internal
     if case.flags:
         assert hits, f"{rule.code} should flag:\n{files}"
+        if case.severity:
+            assert {d.severity.value for d in hits} == {case.severity}, hits
+        if case.message:
+            assert all(case.message in d.message for d in hits), hits
+        if case.fixable is not None:
+            assert all((d.fix is not None) == case.fixable for d in hits), hits
     else:
         assert not hits, f"{rule.code} should not flag:\n{files}\n{hits}"
     if case.fixed is not None:

@@ -171,8 +171,27 @@ def test_verdict_repair_passes():
     assert verdict == "pass" and any("repaired" in n for n in notes)
 
 
-def test_verdict_both_failing_fails():
-    assert compare.decide(run("original", "crash"), run("fixed", "crash"), device="cpu")[0] == "fail"
+def test_verdict_both_failing_says_the_original_fails():
+    verdict, reasons, _ = compare.decide(run("original", "crash"), run("fixed", "crash"), device="cpu")
+    assert verdict == "original-fails" and "original run already fails" in reasons[0]
+
+
+def test_crashed_run_never_shows_loss_finite_true():
+    from io import StringIO
+
+    from rich.console import Console
+
+    crashed = run("original", "crash", message="OSError: offline")
+    for r in crashed.ranks:
+        r.first_loss = r.last_loss = None
+        r.loss_finite = None
+    report = VerifyReport(script="train.py", gpus=1, launcher="python", device="cpu", verdict="original-fails",
+                          runs=[crashed, run("fixed", "crash", message="OSError: offline")])
+    out = StringIO()
+    compare.render(report, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "loss finite" in text and "True" not in text.split("loss finite")[1].splitlines()[0]
+    assert text.count("OSError: offline") == 2  # once per run, in its status line
 
 
 @pytest.mark.parametrize("field,value,ok", [

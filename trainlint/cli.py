@@ -74,6 +74,38 @@ def _settings(paths: list[Path], **kw):
     return load_settings(start, overrides)
 
 
+def _preflight(settings, paths: list[Path], base_given: bool) -> None:
+    """Notes before the run (unknown versions, --gpu auto); usage errors raise ConfigError."""
+    from trainlint.preflight import preflight
+
+    for note in preflight(settings, paths, base_given):
+        click.echo(f"trainlint: note: {note}", err=True)
+
+
+def _color() -> bool | None:
+    """NO_COLOR (https://no-color.org) turns colour off, FORCE_COLOR on; else the terminal decides."""
+    import os
+
+    if os.environ.get("NO_COLOR"):
+        return False
+    force = os.environ.get("FORCE_COLOR")
+    if force and force.lower() not in ("0", "false", "no"):
+        return True
+    return None
+
+
+def _write_guarded(write) -> bool:
+    """Run ``write`` (which prints to stdout); False when the reader closed the pipe (``| head``):
+    stdout is then silenced, and the exit code is still the findings' one."""
+    try:
+        write()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return False
+    return True
+
+
 def _fail(message: str) -> None:
     click.echo(f"trainlint: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
@@ -120,9 +152,9 @@ class _Guarded(_LazyGroup):
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit,
                 KeyboardInterrupt):
             raise
-        except BrokenPipeError:  # `trainlint check | head`: the reader went away
+        except BrokenPipeError:  # `trainlint rules | head`: the reader went away; nothing failed
             _silence_stdout()
-            sys.exit(EXIT_ERROR)
+            sys.exit(EXIT_OK)
         except Exception as exc:  # noqa: BLE001 - last resort: report, do not crash
             if os.environ.get("TRAINLINT_TRACEBACK"):
                 raise
@@ -168,7 +200,7 @@ def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero:
     """Check training scripts, launch lines and configs (files or folders, `-` for stdin; default: .)."""
     _light_pydantic()
     from trainlint.config import ConfigError
-    from trainlint.engine import lint
+    from trainlint.engine import lint, nothing_checked
     from trainlint.report import render
 
     path_list = list(paths) or [Path(".")]
@@ -185,14 +217,26 @@ def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero:
         _fail("--stdin-filename needs `-` as the path")
     try:
         settings = _settings(path_list, **kw)
+        _preflight(settings, path_list, bool(kw.get("base")))
         result = lint(path_list, settings, overlay, jobs=jobs, cache=not no_cache and not overlay)
     except ConfigError as e:
         _fail(str(e))
         return
+    from trainlint.preflight import after_run_notes
+
+    for note in after_run_notes(settings, result.texts):
+        click.echo(f"trainlint: note: {note}", err=True)
     fmt = fmt or ("text" if sys.stdout.isatty() else "concise")
-    render(fmt, result.diagnostics, result.texts, sys.stdout, statistics=statistics,
-           color=None if fmt == "text" else False)
-    sys.stdout.flush()
+    color = _color()
+    empty = None if overlay else nothing_checked(path_list, result, settings)
+    if empty is not None and fmt in ("text", "concise"):
+        if fmt == "text" and not statistics:
+            _write_guarded(lambda: click.echo(f"{empty}."))
+        else:
+            click.echo(f"trainlint: {empty}.", err=True)
+    else:
+        _write_guarded(lambda: render(fmt, result.diagnostics, result.texts, sys.stdout, statistics=statistics,
+                                      color=color if fmt == "text" else False))
     if result.internal_errors:
         sys.exit(EXIT_ERROR)
     failing = [d for d in result.diagnostics if d.severity.rank >= settings.fail_on.rank]
@@ -205,32 +249,57 @@ def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero:
 @click.option("--apply", "apply_", is_flag=True, help="Write the fixes (default: print the diff only).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change training numerics or behaviour.")
 @click.option("--diff", is_flag=True, help="Print the unified diff (the default without --apply).")
-def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, **kw) -> None:
+@click.option("--stdin-filename", help="With `-` as the path: the file name the text on stdin stands for; "
+              "the fixed text is printed to stdout (the diff with --diff).")
+@click.option("--no-cache", is_flag=True, help="Accepted like `check --no-cache`; fix always reads the files afresh.")
+def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, stdin_filename: str | None,
+        no_cache: bool, **kw) -> None:
     """Fix what can be fixed. Prints the diff; --apply writes it."""
     _light_pydantic()
     import difflib
+    import os
 
     from trainlint.config import ConfigError
     from trainlint.engine import fix_outcome
     from trainlint.fixing.apply import write_fixed
 
     path_list = list(paths) or [Path(".")]
+    overlay: dict[str, str] = {}
+    stdin_name = None
+    if any(str(p) == "-" for p in path_list):
+        if len(path_list) != 1:
+            _fail("`-` (stdin) cannot be combined with other paths")
+        if apply_:
+            _fail("`fix -` prints the fixed text; --apply needs files")
+        stdin_name = os.path.normpath(stdin_filename or "stdin.py")
+        overlay[stdin_name] = sys.stdin.read()
+        path_list = [Path(stdin_name)]
+    elif stdin_filename:
+        _fail("--stdin-filename needs `-` as the path")
     try:
         settings = _settings(path_list, **kw)
-        outcome = fix_outcome(path_list, settings, unsafe=unsafe_fixes)
+        _preflight(settings, path_list, bool(kw.get("base")))
+        outcome = fix_outcome(path_list, settings, unsafe=unsafe_fixes, overlay=overlay)
     except ConfigError as e:
         _fail(str(e))
         return
-    if diff or not apply_:
-        for path in sorted(outcome.fixed):
-            if path.endswith(".ipynb"):  # the cells' sources, not the escaped JSON
-                from trainlint.fixing.notebook import cell_diff
 
-                sys.stdout.writelines(cell_diff(path, outcome.original[path], outcome.fixed[path]))
-                continue
-            old = outcome.original[path].splitlines(keepends=True)
-            new = outcome.fixed[path].splitlines(keepends=True)
-            sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
+    def show() -> None:
+        if stdin_name is not None and not diff:
+            sys.stdout.write(outcome.fixed.get(stdin_name, overlay[stdin_name]))
+            return
+        if diff or not apply_:
+            for path in sorted(outcome.fixed):
+                if path.endswith(".ipynb"):  # the cells' sources, not the escaped JSON
+                    from trainlint.fixing.notebook import cell_diff
+
+                    sys.stdout.writelines(cell_diff(path, outcome.original[path], outcome.fixed[path]))
+                    continue
+                old = outcome.original[path].splitlines(keepends=True)
+                new = outcome.fixed[path].splitlines(keepends=True)
+                sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
+
+    _write_guarded(show)
     not_written: set[str] = set()
     if apply_:
         from trainlint.fixing.apply import remove_stale_temps
@@ -251,12 +320,16 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
         where = away if real == os.path.abspath(away) else f"{away} (resolved: {real})"
         click.echo(f"trainlint: fix for {d.code} at {d.path}:{d.line} was not applied: it edits {where}, which is "
                    f"outside the paths given to fix; pass that path too to fix it", err=True)
+    remaining = outcome.remaining
+    # what stops a file from being fixed at all (missing, unreadable, unparsable): say it
+    for d in remaining:
+        if d.code in ("TL000", "TL001", "TL002", "TL003"):
+            click.echo(f"{d.path}:{d.line}:{d.column}: {d.code} [{d.name}] {d.message}", err=True)
 
     # count only what was (or would be) written
     written = {p for p in outcome.fixed if p not in not_written}
     n = sum(1 for d in outcome.applied if d.fix is not None and all(e.path in written for e in d.fix.edits))
     verb = "Fixed" if apply_ else "Would fix"
-    remaining = outcome.remaining
     hidden = sum(1 for d in remaining if d.fix is not None and d.fix.applicability == "unsafe")
     msg = f"{verb} {n} finding{'s' if n != 1 else ''} in {len(written)} file{'s' if len(written) != 1 else ''}"
     msg += f" ({len(remaining)} remaining"
@@ -272,27 +345,32 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
 
 
 @main.command("rules")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "fmt", type=click.Choice(["text", "table", "json"]), default="text",
+              help="text: a table on a wide terminal, else one line per rule; table: always the table; json.")
 def rules_cmd(fmt: str) -> None:
-    """List every rule: code, name, severity, fix safety."""
-    from trainlint.rules import all_rules
+    """List every rule: code, fix mark, name, severity, summary."""
+    import shutil
 
-    rows = [(r.code, r.name, r.severity.value, r.fix_safety, r.summary) for r in all_rules()]
+    from trainlint.report import listings
+
+    rows = listings.rule_rows()
     if fmt == "json":
-        import json
+        click.echo(listings.rules_json(rows))
+    elif fmt == "text" and not (sys.stdout.isatty() and shutil.get_terminal_size((80, 24)).columns >= 120):
+        click.echo(listings.rules_lines(rows))  # piped or narrow: one plain line per rule
+    else:
+        listings.print_rules_table(rows, _color())
 
-        click.echo(json.dumps([dict(zip(("code", "name", "severity", "fix", "summary"), r)) for r in rows], indent=2))
-        return
-    from rich.console import Console
-    from rich.table import Table
 
-    table = Table(show_lines=False, header_style="bold")
-    for col in ("code", "name", "severity", "fix"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("summary")
-    for row in rows:
-        table.add_row(*row)
-    Console(soft_wrap=False).print(table)
+@main.command("gpus")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def gpus_cmd(fmt: str) -> None:
+    """List the GPUs trainlint knows (for --gpu): memory, compute capability, number formats."""
+    from trainlint.report import listings
+
+    click.echo(listings.gpus_json() if fmt == "json" else listings.gpus_lines())
+    if fmt != "json":
+        click.echo("A family name without memory size (A100, H100, V100) means the larger variant.", err=True)
 
 
 @main.command("rule")
@@ -304,14 +382,17 @@ def rule_cmd(code_or_name: str) -> None:
 
     rule = get_rule(code_or_name)
     if rule is None:
-        _fail(f"no rule {code_or_name!r} (see `trainlint rules`)")
+        from trainlint.rules import unknown_selector
+
+        _fail((unknown_selector(code_or_name) or f"no rule {code_or_name!r}").replace(
+            "unknown rule code, prefix or name", "no rule"))
         return
     click.echo(render_markdown(rule))
 
 
 # Commands after which the process has nothing left to clean up: no child processes, no
 # temporary folders, every write already atomic and closed.
-_QUICK_EXIT_COMMANDS = frozenset({"check", "fix", "rules", "rule"})
+_QUICK_EXIT_COMMANDS = frozenset({"check", "fix", "rules", "rule", "gpus"})
 
 
 def entry() -> None:
@@ -342,9 +423,8 @@ def entry() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
-            if stream is sys.stdout and code == EXIT_OK:
-                code = EXIT_ERROR
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there; the exit
+            pass  # code stays the findings' one (`trainlint check . | head -1` exits 1 every time)
     os._exit(code)
 
 

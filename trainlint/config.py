@@ -24,6 +24,7 @@ Command-line options override the file; an explicit ``--select`` replaces the fi
 from __future__ import annotations
 
 import fnmatch
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,64 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
+_VERSION = re.compile(r"^v?\d+(\.\d+){0,3}((a|b|rc|\.?dev|\.?post)\d*)?(\+[\w.]+)?$", re.I)
+
+
+def _check_versions(data: dict[str, Any], path: Path | None, overrides: dict[str, Any]) -> None:
+    for key in ("transformers-version", "trl-version"):
+        value = overrides.get(key) or overrides.get(key.replace("-", "_"))
+        where = f"--{key}"
+        if not value:
+            value, where = data.get(key), f"{path}: [tool.trainlint] {key}"
+        if value and not _VERSION.match(str(value).strip()):
+            raise ConfigError(f"{where}: {str(value)!r} is not a version (expected e.g. 4.46.0 or 5.0.0rc1)")
+
+
+def version_notes(settings: Settings) -> list[str]:
+    """For an explicit version the data does not know: which known version is used instead."""
+    from trainlint.knowledge import training_args as ta
+
+    out = []
+    for package, value, known in (("transformers", settings.transformers_version, ta.known_versions),
+                                  ("trl", settings.trl_version, ta.trl_known_versions)):
+        if not value:
+            continue
+        versions = known()
+        v = str(value).strip().lstrip("v")
+        if v in versions:
+            continue
+        k = ta.vkey(v)
+        below = [x for x in versions if ta.vkey(x) <= k]
+        used = below[-1] if below else versions[0]
+        why = "the newest known at or below it" if below else "the oldest known"
+        out.append(f"{package} {v} is not in trainlint's data ({versions[0]} .. {versions[-1]}); "
+                   f"checking against {used}, {why}")
+    return out
+
+
+def _check_selectors(data: dict[str, Any], overrides: dict[str, Any], path: Path | None) -> None:
+    """An unknown code, prefix or name in a selection is a usage error, never silence."""
+    lists: list[tuple[str, Any]] = []
+    for key in ("select", "ignore", "extend-select"):
+        lists.append((f"--{key}", overrides.get(key) or overrides.get(key.replace("-", "_"))))
+        lists.append((f"{path}: [tool.trainlint] {key}", data.get(key)))
+    pfi = data.get("per-file-ignores")
+    if isinstance(pfi, dict):
+        lists.extend((f"{path}: [tool.trainlint.per-file-ignores] {pattern!r}", codes) for pattern, codes in pfi.items())
+    if not any(values for _, values in lists):
+        return
+    from trainlint.rules import unknown_selector
+
+    for where, values in lists:
+        if not isinstance(values, (list, tuple)):
+            continue
+        for value in values:
+            if isinstance(value, str):
+                problem = unknown_selector(value)
+                if problem is not None:
+                    raise ConfigError(f"{where}: {problem}")
+
+
 def load_settings(start: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
     """Settings from the nearest pyproject.toml with a ``[tool.trainlint]`` table above
     ``start`` (default: the working directory), then ``overrides`` (command-line values)."""
@@ -131,6 +190,8 @@ def load_settings(start: Path | None = None, overrides: dict[str, Any] | None = 
         data["project_root"] = path.parent
         data["config_path"] = path
     overrides = dict(overrides or {})
+    _check_selectors(data, overrides, path)
+    _check_versions(data, path, overrides)
     if overrides.get("select") and "ignore" in data and not overrides.get("ignore"):
         # an explicit --select is what the user wants to see: it replaces the file's selection
         data.pop("ignore")

@@ -372,3 +372,50 @@ def fix_in_memory(paths: list[Path], *, unsafe: bool = False, settings: Settings
 
 def all_rule_codes() -> list[str]:
     return [r.code for r in all_rules()]
+
+
+def nothing_checked(paths: list[Path], result: LintResult, settings: Settings) -> str | None:
+    """When a run read no file it could check: how many files it looked at and why none was
+    checked (so an empty run never passes as "All checks passed"); None otherwise."""
+    if result.diagnostics or any(result.kinds.get(p, "unknown") != "unknown" for p in result.files):
+        return None
+    import os
+
+    from trainlint.sources.files import WALK_SUFFIXES, walk
+
+    readable = WALK_SUFFIXES | {".md", ".pyw", ".pyi"}
+    candidates = [p for p, _ in walk(paths, settings.exclude) if p.suffix.lower() in readable]
+    kinds = "Python, shell, JSON or YAML"
+    if candidates:
+        n = len(candidates)
+        return (f"0 files checked: {n} file{'s' if n != 1 else ''} read, none holds TrainingArguments, a Trainer, "
+                f"a launch line or a training config")
+    others: dict[str, int] = {}
+    ignored = 0  # readable kinds the walk skips: .gitignore'd, excluded, virtualenvs, build folders
+    seen = 0
+    for p in paths:
+        if p.is_dir():
+            for _dirpath, dirnames, filenames in os.walk(p):
+                dirnames[:] = [d for d in dirnames if d not in (".git", ".hg", ".svn")]
+                for name in filenames:
+                    seen += 1
+                    suffix = Path(name).suffix.lower() or name
+                    if suffix in readable:
+                        ignored += 1
+                    else:
+                        others[suffix] = others.get(suffix, 0) + 1
+                if seen > 50_000:  # enough to say why
+                    break
+        elif p.exists() and p.suffix.lower() not in readable:
+            suffix = p.suffix.lower() or p.name
+            others[suffix] = others.get(suffix, 0) + 1
+    if ignored and not others:
+        return (f"0 files checked: {ignored} file{'s' if ignored != 1 else ''} skipped by .gitignore, `exclude` or "
+                f"a virtualenv/build/cache folder")
+    if not others:
+        return f"0 files checked: no {kinds} files under {', '.join(str(p) for p in paths)}"
+    skipped = sum(others.values())
+    which = ", ".join(f"{k} ({v})" for k, v in sorted(others.items(), key=lambda kv: -kv[1])[:5])
+    also = f"; {ignored} more skipped by .gitignore, `exclude` or a virtualenv/build folder" if ignored else ""
+    return (f"0 files checked: {skipped} file{'s' if skipped != 1 else ''} skipped, not a kind trainlint reads "
+            f"({which}; it reads {kinds} files){also}")

@@ -132,12 +132,37 @@ class SetupEstimate:
     script: str = ""
     model_span: Span | None = None
     quantized: bool = False  # loaded 4/8-bit: not modelled, the estimate is an upper bound
+    launch: str = ""  # the launch line that starts it ("run.sh:3: torchrun --nproc_per_node 4 train.py ...")
 
     @property
     def total_with_context(self) -> int:
         from trainlint.memory import CUDA_CONTEXT_BYTES
 
         return self.estimate.total + CUDA_CONTEXT_BYTES
+
+    def judged(self) -> tuple[TrainingShape, Estimate]:
+        """The shape and estimate that ``trainlint estimate`` prints and the memory rule (TL550)
+        judges: one source, with unstated inputs at their cheapest plausible reading."""
+        cached = self.__dict__.get("_judged")
+        if cached is None:
+            from trainlint.memory import estimate as _estimate
+
+            shape = self.favourable_shape()
+            cached = self.__dict__["_judged"] = (shape, self.estimate if shape == self.shape else _estimate(shape))
+        return cached
+
+    def judged_notes(self) -> list[str]:
+        """What the judged shape reads differently from the stated one, and why."""
+        s, j = self.shape, self.judged()[0]
+        out = []
+        if j.seq_len != s.seq_len:
+            out.append(f"sequence length {j.seq_len}: no file states it, so the cheapest plausible reading is used "
+                       f"(set max_length / max_seq_length for a precise figure)")
+        if j.precision != s.precision:
+            out.append(f"precision {j.precision}: not statically known, the cheapest reading is used")
+        if j.world_size != s.world_size:
+            out.append(f"world size {j.world_size}: not stated, ZeRO's partitioning is read at its most favourable")
+        return out
 
     def favourable_shape(self) -> TrainingShape:
         """The shape with every assumed input replaced by its cheapest plausible reading."""
@@ -466,6 +491,25 @@ def shape_from_setup(setup: Setup, *, gpus: int | None = None,
     return r.shape, r.notes
 
 
+def launch_text(setup: Setup, limit: int = 100) -> str:
+    """``run.sh:3: torchrun --nproc_per_node 4 train.py --per_device_train_batch_size 8 ...``:
+    what tells two setups of the same script apart; "" without a launch line."""
+    launch = setup.extra.get("launch")
+    if launch is None:
+        return ""
+    parts = [launch.launcher]
+    parts += [f.raw for f in getattr(launch, "launcher_flags", [])]
+    if launch.script is not None:
+        parts.append(launch.script[0])
+    elif launch.module is not None:
+        parts.append(f"-m {launch.module}")
+    parts += [f.raw for f in launch.script_args]
+    text = " ".join(p for p in parts if p)
+    if len(text) > limit:
+        text = text[: limit - 4].rstrip() + " ..."
+    return f"{Path(launch.path).name}:{launch.span.line}: {text}"
+
+
 def estimate_setup(setup: Setup, *, gpus: int | None = None, accelerate: Any = None) -> SetupEstimate | str | None:
     """A SetupEstimate; a message (str) when a model is named but its size is unknown; None
     when the setup loads no model that can be found."""
@@ -546,8 +590,14 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
         kw["param_dtype"] = _DTYPES.get(info.torch_dtype or "float32", "fp32")
         notes.append(f"weights loaded in the checkpoint's {info.torch_dtype} (dtype='auto')")
     elif info.torch_dtype in ("float16", "bfloat16"):
-        notes.append(f"weights taken as fp32 (transformers 4); transformers 5 loads this {info.torch_dtype} "
-                     f"checkpoint in {info.torch_dtype} unless dtype= says otherwise")
+        tf = setup.target_transformers or "newest known"
+        if setup.transformers_tuple()[0] >= 5:
+            kw["param_dtype"] = _DTYPES.get(info.torch_dtype, "fp32")
+            notes.append(f"weights loaded in the checkpoint's {info.torch_dtype}: from_pretrained defaults to "
+                         f"dtype='auto' in transformers 5 (target {tf})")
+        else:
+            notes.append(f"weights loaded in fp32: from_pretrained defaults to float32 in transformers 4 "
+                         f"(target {tf}); the checkpoint is {info.torch_dtype}")
     quantized = any(k in ref.kwargs for k in ("quantization_config", "load_in_4bit", "load_in_8bit"))
     if quantized:
         notes.append("quantized loading (4/8-bit) is not modelled: the estimate is an upper bound")
@@ -652,7 +702,7 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
     else:
         kw["seq_len"] = min(DEFAULT_SEQ_LEN, model_max or DEFAULT_SEQ_LEN)
         assumed.add("seq_len")
-        notes.append(f"sequence length {kw['seq_len']} assumed (no max_length in the script)")
+        notes.append("sequence length not stated (no max_length in the script or the config)")
 
     # world size
     world = setup.world_size_value
@@ -696,6 +746,7 @@ def _analyse(setup: Setup, *, gpus: int | None, accelerate: Any) -> SetupEstimat
     except ValueError as e:
         return f"cannot estimate: {e}"
     return SetupEstimate(shape=shape, estimate=est, model=info, notes=notes, assumed=assumed, gpu=setup.gpu,
+                         launch=launch_text(setup),
                          script=pf.path, model_span=pf.span(ref.call), quantized=quantized)
 
 
@@ -717,5 +768,5 @@ def estimate_for_script(script_path: str | Path, gpus: int | None = None) -> Est
             continue
         r = estimate_setup(setup, gpus=gpus)
         if isinstance(r, SetupEstimate):
-            return r.estimate
+            return r.judged()[1]  # the figure `trainlint estimate` prints
     return None

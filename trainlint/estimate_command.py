@@ -38,15 +38,17 @@ def _to_json(r: Any) -> dict[str, Any]:
 
     from trainlint.memory import CUDA_CONTEXT_BYTES
 
-    est = r.estimate
-    shape = {k: v for k, v in asdict(r.shape).items()}
+    judged_shape, est = r.judged()
+    shape = {k: v for k, v in asdict(judged_shape).items()}
+    total = est.total + CUDA_CONTEXT_BYTES
     gpu = None
     if r.gpu is not None:
         gpu = {"name": r.gpu.name, "memory_bytes": r.gpu.memory_bytes,
-               "fits": r.total_with_context <= r.gpu.memory_bytes,
-               "headroom_bytes": r.gpu.memory_bytes - r.total_with_context}
+               "fits": total <= r.gpu.memory_bytes,
+               "headroom_bytes": r.gpu.memory_bytes - total}
     return {
         "script": r.script,
+        "launch": r.launch or None,
         "model": {"name": r.model.hub_id, "params": r.model.params, "model_type": r.model.model_type,
                   "source": r.model.from_config or r.model.source},
         "per_gpu": {c: est.per_gpu[c] for c in (*CATEGORIES, "total")},
@@ -58,7 +60,7 @@ def _to_json(r: Any) -> dict[str, Any]:
         "terms": [{"category": t.category, "name": t.name, "bytes": t.bytes, "formula": t.formula,
                    "source": t.source} for t in est.terms],
         "assumed": sorted(r.assumed),
-        "provenance": r.notes,
+        "provenance": r.notes + r.judged_notes(),
         "notes": est.notes,
     }
 
@@ -68,8 +70,7 @@ def _render_text(r: Any, console: Any) -> None:
 
     from trainlint.memory import CUDA_CONTEXT_BYTES, GIB, savings
 
-    est = r.estimate
-    s = r.shape
+    s, est = r.judged()
     title = (f"{r.model.hub_id} ({r.model.params / 1e6:,.0f}M params), {s.precision}, "
              f"{'ZeRO-' + str(s.zero_stage) if s.zero_stage else 'no ZeRO'}"
              f"{', optimizer offload ' + s.offload_optimizer if s.offload_optimizer != 'none' else ''}"
@@ -87,7 +88,7 @@ def _render_text(r: Any, console: Any) -> None:
         for t in terms:
             table.add_row(f"  {t.name}", f"{t.bytes / GIB:.2f} GiB", t.formula)
     table.add_row("CUDA context", f"{CUDA_CONTEXT_BYTES / GIB:.2f} GiB", "typical, outside PyTorch's allocator")
-    total = r.total_with_context
+    total = est.total + CUDA_CONTEXT_BYTES
     table.add_row("[bold]total[/bold]", f"[bold]{total / GIB:.2f} GiB[/bold]", "")
     if r.gpu is not None:
         fits = total <= r.gpu.memory_bytes
@@ -101,7 +102,7 @@ def _render_text(r: Any, console: Any) -> None:
         table.add_row("NVMe", f"{est.nvme_bytes / GIB:.2f} GiB", "offloaded states")
     console.print(table)
     console.print("[bold]from[/bold]:")
-    for n in r.notes:
+    for n in r.notes + r.judged_notes():
         console.print(f"  - {n}", highlight=False)
     for n in est.notes:
         console.print(f"  [yellow]note[/yellow]: {n}", highlight=False)
@@ -117,10 +118,13 @@ def _render_text(r: Any, console: Any) -> None:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--gpus", type=click.IntRange(min=1), help="World size (GPUs) when no launch line says.")
 @click.option("--gpu", help='Target GPU, e.g. "A100-80GB", "H100", "RTX 4090", or "auto" (nvidia-smi).')
+@click.option("--transformers-version", help="Target transformers version (decides, e.g., the dtype from_pretrained "
+              "loads weights in: float32 in 4.x, the checkpoint's in 5.x).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="A pyproject.toml to read [tool.trainlint] from (default: the nearest one).")
-def estimate(paths: tuple[Path, ...], gpus: int | None, gpu: str | None, fmt: str, config_path: Path | None) -> None:
+def estimate(paths: tuple[Path, ...], gpus: int | None, gpu: str | None, transformers_version: str | None, fmt: str,
+             config_path: Path | None) -> None:
     """Estimate the per-GPU memory of each training setup (weights, gradients, optimizer,
     activations, buffers), each term with its formula."""
     import json
@@ -131,7 +135,20 @@ def estimate(paths: tuple[Path, ...], gpus: int | None, gpu: str | None, fmt: st
 
     path_list = list(paths) or [Path(".")]
     try:
-        settings = load_settings(config_path or path_list[0], {"gpu": gpu, "gpus": gpus})
+        settings = load_settings(config_path or path_list[0], {"gpu": gpu, "gpus": gpus,
+                                                               "transformers-version": transformers_version})
+        if settings.gpu and settings.gpu.lower() == "auto":
+            from trainlint.knowledge.gpus import auto_gpu_problem
+
+            problem = auto_gpu_problem()
+            if problem is not None:
+                click.echo(f"trainlint: note: --gpu auto: {problem}; the estimate is not compared with a GPU "
+                           f"(pass --gpu NAME, see `trainlint gpus`)", err=True)
+        if transformers_version:
+            from trainlint.config import version_notes
+
+            for note in version_notes(settings):
+                click.echo(f"trainlint: note: {note}", err=True)
         ws = read_workspace(path_list, settings, {})
         setups = build_setups(ws, settings)
     except ConfigError as e:
@@ -162,7 +179,7 @@ def estimate(paths: tuple[Path, ...], gpus: int | None, gpu: str | None, fmt: st
 
     console = Console(soft_wrap=False, highlight=False)
     for r in results:
-        console.print(f"[bold]{r.script}[/bold]")
+        console.print(f"[bold]{r.script}[/bold]" + (f"  launched by {r.launch}" if r.launch else ""))
         _render_text(r, console)
     for m in messages:
         console.print(f"trainlint estimate: {m}")

@@ -1,4 +1,4 @@
-"""Linking files into training setups, with provenance (design.md section 1).
+"""Linking files into training setups, with provenance.
 
 ``link_setups(ws, settings)`` follows what the files say about each other:
 

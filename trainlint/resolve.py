@@ -80,7 +80,11 @@ def target_gpu(settings: Settings):
         return found[0] if found else None
     gpu = lookup_gpu(settings.gpu)
     if gpu is None:
-        raise ConfigError(f"unknown GPU {settings.gpu!r} (see the GPU table: `trainlint rule fp16-on-bf16-hardware`)")
+        from trainlint.knowledge.gpus import nearest_gpus
+
+        near = nearest_gpus(settings.gpu)
+        hint = f"did you mean {', '.join(repr(n) for n in near)}? " if near else ""
+        raise ConfigError(f"unknown GPU {settings.gpu!r} ({hint}`trainlint gpus` lists the known GPUs)")
     return gpu
 
 

@@ -3,6 +3,10 @@
 * ``# trainlint: disable=TL101,padding-max-length`` or ``# noqa: TL101`` on the line of a
   finding (or on the first line of the statement it starts) silences those codes there; a bare
   ``# noqa`` silences everything on that line.
+* ``# trainlint: disable-next=TL201`` on a comment line of its own silences the codes on the
+  next code line and its continuation: the lines of a shell command joined with a trailing backslash, or a
+  Python/YAML line whose brackets stay open. That is how one command of a multi-line launch
+  script is silenced without touching its lines (a comment cannot follow a line continuation).
 * ``# trainlint: disable-file=TL201`` anywhere in a file silences the codes in the whole file.
 * Files without comments (JSON) use ``per-file-ignores`` in ``[tool.trainlint]``.
 """
@@ -20,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _DISABLE = re.compile(r"#\s*trainlint:\s*disable=([\w\-, ]+)", re.IGNORECASE)
 _DISABLE_FILE = re.compile(r"#\s*trainlint:\s*disable-file=([\w\-, ]+)", re.IGNORECASE)
+_DISABLE_NEXT = re.compile(r"^\s*#\s*trainlint:\s*disable-next=([\w\-, ]+)", re.IGNORECASE)
 _NOQA = re.compile(r"#\s*noqa(?::\s*([\w\-, ]+))?", re.IGNORECASE)
 
 
@@ -39,6 +44,7 @@ class Suppressions:
         self.ws = ws
         self._file_codes: dict[str, list[str]] = {}
         self._line_cache: dict[str, list[str] | None] = {}
+        self._next_codes: dict[str, dict[int, list[str]]] = {}
 
     def _lines(self, path: str) -> list[str] | None:
         if path not in self._line_cache:  # once per file: a file can have thousands of findings
@@ -56,6 +62,22 @@ class Suppressions:
             self._file_codes[path] = codes
         return self._file_codes[path]
 
+    def _next_level(self, path: str) -> dict[int, list[str]]:
+        """Line number -> codes silenced there by a ``disable-next`` comment above."""
+        if path not in self._next_codes:
+            out: dict[int, list[str]] = {}
+            f = self.ws.files.get(path)
+            lines = self._lines(path) if f is not None and "disable-next" in f.text.text else None
+            for i, text in enumerate(lines or []):
+                m = _DISABLE_NEXT.match(text)
+                if not m:
+                    continue
+                codes = _codes(m.group(1))
+                for ln in _logical_line_after(lines, i + 1):  # type: ignore[arg-type]
+                    out.setdefault(ln, []).extend(codes)
+            self._next_codes[path] = out
+        return self._next_codes[path]
+
     def suppressed(self, d: Diagnostic) -> bool:
         file_codes = self._file_level(d.path)
         if file_codes and is_selected(d.code, d.name, file_codes):
@@ -63,6 +85,9 @@ class Suppressions:
         lines = self._lines(d.path)
         if not lines:
             return False
+        nxt = self._next_level(d.path)
+        if nxt and is_selected(d.code, d.name, nxt.get(d.line, [])):
+            return True
         for ln in {d.line, d.end_line}:
             if not 1 <= ln <= len(lines):
                 continue
@@ -79,3 +104,22 @@ class Suppressions:
                 if is_selected(d.code, d.name, _codes(m.group(1))):
                     return True
         return False
+
+
+def _logical_line_after(lines: list[str], start: int) -> list[int]:
+    """1-based numbers of the first code line at or after index ``start`` (skipping blank and
+    comment lines) and of its continuation lines (a trailing backslash, or open brackets)."""
+    i = start
+    while i < len(lines) and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+        i += 1
+    out: list[int] = []
+    depth = 0
+    while i < len(lines):
+        text = lines[i]
+        out.append(i + 1)
+        code = re.sub(r"'[^']*'|\"[^\"]*\"|#.*$", "", text)
+        depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+        if not (text.rstrip().endswith("\\") or depth > 0):
+            break
+        i += 1
+    return out

@@ -75,6 +75,26 @@ def _in_git_tree(folder: str) -> bool:
     return bool(os.environ.get("GIT_DIR")) or repository_root(folder) is not None
 
 
+def base_problem(paths: list[str], rev: str) -> str | None:
+    """Why ``--base rev`` cannot be used for ``paths`` (not a git work tree, or a revision the
+    repository lacks), else None. A silent fallback would disable lr-not-scaled unnoticed."""
+    folder = os.path.abspath(paths[0] if paths else ".")
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder) or "."
+    if not _in_git_tree(folder):
+        return f"--base {rev}: {folder} is not in a git work tree (lr-not-scaled compares with a git revision)"
+    try:
+        out = subprocess.run(["git", "-C", folder, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                             capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"--base {rev}: git could not be run ({e})"
+    if out.returncode != 0:
+        return f"--base {rev}: no such revision in the repository at {folder} (try a branch, tag or commit SHA)"
+    return None
+
+
+
+
 class _Batch:
     """A ``git cat-file --batch`` process for one repository."""
 

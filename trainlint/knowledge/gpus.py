@@ -31,6 +31,9 @@ __all__ = [
     "is_ampere_or_newer",
     "lookup_gpu",
     "lookup_gpu_variants",
+    "nearest_gpus",
+    "auto_gpu_problem",
+    "assumed_variant_note",
     "parse_nvidia_smi",
 ]
 
@@ -179,6 +182,27 @@ def lookup_gpu_variants(text: str) -> list[Gpu]:
     return [r[0] for r in rows]
 
 
+def assumed_variant_note(text: str, texts: dict[str, str]) -> str | None:
+    """For an ambiguous ``--gpu`` (``A100``: 40 or 80 GB): when one of the checked files names
+    another variant (``A100-40GB``, ``a100_40gb``, ``A100 40GB``), say which one was assumed."""
+    variants = lookup_gpu_variants(text)
+    if len(variants) < 2:
+        return None
+    assumed, others = variants[0], variants[1:]
+    for other in others:
+        for spelling in (other.name, *other.aliases):
+            toks = [t for t in _tokens(spelling) if t not in _NOISE]
+            if len(toks) < 2:
+                continue
+            pat = re.compile(r"(?<![a-z0-9])" + r"[\s_-]?".join(
+                re.escape(t).replace("gb", r"\s?gb?") for t in toks) + r"(?![a-z0-9])", re.I)
+            for path, body in texts.items():
+                if pat.search(body):
+                    return (f"--gpu {text} was taken as {assumed.name} ({assumed.memory_gib:g} GiB, the larger "
+                            f"variant), but {path} names {other.name}: pass --gpu {other.name} if that is the target")
+    return None
+
+
 def lookup_gpu(text: str) -> Gpu | None:
     """The GPU ``text`` names, or None. A bare family name means its larger-memory variant."""
     variants = lookup_gpu_variants(text)
@@ -291,6 +315,37 @@ def _run_smi(fields: str, timeout: float) -> str | None:
     if proc.returncode != 0:
         return None
     return proc.stdout
+
+
+def auto_gpu_problem() -> str | None:
+    """Why ``--gpu auto`` finds no GPU (``nvidia-smi`` missing or failing), else None."""
+    if shutil.which("nvidia-smi") is None:
+        return "nvidia-smi is not on PATH (no NVIDIA driver here)"
+    if _run_smi("name", 5.0) is None:
+        return "nvidia-smi reported no GPU it could describe"
+    return None
+
+
+def nearest_gpus(text: str, n: int = 3) -> list[str]:
+    """The table names closest to an unknown spelling (for "did you mean")."""
+    import difflib
+
+    names = {}
+    for gpu, _, _ in _table():
+        for spelling in (gpu.name, *gpu.aliases):
+            names.setdefault(_key(spelling), gpu.name)
+    keys = difflib.get_close_matches(_key(text), list(names), n=n * 3, cutoff=0.5)
+    out: list[str] = []
+    typo = lookup_gpu(re.sub(r"(?<=\d)[oO]|[oO](?=\d)", "0", text))  # "A10O" -> A100
+    if typo is not None:
+        out.append(typo.name)
+    for k in keys:
+        if names[k] not in out:
+            out.append(names[k])
+    if not out:  # same digits: "4080 super" -> RTX 4080 SUPER
+        digits = "".join(ch for ch in text if ch.isdigit())
+        out = [g.name for g, _, _ in _table() if digits and digits in _key(g.name)]
+    return out[:n]
 
 
 def gpu_from_nvidia_smi(timeout: float = 5.0) -> list[Gpu]:

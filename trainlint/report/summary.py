@@ -17,8 +17,20 @@ def statistics_rows(diagnostics: list[Diagnostic]) -> list[tuple[str, str, int, 
     return [(c, n, k, fixable[(c, n)]) for (c, n), k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
+def fix_marks(diagnostics: list[Diagnostic]) -> dict[str, str]:
+    """Per rule code, the mark its findings carry: ``*`` (safe fix), ``-`` (only unsafe
+    fixes, needs --unsafe-fixes), ``*-`` (both kinds), `` `` (no fix), as the findings show."""
+    safe: Counter[str] = Counter()
+    unsafe: Counter[str] = Counter()
+    for d in diagnostics:
+        if d.fix is not None:
+            (safe if d.fix.applicability == "safe" else unsafe)[d.code] += 1
+    return {d.code: ("*" if safe[d.code] else "") + ("-" if unsafe[d.code] else "") or " " for d in diagnostics}
+
+
 def statistics_lines(diagnostics: list[Diagnostic]) -> list[str]:
-    return [f"{k:5d}\t{c}\t[{'*' if f else ' '}] {n}" for c, n, k, f in statistics_rows(diagnostics)]
+    marks = fix_marks(diagnostics)
+    return [f"{k:5d}\t{c}\t[{marks[c]}] {n}" for c, n, k, _f in statistics_rows(diagnostics)]
 
 
 def write_lines(diagnostics: list[Diagnostic], out, line_of, *, statistics: bool = False) -> None:

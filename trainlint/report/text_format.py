@@ -18,7 +18,7 @@ from typing import TextIO
 
 from trainlint.diagnostics import Diagnostic
 from trainlint.report.cells import NotebookTexts, label, short
-from trainlint.report.summary import statistics_rows
+from trainlint.report.summary import fix_marks, statistics_rows
 
 # Written directly (SGR escape codes when coloured): a terminal library's markup parsing and
 # rendering per line cost ~0.8 ms a finding, 4x the concise format.
@@ -73,8 +73,9 @@ def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *,
     st = _Styler(_use_color(out, color))
     write = out.write
     if statistics:
-        for code, name, count, fixable in statistics_rows(diagnostics):
-            write(f"{count:5d}  {st('bold', code)}  [{'*' if fixable else ' '}] {name}\n")
+        marks = fix_marks(diagnostics)
+        for code, name, count, _fixable in statistics_rows(diagnostics):
+            write(f"{count:5d}  {st('bold', code)}  [{marks[code]}] {name}\n")
         return
     cache: dict[str, list[str]] = {}
     notebooks = NotebookTexts(texts)

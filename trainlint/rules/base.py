@@ -50,6 +50,9 @@ class Case:
     unsafe: bool = False  # apply unsafe fixes too when checking ``fixed``
     git_base: dict[str, str] | None = None  # files committed before the working copy
     note: str = ""
+    severity: str = ""  # when set: the severity every finding of the rule must have
+    fixable: bool | None = None  # when set: whether the findings carry a fix
+    message: str = ""  # when set: text every finding's message contains (the reason it gives)
 
     def all_files(self) -> dict[str, str]:
         files = dict(self.files)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from trainlint.rules.base import Rule
 
 FIX_TEXT = {
-    "safe": "Fix is always available (safe: training computes the same thing).",
-    "unsafe": "Fix is sometimes available (unsafe: changes training numerics or behaviour; needs `--unsafe-fixes`).",
+    "safe": "Fix is available where *Fix safety* says (safe: training computes the same thing).",
+    "unsafe": "Fix is available where *Fix safety* says (unsafe: changes training numerics or behaviour; needs "
+              "`--unsafe-fixes`).",
     "none": "No fix.",
 }
 

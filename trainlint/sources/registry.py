@@ -94,6 +94,7 @@ READERS: dict[str, Callable[[str, str], Any]] = {
 # problem of the file (the value is simply unknown to rules).
 PROBLEM_SEVERITY = {
     "duplicate-key": Severity.ERROR,  # DeepSpeed raises on duplicates; json/yaml keep the last silently
+    "duplicate-key-same": Severity.WARNING,  # YAML, both copies equal: nothing changes until one is edited
     "non-standard-number": Severity.ERROR,  # NaN/Infinity: not JSON; strict parsers reject it
 }
 

@@ -399,7 +399,7 @@ def _build(doc: YamlDocument, top: Any, max_nodes: int) -> YamlNode:
             parent.items.append(node)
         inner = ancestors
         if isinstance(cnode, MappingNode):
-            firsts: dict[Any, tuple[int, int]] = {}
+            firsts: dict[Any, tuple[int, int, Any]] = {}
             children = []
             for knode, vnode in cnode.value:
                 ks, ke = knode.start_mark.index, knode.end_mark.index
@@ -414,14 +414,18 @@ def _build(doc: YamlDocument, top: Any, max_nodes: int) -> YamlNode:
                     key = text[ks:ke]
                 if not merge and not is_alias:
                     if key in firsts:
-                        fs, fe = firsts[key]
+                        fs, fe, fvalue = firsts[key]
+                        same = (isinstance(fvalue, ScalarNode) and isinstance(vnode, ScalarNode)
+                                and fvalue.tag == vnode.tag and fvalue.value == vnode.value)
                         doc.problems.append(ReadProblem(
-                            "duplicate-key",
+                            "duplicate-key-same" if same else "duplicate-key",
+                            f"Duplicate key {key!r} with the same value: harmless today, but an edit of "
+                            f"one copy is silently overridden by the other" if same else
                             f"Duplicate key {key!r}: PyYAML keeps the later value silently",
                             doc.span(ks, ke), related=doc.span(fs, fe),
                         ))
                     else:
-                        firsts[key] = (ks, ke)
+                        firsts[key] = (ks, ke, vnode)
                 children.append((vnode, node, (key, ks, ke, merge), inner, depth + 1))
             work.extend(reversed(children))
         elif isinstance(cnode, SequenceNode):

@@ -140,11 +140,13 @@ def verify(script: Path, script_args: tuple[str, ...], gpus: Optional[int], step
         shutil.rmtree(root, ignore_errors=True)
     else:
         for run in runs:
-            if run.status != "ok" and run.log_tail:
+            # the error is shown once: the report's line has it; the log tail only when no
+            # message could be extracted from the ranks
+            if run.status != "ok" and run.log_tail and not run.message:
                 err.print(f"[dim]--- {run.label}: launcher log tail ---[/]")
                 err.print(run.log_tail[-1500:], markup=False, highlight=False)
-        err.print(f"[dim]run files kept in {root}[/]")
-    sys.exit(0 if verdict == "pass" else 1)
+        err.print(f"[dim]run files kept in {root} (with the launcher logs)[/]")
+    sys.exit({"pass": 0, "original-fails": 2}.get(verdict, 1))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -59,19 +59,26 @@ def decide(
     device: str,
     threshold: float = NOISE_THRESHOLD,
 ) -> tuple[str, list[str], list[str]]:
-    """Verdict ("pass"/"fail"), reasons for a failure, and notes.
+    """Verdict ("pass"/"fail"/"original-fails"), reasons for a failure, and notes.
 
     Fail when the fixed run (or the only run) is not ok, or is worse than the original:
     a worse status, or on GPU a peak-memory or step-time regression beyond `threshold`.
-    On CPU no performance claim is made either way.
+    When the original already fails and the fixed run does not succeed either, the
+    comparison says nothing about the fix: "original-fails". On CPU no performance claim is
+    made either way.
     """
     reasons: list[str] = []
     notes: list[str] = []
     main = fixed if fixed is not None else original
     if main is None:
         return "fail", ["nothing was run"], notes
+    if fixed is not None and original is not None and original.status != "ok" and fixed.status != "ok":
+        reasons.append(f"the original run already fails ({original.status}), so the smoke run says nothing about "
+                       f"the fix; make the original script run first (e.g. a local model path, or a cached model with "
+                       f"HF_HUB_OFFLINE=1), then verify again")
+        return "original-fails", reasons, notes
     if main.status != "ok":
-        reasons.append(f"{main.label} run: {main.status}" + (f" ({main.message})" if main.message else ""))
+        reasons.append(f"{main.label} run: {main.status}")
     if fixed is None or original is None:
         return ("fail" if reasons else "pass"), reasons, notes
 
@@ -138,6 +145,14 @@ def _delta(new, old, device: str) -> str:
     return text + (" (CPU: not compared)" if device == "cpu" else "")
 
 
+def _finite(run: RunResult) -> str:
+    """"True"/"False" from the recorded losses; "-" when there are none or the run failed."""
+    seen = [x.loss_finite for x in run.ranks if x.loss_finite is not None]
+    if run.status != "ok":  # a crashed run is never "finite: True", whatever it logged before
+        return "False" if False in seen else "-"
+    return str(all(seen)) if seen else "-"
+
+
 def render(report: VerifyReport, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -180,7 +195,7 @@ def render(report: VerifyReport, console=None) -> None:
         _delta(samples_per_s(f), samples_per_s(o), report.device) if f else "")
     for name in ("first_loss", "last_loss"):
         row(name.replace("_", " "), [_num(getattr(_rank0(r), name, None)) if r.ranks else "-" for r in runs])
-    row("loss finite", [str(all(x.loss_finite is not False for x in r.ranks)) for r in runs])
+    row("loss finite", [_finite(r) for r in runs])
     console.print(table)
     for run in runs:
         if run.status != "ok":
@@ -189,7 +204,8 @@ def render(report: VerifyReport, console=None) -> None:
                           + (f": {run.message}" if run.message else ""))
     for note in report.notes:
         console.print(f"[dim]note:[/] {note}")
+    label = "[yellow]original fails:[/]" if report.verdict == "original-fails" else "[red]fail:[/]"
     for reason in report.reasons:
-        console.print(f"[red]fail:[/] {reason}")
-    colour = "green" if report.verdict == "pass" else "red"
+        console.print(f"{label} {reason}")
+    colour = {"pass": "green", "original-fails": "yellow"}.get(report.verdict, "red")
     console.print(f"verdict: [{colour} bold]{report.verdict}[/]")

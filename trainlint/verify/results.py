@@ -89,7 +89,8 @@ class VerifyReport(BaseModel):
     gpus: int
     launcher: str
     device: Literal["cpu", "gpu"]
-    verdict: Literal["pass", "fail"]
+    # "original-fails": the unmodified script already fails, so the run says nothing about the fix
+    verdict: Literal["pass", "fail", "original-fails"]
     reasons: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     memory_estimate_bytes: Optional[int] = None

@@ -41,7 +41,7 @@ class AccumulationSetTwice(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A27; transformers `Trainer.create_accelerator_and_postprocess`
+    - transformers `Trainer.create_accelerator_and_postprocess`
     """
 
     code = "TL223"

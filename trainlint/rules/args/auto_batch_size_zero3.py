@@ -38,7 +38,7 @@ class AutoBatchSizeZero3(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A21; transformers 5.24 `Trainer` (DeepSpeed setup)
+    - transformers 5.24 `Trainer` (DeepSpeed setup)
     """
 
     code = "TL218"

@@ -41,7 +41,7 @@ class BatchEvalMetricsSignature(Rule):
     No automatic fix (the function must accumulate batches).
 
     ## References
-    - pitfalls catalog A26; transformers 4.57.1 / 5.24 `Trainer.__init__`
+    - transformers 4.57.1 / 5.24 `Trainer.__init__`
     """
 
     code = "TL222"

@@ -59,7 +59,6 @@ class MetricNotComputed(Rule):
     No automatic fix: which metric should pick the best checkpoint is the user's choice.
 
     ## References
-    - pitfalls catalog A15 (the metric-name part; the PEFT eval-loss part is TL122);
       transformers `Trainer._determine_best_metric` (5.x), `Trainer._save_checkpoint` (4.x)
     - https://github.com/huggingface/transformers/issues/33420
     """

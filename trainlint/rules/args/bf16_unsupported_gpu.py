@@ -37,7 +37,7 @@ class Bf16UnsupportedGpu(SiteRule):
     No automatic fix: fp16 changes numerics (and may overflow for bf16-pretrained models).
 
     ## References
-    - pitfalls catalog A07; transformers `TrainingArguments.__post_init__` (4.57, 5.24)
+    - transformers `TrainingArguments.__post_init__` (4.57, 5.24)
     """
 
     code = "TL209"

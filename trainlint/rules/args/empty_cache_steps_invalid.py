@@ -35,7 +35,7 @@ class EmptyCacheStepsInvalid(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A12; transformers `TrainingArguments.__post_init__`
+    - transformers `TrainingArguments.__post_init__`
     """
 
     code = "TL214"

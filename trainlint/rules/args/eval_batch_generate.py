@@ -64,7 +64,6 @@ class EvalBatchWithGenerate(Rule):
 
     ## References
     - https://github.com/huggingface/transformers/issues/13597
-    - pitfalls catalog P19
     """
 
     code = "TL202"

@@ -39,7 +39,7 @@ class EvalStepsMissing(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A03; transformers `TrainingArguments.__post_init__`
+    - transformers `TrainingArguments.__post_init__`
     """
 
     code = "TL205"

@@ -60,7 +60,7 @@ class EvalWithoutEvalDataset(Rule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A13; transformers 4.57.1 / 5.24 `Trainer.__init__`
+    - transformers 4.57.1 / 5.24 `Trainer.__init__`
     """
 
     code = "TL215"

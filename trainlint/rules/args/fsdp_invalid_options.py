@@ -53,7 +53,7 @@ class FsdpInvalidOptions(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A17, R25; transformers `TrainingArguments.__post_init__` (4.x),
+    - transformers `TrainingArguments.__post_init__` (4.x),
       `TrainingArguments._apply_legacy_fsdp_to_config` (5.10+)
     """
 

@@ -77,7 +77,7 @@ class FsdpLegacyForm(SiteRule):
     FSDP1-only strategy (see `fsdp-invalid-options`, TL217).
 
     ## References
-    - pitfalls catalog R25; transformers 5.10+ `TrainingArguments._apply_legacy_fsdp_to_config`
+    - transformers 5.10+ `TrainingArguments._apply_legacy_fsdp_to_config`
       and `_process_fsdp_args`
     """
 

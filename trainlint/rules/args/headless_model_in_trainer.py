@@ -65,7 +65,7 @@ class HeadlessModelInTrainer(Rule):
     No automatic fix: the task head depends on the task.
 
     ## References
-    - pitfalls catalog A25; transformers 4.57.1 / 5.24 `Trainer.__init__` (`MODEL_MAPPING_NAMES`)
+    - transformers 4.57.1 / 5.24 `Trainer.__init__` (`MODEL_MAPPING_NAMES`)
     """
 
     code = "TL221"

@@ -65,7 +65,7 @@ class LabelSmoothingMultiLabel(Rule):
     cannot start).
 
     ## References
-    - pitfalls catalog A29; transformers `Trainer.__init__` (the check, 4.56.0 and later),
+    - transformers `Trainer.__init__` (the check, 4.56.0 and later),
       `trainer_pt_utils.LabelSmoother`
     """
 

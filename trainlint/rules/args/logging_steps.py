@@ -7,9 +7,17 @@ from typing import Iterable
 from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._context import run_context
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule, RuleOptions
 from trainlint.setup import Setup
+
+
+TA = "from transformers import TrainingArguments\n"
+_BERT = ("from transformers import AutoModelForSequenceClassification, TrainingArguments\n"
+         "model = AutoModelForSequenceClassification.from_pretrained('bert-base-uncased')\n")
+_LLAMA = ("from transformers import AutoModelForCausalLM, TrainingArguments\n"
+          "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-2-7b-hf')\n")
 
 
 class LoggingStepsOptions(RuleOptions):
@@ -25,6 +33,16 @@ class LoggingStepsTooLow(Rule):
     set: a `TrainingArguments`/`Seq2SeqTrainingArguments`/TRL config keyword (also through a
     constant or an unpacked dict), a `--logging_steps` flag on a launch line, or an HF args
     file.
+
+    The severity comes from what the setup says about the run: a **warning** when evaluation
+    falls back to `logging_steps` (`eval_strategy="steps"` without `eval_steps`: an evaluation
+    after every step) or when steps are fast (a model under 1B parameters, or sequences of 512
+    tokens or less when no model is named); **information** when steps take seconds anyway (a
+    6B+ model by the model facts or the size its hub id spells out, sequences of
+    2048 tokens or more, TRL `packing=True`, `gradient_accumulation_steps` of 8 or more) or
+    when the step time cannot be told. It is silent in test files (`test_*.py`, `conftest.py`,
+    files under `tests/`) and in short runs (`max_steps` up to 100, `num_train_epochs` below
+    0.1), where logging every step is the point.
 
     ## Why is this bad?
     Every logging step reads the loss back from the GPU (a host-device synchronisation that
@@ -49,8 +67,8 @@ class LoggingStepsTooLow(Rule):
 
     ## References
     - transformers `TrainingArguments.logging_steps` and `eval_steps` ("Will default to the same
-      value as `logging_steps` if not set")
-    - pitfalls catalog P25, A03
+      value as `logging_steps` if not set"), `src/transformers/training_args.py` (5.24.0)
+    - https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments
     """
 
     code = "TL201"
@@ -101,7 +119,45 @@ class LoggingStepsTooLow(Rule):
         ),
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', logging_steps=5)\n",
              rule_options={"threshold": 5}),
+        Case(_BERT + "args = TrainingArguments(output_dir='o', logging_steps=1)\n", severity="warning",
+             message="109M-parameter model", note="a 110M-parameter model: steps are fast"),
+        Case(TA + "args = TrainingArguments(output_dir='o', logging_steps=1, eval_strategy='steps')\n",
+             severity="warning", message="evaluation falls back to logging_steps",
+             note="evaluation falls back to logging_steps: every step"),
+        Case(_LLAMA + "args = TrainingArguments(output_dir='o', logging_steps=1, bf16=True)\n", severity="info",
+             message="6.7B-parameter model", note="multi-second steps of a 7B model"),
+        Case("from trl import SFTConfig\nargs = SFTConfig(output_dir='o', logging_steps=1, packing=True)\n",
+             severity="info", message="packing=True", note="packing: long steps"),
+        Case(TA + "args = TrainingArguments(output_dir='o', logging_steps=1, gradient_accumulation_steps=16)\n",
+             severity="info", message="gradient_accumulation_steps=16", note="heavy accumulation"),
+        Case(files={"run.sh": "python train.py --output_dir o --logging_steps 1\n",
+                    "train.py": "from transformers import AutoModel, HfArgumentParser, TrainingArguments\n"
+                                "model = AutoModel.from_pretrained('bert-base-uncased')\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
+             severity="warning", message="109M-parameter model", note="a launch-line flag"),
+        Case(files={"run.sh": "deepspeed train.py --model_name_or_path meta-llama/Llama-2-7b-hf --output_dir o "
+                              "--logging_steps 1\n",
+                    "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
+             severity="info", message="6.7B-parameter model", note="the model named on the launch line"),
+        Case(files={"run.sh": "torchrun train.py --model_max_length 4096 --output_dir o --logging_steps 1\n",
+                    "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
+             severity="info", message="4096-token sequences", note="a long model_max_length"),
+        Case(files={"run.sh": "torchrun train.py --model_name_or_path Qwen/Qwen3-VL-30B-A3B-Instruct "
+                              "--max_seq_length 512 --output_dir o --logging_steps 1\n",
+                    "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"},
+             severity="info", message="30.0B-parameter model",
+             note="short sequences, but the model's name says 30B: not fast"),
         # must not flag
+        Case(_BERT + "args = TrainingArguments(output_dir='o', logging_steps=1, max_steps=3)\n", flags=False,
+             note="a 3-step smoke run: logging every step is the point"),
+        Case(files={"tests/test_train.py": _BERT + "def test_train(tmp_path):\n"
+                                               "    args = TrainingArguments(output_dir=str(tmp_path), logging_steps=1)\n"},
+             flags=False, note="a test file"),
+        Case(files={"conftest.py": TA + "ARGS = TrainingArguments(output_dir='o', logging_steps=1)\n"}, flags=False,
+             note="pytest's conftest"),
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', logging_steps=50)\n",
              flags=False),
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', logging_steps=0.01)\n",
@@ -131,18 +187,37 @@ class LoggingStepsTooLow(Rule):
             strategy = site.known("logging_strategy")
             if isinstance(strategy, str) and strategy.lower() in ("no", "epoch"):
                 continue
+            ctx = run_context(setup, site)
+            if ctx.quiet_reason is not None:
+                continue  # a test or a smoke run: logging every step is what it wants
             world = setup.world_size_value
             on = f" on {world} GPUs" if world and world > 1 else ""
-            extra = ""
             eval_strategy = site.known("eval_strategy")
             if eval_strategy is None or not isinstance(eval_strategy, str):
                 eval_strategy = site.known("evaluation_strategy")
-            if isinstance(eval_strategy, str) and eval_strategy.lower() == "steps" and site.get("eval_steps") is None:
-                extra = "; with eval_strategy=\"steps\" and no eval_steps it also evaluates after every step"
-            message = (f"logging_steps={int(steps)}{on} logs every {'' if steps == 1 else f'{int(steps)} '}"
-                       f"optimizer step{'' if steps == 1 else 's'}: each log syncs the loss from the GPU"
-                       f"{' and across ranks' if world and world > 1 else ''} and writes to every logger{extra}")
+            eval_every = (isinstance(eval_strategy, str) and eval_strategy.lower() == "steps"
+                          and site.get("eval_steps") is None and not site.open_ended)
+            every = "every " + ("" if steps == 1 else f"{int(steps)} ") + ("optimizer step" if steps == 1 else
+                                                                            "optimizer steps")
+            cost = (f"each log syncs the loss from the GPU{' and across ranks' if world and world > 1 else ''} "
+                    f"and writes to every logger")
+            if eval_every:
+                severity = Severity.WARNING
+                why = (f'with eval_strategy="steps" and no eval_steps, evaluation falls back to logging_steps, so '
+                       f"the model is also evaluated {every}")
+            elif ctx.fast_steps is not None:
+                severity = Severity.WARNING
+                why = f"with {ctx.fast_steps} steps are fast, so this is a visible share of each step"
+            elif ctx.heavy_steps is not None:
+                severity = Severity.INFO
+                why = (f"with {ctx.heavy_steps} each step takes seconds, so the cost is small; a coarser "
+                       f"interval still keeps the logs readable")
+            else:
+                severity = Severity.INFO
+                why = "it slows training when steps are fast (a small model, short sequences)"
+            message = f"logging_steps={int(steps)}{on} logs {every}: {cost}; {why}"
             span = v.span or v.key_span
             edit_span = v.edit_span()
             edits = [edit_span.edit(str(opts.fix_value))] if edit_span is not None else None
-            yield self.diagnostic(span, message, edits=edits, fix_message=f"set logging_steps to {opts.fix_value}")
+            yield self.diagnostic(span, message, edits=edits, fix_message=f"set logging_steps to {opts.fix_value}",
+                                  severity=severity)

@@ -37,7 +37,7 @@ class LoggingStepsZero(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A04; transformers `TrainingArguments.__post_init__`
+    - transformers `TrainingArguments.__post_init__`
     """
 
     code = "TL206"

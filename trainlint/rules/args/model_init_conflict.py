@@ -46,7 +46,7 @@ class ModelInitConflict(Rule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A22; transformers 4.40 and 5.24 `Trainer.__init__`
+    - transformers 4.40 and 5.24 `Trainer.__init__`
     """
 
     code = "TL219"

@@ -37,7 +37,7 @@ class NonIntegerSteps(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A05; transformers `TrainingArguments.__post_init__`
+    - transformers `TrainingArguments.__post_init__`
     """
 
     code = "TL207"

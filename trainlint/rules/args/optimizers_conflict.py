@@ -52,7 +52,7 @@ class OptimizersConflict(Rule):
     (or an override of `create_optimizer`).
 
     ## References
-    - pitfalls catalog A23; transformers `Trainer.__init__` ("Optimizer validations"; the
+    - transformers `Trainer.__init__` ("Optimizer validations"; the
       DeepSpeed part until 4.45, the optimizer_cls_and_kwargs part from 4.48, read in the wheels)
     """
 

@@ -37,7 +37,7 @@ class PrefetchWithoutWorkers(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A11; transformers `TrainingArguments.__post_init__`
+    - transformers `TrainingArguments.__post_init__`
     """
 
     code = "TL213"

@@ -69,7 +69,7 @@ class ReportToDefault(SiteRule):
     the run does now (unsafe). Only Python calls are fixed.
 
     ## References
-    - pitfalls catalog R17; transformers 4.57 `TrainingArguments.__post_init__` (the
+    - transformers 4.57 `TrainingArguments.__post_init__` (the
       "will change in v5" notice), 5.0 field default `"none"`
     """
 

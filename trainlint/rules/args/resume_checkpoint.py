@@ -47,7 +47,7 @@ class ResumeWithoutCheckpoint(Rule):
     Trainer's `args=` is a name or attribute the call can reuse.
 
     ## References
-    - pitfalls catalog A28; transformers `Trainer.train` (`resume_from_checkpoint` handling),
+    - transformers `Trainer.train` (`resume_from_checkpoint` handling),
       `trainer_utils.get_last_checkpoint`
     """
 

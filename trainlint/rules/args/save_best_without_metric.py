@@ -38,7 +38,7 @@ class SaveBestWithoutMetric(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A14; transformers 4.57.1 / 5.24 `Trainer.__init__`
+    - transformers 4.57.1 / 5.24 `Trainer.__init__`
     """
 
     code = "TL216"

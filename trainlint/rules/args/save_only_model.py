@@ -60,7 +60,7 @@ class SaveOnlyModelConflict(SiteRule):
     is a choice about the cluster's storage that the user must make.
 
     ## References
-    - pitfalls catalog A20; transformers `Trainer.create_accelerator_and_postprocess`
+    - transformers `Trainer.create_accelerator_and_postprocess`
       (both checks; the SHARDED_STATE_DICT one since 4.50.0)
     """
 

@@ -38,7 +38,7 @@ class SchedulerNeedsEval(SiteRule):
     No automatic fix (adding evaluation needs an eval dataset).
 
     ## References
-    - pitfalls catalog A09; transformers `TrainingArguments.__post_init__`
+    - transformers `TrainingArguments.__post_init__`
     """
 
     code = "TL211"

@@ -77,7 +77,7 @@ class StreamingWithoutMaxSteps(Rule):
     No automatic fix: `max_steps` defines the training length.
 
     ## References
-    - pitfalls catalog A24; transformers `Trainer.__init__` (4.40 to 5.24)
+    - transformers `Trainer.__init__` (4.40 to 5.24)
     """
 
     code = "TL220"

@@ -36,7 +36,7 @@ class Tf32UnsupportedGpu(SiteRule):
     Safe: TF32 cannot be used on that GPU anyway; the argument is removed.
 
     ## References
-    - pitfalls catalog A08; transformers `TrainingArguments.__post_init__`
+    - transformers `TrainingArguments.__post_init__`
     """
 
     code = "TL210"

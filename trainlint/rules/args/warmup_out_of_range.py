@@ -46,7 +46,7 @@ class WarmupOutOfRange(SiteRule):
     No automatic fix.
 
     ## References
-    - pitfalls catalog A10; transformers 4.40, 4.57.1 and 5.24 `TrainingArguments.__post_init__`
+    - transformers 4.40, 4.57.1 and 5.24 `TrainingArguments.__post_init__`
     """
 
     code = "TL212"

@@ -47,7 +47,6 @@ class AutoOutsideTrainer(Rule):
     ## References
     - https://huggingface.co/docs/transformers/deepspeed ("auto" values need the Trainer)
     - DeepSpeed `runtime/config.py`
-    - pitfalls catalog D11
     """
 
     code = "TL311"

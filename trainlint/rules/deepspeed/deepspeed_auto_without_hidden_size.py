@@ -51,7 +51,6 @@ class AutoWithoutHiddenSize(Rule):
 
     ## References
     - transformers `integrations/deepspeed.py` (`trainer_config_finalize`)
-    - pitfalls catalog D10
     """
 
     code = "TL310"

@@ -55,7 +55,6 @@ class AutoTpWithConvertedWeights(Rule):
     ## References
     - transformers 5.24 `integrations/deepspeed.py` (`_apply_weight_conversions_to_state_dict`),
       `conversion_mapping.py`
-    - pitfalls catalog D17
     """
 
     code = "TL317"

@@ -45,7 +45,6 @@ class DeepSpeedBatchTriple(Rule):
 
     ## References
     - DeepSpeed `runtime/config.py` (`_batch_assertion`)
-    - pitfalls catalog D02
     """
 
     code = "TL302"

@@ -46,7 +46,6 @@ class Bf16Accumulation(Rule):
     - DeepSpeed `runtime/engine.py` (`get_data_types`, `_do_optimizer_sanity_check`)
     - https://huggingface.co/docs/transformers/deepspeed (bf16: "lossy accumulation")
     - accelerate `utils/dataclasses.py` (ROCm bf16 `communication_data_type`)
-    - pitfalls catalog D15
     """
 
     code = "TL315"

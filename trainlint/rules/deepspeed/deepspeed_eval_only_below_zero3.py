@@ -52,7 +52,6 @@ class EvalOnlyLowStage(Rule):
 
     ## References
     - transformers `integrations/deepspeed.py` (`deepspeed_init`), `trainer.py` (`evaluation_loop`)
-    - pitfalls catalog D16
     """
 
     code = "TL316"

@@ -41,7 +41,6 @@ class DeepSpeedFp16AndBf16(Rule):
 
     ## References
     - DeepSpeed `runtime/config.py` (`_do_error_check`)
-    - pitfalls catalog D03
     """
 
     code = "TL303"

@@ -49,7 +49,6 @@ class HandSetHiddenSizeBuckets(Rule):
     ## References
     - transformers `integrations/deepspeed.py` (`trainer_config_finalize`)
     - https://huggingface.co/docs/transformers/deepspeed (ZeRO-3 example config)
-    - pitfalls catalog D10
     """
 
     code = "TL309"

@@ -71,7 +71,6 @@ class DeepSpeedMismatch(Rule):
     ## References
     - transformers `integrations/deepspeed.py` (`fill_match`, `trainer_config_process`)
     - https://huggingface.co/docs/transformers/deepspeed ("auto" values)
-    - pitfalls catalog D01
     """
 
     code = "TL301"

@@ -50,7 +50,6 @@ class OptimizerTwice(Rule):
 
     ## References
     - transformers `integrations/deepspeed.py` (`deepspeed_optim_sched`), 4.57 and 5.24
-    - pitfalls catalog D12
     """
 
     code = "TL312"

@@ -44,7 +44,6 @@ class StageOnlyOption(Rule):
     ## References
     - DeepSpeed 0.19.8 `runtime/zero/config.py` (`offload_ratio_check`), `runtime/config.py` (`_do_error_check`)
     - DeepSpeed 0.16.9 `runtime/config.py` (`_do_error_check`)
-    - pitfalls catalog D14
     """
 
     code = "TL314"

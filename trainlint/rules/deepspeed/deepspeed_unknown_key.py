@@ -91,7 +91,6 @@ class DeepSpeedUnknownKey(Rule):
     - DeepSpeed `runtime/zero/config.py`, `runtime/zero/offload_config.py`, `runtime/config_utils.py`
       (`extra="forbid"`)
     - https://huggingface.co/docs/transformers/deepspeed
-    - pitfalls catalog D07
     """
 
     code = "TL306"

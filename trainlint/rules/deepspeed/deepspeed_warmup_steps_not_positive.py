@@ -42,7 +42,6 @@ class WarmupStepsNotPositive(Rule):
     ## References
     - DeepSpeed 0.19.8 `runtime/lr_schedules.py` (`WarmupLR.__init__`)
     - transformers 5.24 `integrations/deepspeed.py` (`trainer_config_finalize` comment)
-    - pitfalls catalog D13
     """
 
     code = "TL313"

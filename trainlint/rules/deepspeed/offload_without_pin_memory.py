@@ -40,7 +40,6 @@ class OffloadWithoutPinMemory(Rule):
     ## References
     - DeepSpeed `runtime/zero/offload_config.py` (`pin_memory` default)
     - https://huggingface.co/docs/transformers/deepspeed (ZeRO-2/ZeRO-3 example configs)
-    - pitfalls catalog D08
     """
 
     code = "TL307"

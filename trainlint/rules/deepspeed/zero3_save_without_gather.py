@@ -42,7 +42,6 @@ class Zero3NoSave16bit(Rule):
     ## References
     - https://huggingface.co/docs/transformers/deepspeed (saving with ZeRO-3)
     - https://github.com/microsoft/DeepSpeed/issues/3841
-    - pitfalls catalog D06
     """
 
     code = "TL305"

@@ -38,7 +38,6 @@ class AcceleratePrecisionOverridden(Rule):
 
     ## References
     - transformers `training_args.py` (`__post_init__`, mixed precision from the environment)
-    - pitfalls catalog C06
     """
 
     code = "TL504"

@@ -36,7 +36,6 @@ class AcceleratePrecisionVsDeepSpeed(Rule):
 
     ## References
     - accelerate `utils/dataclasses.py` (`DeepSpeedPlugin.set_mixed_precision`)
-    - pitfalls catalog D04
     """
 
     code = "TL503"

@@ -44,7 +44,6 @@ class DeviceMapDistributed(Rule):
     ## References
     - https://github.com/huggingface/transformers/issues/31557
     - accelerate `accelerator.py` (`prepare_model`)
-    - pitfalls catalog P02
     """
 
     code = "TL508"

@@ -37,7 +37,6 @@ class Fp16AndBf16(Rule):
 
     ## References
     - transformers `training_args.py` (`__post_init__`)
-    - pitfalls catalog A06
     """
 
     code = "TL507"

@@ -49,7 +49,6 @@ class Fp16OnBf16Hardware(Rule):
     - transformers `TrainingArguments.bf16` docstring
     - DeepSpeed guide in transformers docs ("fp16 on older GPU architectures and bf16 on Ampere")
     - https://github.com/huggingface/transformers/issues/14189 (T5 NaN in fp16)
-    - pitfalls catalog P07
     """
 
     code = "TL501"

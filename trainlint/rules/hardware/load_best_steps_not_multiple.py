@@ -41,7 +41,6 @@ class LoadBestStepsNotMultiple(Rule):
 
     ## References
     - transformers `training_args.py` (`__post_init__`)
-    - pitfalls catalog A02
     """
 
     code = "TL506"

@@ -42,7 +42,6 @@ class LoadBestStrategyMismatch(Rule):
 
     ## References
     - transformers `training_args.py` (`__post_init__`)
-    - pitfalls catalog A01
     """
 
     code = "TL505"

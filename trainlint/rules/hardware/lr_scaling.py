@@ -134,7 +134,6 @@ class LrNotScaled(Rule):
     - Goyal et al., "Accurate, Large Minibatch SGD" (linear scaling), arXiv:1706.02677
     - Malladi et al., "On the SDEs and Scaling Rules for Adaptive Gradient Algorithms" (sqrt
       scaling for Adam), arXiv:2205.10287
-    - pitfalls catalog P26
     """
 
     code = "TL502"

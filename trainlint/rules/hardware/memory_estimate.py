@@ -54,7 +54,9 @@ class EstimatedOom(Rule):
     the estimate leaves out allocator fragmentation and kernels' temporary buffers, which
     commonly take 5-10% of the card. Values that no file states (a sequence length without
     `max_length`, a precision set from a variable) are taken at their most favourable reading
-    (128 tokens, bf16) before deciding, so the rule flags only what cannot fit. It is silent
+    (128 tokens, bf16) before deciding, so the rule flags only what cannot fit; `trainlint
+    estimate` prints the very same figures (one source). The weights' dtype follows the target
+    transformers version: float32 by default in 4.x, the checkpoint's dtype in 5.x. It is silent
     without a target GPU, for a model it does not know (the shipped table or a local folder's
     `config.json`), and for 4/8-bit quantized loading. `trainlint estimate` prints the full
     table with every formula.
@@ -91,7 +93,8 @@ class EstimatedOom(Rule):
     - https://huggingface.co/docs/transformers/main/en/deepspeed (memory requirements, ZeRO stages)
     - DeepSpeed `estimate_zero2_model_states_mem_needs` / `estimate_zero3_model_states_mem_needs`
     - Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models (arXiv:2205.05198)
-    - pitfalls catalog section 0 (memory model)
+    - transformers `PreTrainedModel.from_pretrained` `dtype` (default `"auto"` in 5.x,
+      `src/transformers/modeling_utils.py` 5.24.0; float32 in 4.x)
     """
 
     code = "TL550"
@@ -110,7 +113,8 @@ class EstimatedOom(Rule):
             model = AutoModelForCausalLM.from_pretrained(MODEL)
             args = TrainingArguments(output_dir="out", bf16=True, gradient_checkpointing=True,
                                      per_device_train_batch_size=1)
-            """, options={"gpu": "A100-80GB"}, note="bf16 AMP still keeps fp32 weights, grads and Adam states"),
+            """, options={"gpu": "A100-80GB", "transformers-version": "4.57.1"},
+            note="transformers 4 loads fp32 weights; bf16 AMP keeps fp32 weights, grads and Adam states"),
         Case(files={
             "train.py": (
                 "import argparse\n"
@@ -125,6 +129,14 @@ class EstimatedOom(Rule):
             "ds.json": '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": "auto"}}',
         }, options={"gpu": "RTX 4090", "gpus": 2}, note="ZeRO-2 over 2 x 24 GB is not enough for 7B"),
         # must not flag
+        Case("""
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            MODEL = "meta-llama/Llama-2-7b-hf"
+            model = AutoModelForCausalLM.from_pretrained(MODEL)
+            args = TrainingArguments(output_dir="out", bf16=True, gradient_checkpointing=True,
+                                     per_device_train_batch_size=1)
+            """, flags=False, options={"gpu": "A100-80GB", "transformers-version": "5.24.0"},
+             note="transformers 5 loads the float16 checkpoint as float16 (dtype='auto'): ~51 GiB"),
         Case(_BERT, flags=False, options={"gpu": "A100"}),
         Case(_LLAMA_FP32, flags=False, note="no target GPU"),
         Case("""
@@ -153,13 +165,12 @@ class EstimatedOom(Rule):
         if gpu is None or not setup.scripts:
             return
         from trainlint.estimate import SetupEstimate, estimate_setup
-        from trainlint.memory import CUDA_CONTEXT_BYTES, estimate, savings
+        from trainlint.memory import CUDA_CONTEXT_BYTES, savings
 
         r = estimate_setup(setup)
         if not isinstance(r, SetupEstimate) or r.quantized or r.model_span is None:
             return
-        shape = r.favourable_shape()
-        est = estimate(shape)
+        shape, est = r.judged()  # the very figures `trainlint estimate` prints
         total = est.total + CUDA_CONTEXT_BYTES
         mem = gpu.memory_bytes
         if total <= WARN_FRACTION * mem:

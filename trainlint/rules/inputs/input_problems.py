@@ -27,7 +27,7 @@ class InternalError(Rule):
     No fix.
 
     ## References
-    - design.md, section 2: exit codes
+    - trainlint README, "Exit codes" (`2`: usage or internal error)
     """
 
     code = "TL000"
@@ -124,6 +124,10 @@ class InvalidConfig(Rule):
     `json.load` accepts `NaN` but strict parsers do not), or, worse, silently keeps the last of
     two duplicate keys. trainlint cannot check the settings of a file it cannot read.
 
+    A YAML key written twice with the same value is a warning, not an error: the file means
+    what it says today, but an edit of one copy is silently overridden by the other. In JSON
+    every duplicate is an error (DeepSpeed refuses the file).
+
     ## Example
     ```json
     {"train_micro_batch_size_per_gpu": 8, "train_micro_batch_size_per_gpu": 16}
@@ -140,7 +144,7 @@ class InvalidConfig(Rule):
     ## References
     - https://www.json.org/ (no NaN, no Infinity)
     - DeepSpeed `runtime/config_utils.py` `dict_raise_error_on_duplicate_keys`
-    - pitfalls catalog D07 (duplicate keys)
+    - https://yaml.org/spec/1.2.2/#mapping (mapping keys are unique; PyYAML keeps the last)
     """
 
     code = "TL003"
@@ -152,8 +156,13 @@ class InvalidConfig(Rule):
     cases = [
         Case(files={"ds_config.json": '{"zero_optimization": {"stage": 2,}, "train_batch_size": 8}\n'}),
         Case(files={"ds_config.json": '{"zero_optimization": {"stage": 2, "stage": 3}}\n'}),
+        Case(files={"accelerate_config.yaml": "distributed_type: MULTI_GPU\nnum_processes: 2\nnum_processes: 4\n"},
+             severity="error", note="two different values: the later one wins silently"),
+        Case(files={"accelerate_config.yaml": "distributed_type: MULTI_GPU\nnum_processes: 2\nnum_processes: 2\n"},
+             severity="warning", note="the same value twice"),
         Case(files={"ds_config.json": '{"zero_optimization": {"stage": 2}, "train_batch_size": 8}\n'},
              flags=False),
+        Case(files={"accelerate_config.yaml": "distributed_type: MULTI_GPU\nnum_processes: 2\n"}, flags=False),
     ]
 
 
@@ -183,7 +192,7 @@ class MissingReference(Rule):
     No fix.
 
     ## References
-    - design.md section 1 ("A referenced file that is missing is itself a finding")
+    - trainlint README, "30-second tour" (a launch line and the files it names are read together)
     """
 
     code = "TL004"

@@ -45,7 +45,6 @@ class AccelerateBf16WithoutBf16Gpu(Rule):
     - accelerate `accelerator.py`, `commands/launch.py` (bf16 check), `utils/imports.py`
       (`is_bf16_available`)
     - torch `cuda/__init__.py` (`is_bf16_supported`)
-    - pitfalls catalog C14 / A07
     """
 
     code = "TL414"

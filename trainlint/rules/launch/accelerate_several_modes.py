@@ -38,7 +38,6 @@ class AccelerateManyModes(Rule):
 
     ## References
     - accelerate `commands/launch.py` (`_validate_launch_command`)
-    - pitfalls catalog C01
     """
 
     code = "TL401"

@@ -35,7 +35,6 @@ class BadNumProcesses(Rule):
 
     ## References
     - accelerate `commands/launch.py`
-    - pitfalls catalog C04
     """
 
     code = "TL404"

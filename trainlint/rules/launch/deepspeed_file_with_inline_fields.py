@@ -46,7 +46,6 @@ class DeepSpeedFileWithInlineFields(Rule):
 
     ## References
     - accelerate `utils/dataclasses.py` (`_deepspeed_config_checks`)
-    - pitfalls catalog C05
     """
 
     code = "TL405"

@@ -53,7 +53,6 @@ class Fsdp1PeftOrigParams(Rule):
     - https://github.com/huggingface/peft/issues/1702
     - https://github.com/pytorch/pytorch/issues/100945
     - transformers `distributed/fsdp.py` (`update_fsdp_plugin_peft`)
-    - pitfalls catalog C09
     """
 
     code = "TL409"

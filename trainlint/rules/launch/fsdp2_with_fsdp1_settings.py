@@ -59,7 +59,6 @@ class FsdpVersionSettings(Rule):
     ## References
     - accelerate `utils/dataclasses.py` (`FullyShardedDataParallelPlugin.__post_init__`),
       `utils/launch.py` (`prepare_multi_gpu_env`)
-    - pitfalls catalog C10
     """
 
     code = "TL410"

@@ -24,7 +24,7 @@ class FsdpActivationCheckpointingTwice(Rule):
     ## What it does
     Flags FSDP's own activation checkpointing (`fsdp_activation_checkpointing: true` in the
     accelerate config) together with the Trainer's `gradient_checkpointing` /
-    `activation_checkpointing` argument (catalog A18 seen from the accelerate config).
+    `activation_checkpointing` argument (the same double checkpointing, seen from the accelerate config).
 
     ## Why is this bad?
     The Trainer raises when it builds the accelerator ("The activation_checkpointing in FSDP
@@ -49,7 +49,6 @@ class FsdpActivationCheckpointingTwice(Rule):
     ## References
     - transformers `trainer.py` (4.57 `create_accelerator_and_postprocess`; 5.24 `__init__`)
     - https://github.com/huggingface/transformers/issues/30404
-    - pitfalls catalog C11 / A18
     """
 
     code = "TL411"

@@ -48,7 +48,6 @@ class CpuRamEfficientWithoutSync(Rule):
 
     ## References
     - accelerate `utils/launch.py` (`prepare_multi_gpu_env`), `utils/dataclasses.py`
-    - pitfalls catalog C12 / A19
     """
 
     code = "TL412"

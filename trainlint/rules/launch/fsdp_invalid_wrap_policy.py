@@ -50,7 +50,6 @@ class FsdpBadWrapPolicy(Rule):
     ## References
     - accelerate `utils/dataclasses.py` (`FullyShardedDataParallelPlugin.__post_init__`),
       `utils/constants.py` (`FSDP_AUTO_WRAP_POLICY`)
-    - pitfalls catalog C08
     """
 
     code = "TL408"

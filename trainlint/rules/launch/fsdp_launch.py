@@ -1,4 +1,4 @@
-"""TL509 fsdp-without-distributed-launch (catalog A16)."""
+"""TL509 fsdp-without-distributed-launch."""
 
 from __future__ import annotations
 
@@ -43,7 +43,6 @@ class FsdpWithoutDistributedLaunch(Rule):
 
     ## References
     - transformers `Trainer.__init__` / `TrainingArguments.__post_init__` (fsdp checks)
-    - pitfalls catalog A16
     """
 
     code = "TL509"

@@ -59,7 +59,6 @@ class FsdpWrapClassNotInModel(Rule):
     ## References
     - accelerate `utils/dataclasses.py` (`set_auto_wrap_policy`)
     - transformers `models/*/modeling_*.py` (`_no_split_modules`)
-    - pitfalls catalog C07
     """
 
     code = "TL407"

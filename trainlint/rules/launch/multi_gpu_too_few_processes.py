@@ -34,7 +34,6 @@ class MultiGpuTooFew(Rule):
 
     ## References
     - accelerate `commands/launch.py`
-    - pitfalls catalog C02
     """
 
     code = "TL402"

@@ -46,7 +46,6 @@ class ParallelismConfigWithoutFsdp2(Rule):
 
     ## References
     - accelerate `commands/launch.py` (`_validate_launch_command`), `parallelism_config.py`
-    - pitfalls catalog C13
     """
 
     code = "TL413"

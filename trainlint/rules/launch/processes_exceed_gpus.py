@@ -39,7 +39,6 @@ class ProcessesExceedGpuIds(Rule):
     ## References
     - https://github.com/RUCAIBox/TextBox/issues/343
     - https://github.com/huggingface/accelerate/pull/2916
-    - pitfalls catalog C03
     """
 
     code = "TL403"

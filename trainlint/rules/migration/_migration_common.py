@@ -1,4 +1,4 @@
-"""Helpers shared by the rules split out of `migration`: TL6xx: API migration, by target transformers / TRL version (pitfalls catalog section 1)."""
+"""Helpers shared by the rules split out of `migration`: TL6xx: API migration, by target transformers / TRL version."""
 
 from __future__ import annotations
 

@@ -46,7 +46,9 @@ class ArgumentNotYetAvailable(Rule):
     No fix: upgrading or renaming back is the user's choice.
 
     ## References
-    - pitfalls catalog section 1 (field lists by version)
+    - transformers `src/transformers/training_args.py` of each release (the fields a version
+      accepts), read by `scripts/gen_training_args.py` into trainlint's data
+    - https://github.com/huggingface/transformers/releases (when an argument was added)
     """
 
     code = "TL604"

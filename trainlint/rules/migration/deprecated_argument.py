@@ -77,7 +77,6 @@ class DeprecatedArgument(Rule):
     setup.py) for a transformers older than the first one with the new name.
 
     ## References
-    - pitfalls catalog R01, R03-R13, R18, R19, R21
     - the deprecation messages in `TrainingArguments.__post_init__` of each version
     """
 

@@ -49,7 +49,7 @@ class EvaluationStrategyEnum(Rule):
     of the name when it was imported without an alias.
 
     ## References
-    - pitfalls catalog R22; huggingface/transformers#41131
+    - huggingface/transformers#41131
     """
 
     code = "TL606"

@@ -49,7 +49,6 @@ class FromPretrainedRemovedKwargs(Rule):
     and a `BitsAndBytesConfig`).
 
     ## References
-    - pitfalls catalog R23
     - transformers 4.57.1 and 5.0.0 `modeling_utils.py` (`PreTrainedModel.from_pretrained`)
     """
 

@@ -48,7 +48,7 @@ class FromPretrainedTorchDtype(Rule):
     break the project there.
 
     ## References
-    - pitfalls catalog R23; transformers 4.56.0 `modeling_utils.py`
+    - transformers 4.56.0 `modeling_utils.py`
     """
 
     code = "TL608"

@@ -87,7 +87,6 @@ class RemovedArgument(Rule):
     setup.py) for a transformers from before the removal.
 
     ## References
-    - pitfalls catalog R01, R03-R16, R18-R20, R26 (field lists diffed over released wheels)
     - huggingface/transformers#36946 (evaluation_strategy), #41017 and #41404 (v5 removals)
     - huggingface/trl#3704 (max_seq_length)
     """

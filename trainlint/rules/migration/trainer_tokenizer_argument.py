@@ -84,7 +84,7 @@ class TrainerTokenizerArgument(Rule):
     break the project there.
 
     ## References
-    - pitfalls catalog R02; huggingface/transformers#32385
+    - huggingface/transformers#32385
     - transformers 4.46 `trainer.py` (`deprecate_kwarg("tokenizer", new_name="processing_class")`)
     - trl 0.12.0-0.20.0 `trl/trainer/*_trainer.py` (the `deprecate_kwarg("tokenizer", ...)`
       decorators and their removal versions)

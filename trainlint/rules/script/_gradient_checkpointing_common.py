@@ -114,15 +114,27 @@ def _gc_related(sources: list[Source]) -> list:
     return [sources[0].span.related("gradient checkpointing is turned on here")]
 
 
-def add_reentrant_kwarg(ctx: TrainerContext, src: Source) -> list[Edit] | None:
+def peft_with_zero3(setup: Any, ctx: TrainerContext) -> bool:
+    """A PEFT model trained under DeepSpeed ZeRO-3: there non-reentrant checkpointing raises
+    ``torch.utils.checkpoint.CheckpointError`` on the empty parameter shards, and TRL's trainers
+    force ``use_reentrant=True`` (trl ``trainer/sft_trainer.py``)."""
+    flow = ctx.flow
+    if flow is None or not flow.peft_wrapped:
+        return False
+    from trainlint.rules.script.zero3_init_order import zero_stage
+
+    return any(zero_stage(setup, ctx.pf, site)[0] == 3 for site in ctx.sites or [])
+
+
+def add_reentrant_kwarg(ctx: TrainerContext, src: Source, value: bool = False) -> list[Edit] | None:
     if src.via == "args" and src.site is not None and src.site.call is not None and site_is_closed(ctx.pf, src.site):
         name = "activation_checkpointing_kwargs" if src.site.get("activation_checkpointing") is not None \
             and src.site.get("gradient_checkpointing") is None else "gradient_checkpointing_kwargs"
-        return [add_keyword(ctx.pf, src.site.call.site.node, f'{name}={{"use_reentrant": False}}')]
+        return [add_keyword(ctx.pf, src.site.call.site.node, f'{name}={{"use_reentrant": {value}}}')]
     if src.via in ("call", "kbit") and src.call is not None and not src.call.args \
             and not any(k.arg is None for k in src.call.keywords):
         name = "activation_checkpointing_kwargs" if isinstance(src.call.func, ast.Attribute) \
             and src.call.func.attr == "activation_checkpointing_enable" else "gradient_checkpointing_kwargs"
-        return [add_keyword(ctx.pf, src.call, f'{name}={{"use_reentrant": False}}')]
+        return [add_keyword(ctx.pf, src.call, f'{name}={{"use_reentrant": {value}}}')]
     return None
 

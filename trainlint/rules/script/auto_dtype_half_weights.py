@@ -65,7 +65,7 @@ class AutoDtypeHalfWeights(Rule):
     memory, and the optimizer's (fp32) states do not change.
 
     ## References
-    - pitfalls catalog R24; transformers 5 `PreTrainedModel.from_pretrained` (`dtype=None`
+    - transformers 5 `PreTrainedModel.from_pretrained` (`dtype=None`
       becomes `"auto"`), `_get_dtype`
     """
 

@@ -52,7 +52,6 @@ class CastQuantizedModel(Rule):
     ## References
     - transformers `modeling_utils.PreTrainedModel.half`, `.to`, `.cuda` (5.24)
     - transformers `Trainer.__init__` ("Bnb Quantized models don't support `.to` operation")
-    - pitfalls catalog P03
     """
 
     code = "TL104"

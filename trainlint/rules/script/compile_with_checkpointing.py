@@ -47,7 +47,6 @@ class CompileWithCheckpointing(Rule):
     - https://github.com/pytorch/pytorch/issues/97436
     - https://github.com/unslothai/unsloth-zoo/issues/1001, #1146
     - https://github.com/huggingface/transformers/issues/34656
-    - pitfalls catalog P12
     """
 
     code = "TL112"

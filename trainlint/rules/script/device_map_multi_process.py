@@ -56,7 +56,6 @@ class DeviceMapMultiProcess(Rule):
     - https://github.com/huggingface/transformers/issues/31557
     - https://github.com/QwenLM/Qwen/issues/900, https://github.com/QwenLM/Qwen/issues/833
     - accelerate `Accelerator.prepare_model` (`verify_device_map`)
-    - pitfalls catalog P02
     """
 
     code = "TL103"

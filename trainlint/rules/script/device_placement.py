@@ -55,7 +55,6 @@ class ManualDevicePlacement(Rule):
 
     ## References
     - transformers `Trainer.__init__`: `place_model_on_device` and `_move_model_to_device`
-    - pitfalls catalog P01, P03
     """
 
     code = "TL101"

@@ -192,7 +192,6 @@ class ComputeMetricsFullLogits(Rule):
     - https://github.com/huggingface/transformers/issues/12878, #18947; #15466 (added `preprocess_logits_for_metrics`)
     - https://github.com/hiyouga/LlamaFactory/issues/1595
     - transformers `examples/pytorch/language-modeling/run_clm.py` (`preprocess_logits_for_metrics`)
-    - pitfalls catalog P20
     """
 
     code = "TL116"

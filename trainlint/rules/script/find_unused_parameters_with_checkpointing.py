@@ -56,7 +56,6 @@ class FindUnusedParametersWithCheckpointing(Rule):
     - https://github.com/huggingface/accelerate/issues/2017, https://github.com/huggingface/peft/issues/313
     - https://github.com/huggingface/transformers/issues/23018, https://github.com/huggingface/transformers/pull/4659
     - transformers 5.24 `Trainer._build_accelerator_args` (find_unused default)
-    - pitfalls catalog P11
     """
 
     code = "TL111"

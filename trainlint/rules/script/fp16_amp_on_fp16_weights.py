@@ -53,7 +53,6 @@ class Fp16AmpOnFp16Weights(Rule):
     - https://github.com/haotian-liu/LLaVA/issues/363, https://github.com/Facico/Chinese-Vicuna/issues/168
     - https://github.com/LAION-AI/Open-Assistant/issues/3213 (fixed by loading in float32)
     - torch `GradScaler.unscale_` ("Attempting to unscale FP16 gradients")
-    - pitfalls catalog P05, R24
     """
 
     code = "TL106"

@@ -70,7 +70,6 @@ class Fp16OnBf16Pretrained(Rule):
     - https://github.com/huggingface/transformers/issues/5651, #11461, #14189, #23918
     - https://github.com/google-research/text-to-text-transfer-transformer/issues/539
     - transformers DeepSpeed guide (bf16-pretrained models in fp16)
-    - pitfalls catalog P06
     """
 
     code = "TL107"

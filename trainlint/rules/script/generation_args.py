@@ -47,7 +47,6 @@ class GenerationArgsWithoutSeq2Seq(Rule):
     ## References
     - https://github.com/huggingface/transformers/issues/10032, #12029, #13252, #13339, #30361
     - transformers `training_args_seq2seq.py` (the fields), `trainer_seq2seq.py`
-    - pitfalls catalog P18
     """
 
     code = "TL117"

@@ -14,6 +14,7 @@ from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import (
     add_reentrant_kwarg,
     checkpointing_sources,
+    peft_with_zero3,
 )
 from trainlint.setup import Setup
 
@@ -32,6 +33,10 @@ class ImplicitUseReentrant(Rule):
     the DDP "marked as ready twice" errors (TL111); PyTorch itself warns when the choice is
     left implicit. Pinning it makes the script behave the same on both major versions.
 
+    The one exception is a PEFT model under DeepSpeed ZeRO-3: there the non-reentrant variant
+    raises `torch.utils.checkpoint.CheckpointError` on the empty parameter shards, TRL's
+    trainers force `use_reentrant=True`, and the rule recommends (and writes) `True`.
+
     ## Example
     ```python
     args = TrainingArguments(output_dir="out", gradient_checkpointing=True)
@@ -44,12 +49,13 @@ class ImplicitUseReentrant(Rule):
     ```
 
     ## Fix safety
-    Safe: gradients are the same; memory and speed differ slightly.
+    Safe: gradients are the same; memory and speed differ slightly. The fix writes
+    `{"use_reentrant": False}`, or `{"use_reentrant": True}` for PEFT under ZeRO-3.
 
     ## References
     - transformers 4.57.1 and 5.24 `modeling_utils` (checkpointing defaults)
     - https://github.com/bitsandbytes-foundation/bitsandbytes/issues/945
-    - pitfalls catalog P10
+    - trl `trl/trainer/sft_trainer.py` (PEFT + ZeRO-3: "`use_reentrant` is forced to `True`")
     """
 
     code = "TL110"
@@ -92,6 +98,22 @@ class ImplicitUseReentrant(Rule):
                 'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})\n'
                 "Trainer(model=model, args=args)\n"
             ),
+        ),
+        Case(
+            files={"ds_z3.json": '{"zero_optimization": {"stage": 3}}\n',
+                   "train.py": (
+                       "from peft import LoraConfig, get_peft_model\n"
+                       "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+                       "model = get_peft_model(AutoModelForCausalLM.from_pretrained('m'), LoraConfig(r=8))\n"
+                       "args = TrainingArguments(output_dir='o', gradient_checkpointing=True, deepspeed='ds_z3.json')\n"
+                       "Trainer(model=model, args=args).train()\n")},
+            fixed=("from peft import LoraConfig, get_peft_model\n"
+                   "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+                   "model = get_peft_model(AutoModelForCausalLM.from_pretrained('m'), LoraConfig(r=8))\n"
+                   "args = TrainingArguments(output_dir='o', gradient_checkpointing=True, deepspeed='ds_z3.json', "
+                   'gradient_checkpointing_kwargs={"use_reentrant": True})\n'
+                   "Trainer(model=model, args=args).train()\n"),
+            message="CheckpointError", note="PEFT + ZeRO-3: use_reentrant=False raises a CheckpointError, so the advice is True",
         ),
         # must not flag
         Case(
@@ -138,10 +160,19 @@ class ImplicitUseReentrant(Rule):
                     continue
                 seen.add(key)
                 default = "True" if major < 5 else "False"
+                if peft_with_zero3(setup, ctx):
+                    yield self.diagnostic(
+                        src.span,
+                        f"gradient checkpointing without use_reentrant on a PEFT model under DeepSpeed ZeRO-3: "
+                        f"the default is {default} here ({major}.x), and use_reentrant=False raises a "
+                        f"CheckpointError on ZeRO-3's empty parameter shards (TRL forces True there); pin "
+                        f"gradient_checkpointing_kwargs={{\"use_reentrant\": True}}",
+                        edits=add_reentrant_kwarg(ctx, src, True),
+                        fix_message='add gradient_checkpointing_kwargs={"use_reentrant": True}')
+                    continue
                 yield self.diagnostic(
                     src.span,
                     f"gradient checkpointing without use_reentrant: the default is True on transformers 4.x and False "
                     f"on 5.x (here {major}.x: {default}); pin gradient_checkpointing_kwargs={{\"use_reentrant\": False}}",
                     edits=add_reentrant_kwarg(ctx, src),
                     fix_message='add gradient_checkpointing_kwargs={"use_reentrant": False}')
-

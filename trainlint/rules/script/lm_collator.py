@@ -68,7 +68,6 @@ class MlmCollatorForCausalLm(Rule):
 
     ## References
     - transformers `data/data_collator.py` (`mlm: bool = True`, 4.57.1 and 5.24)
-    - pitfalls catalog P15
     """
 
     code = "TL114"
@@ -173,7 +172,6 @@ class PadTokenIsEos(Rule):
     ## References
     - https://github.com/huggingface/transformers/issues/23530, https://github.com/huggingface/trl/issues/976
     - https://github.com/huggingface/blog/pull/1302, https://github.com/huggingface/open-r1/issues/494
-    - pitfalls catalog P14
     """
 
     code = "TL113"

@@ -113,7 +113,6 @@ class ComputeLossIgnoresNumItems(Rule):
     - https://github.com/huggingface/transformers/pull/34191 (and issues #37766, #35438, #35207)
     - https://github.com/huggingface/blog/pull/2414 ("Fixing Gradient Accumulation")
     - transformers 5.24 `Trainer.training_step` (`loss_is_scaled_for_ga`), `Trainer._get_num_items_in_batch`
-    - pitfalls catalog P21
     """
 
     code = "TL118"

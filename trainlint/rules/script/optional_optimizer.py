@@ -104,7 +104,6 @@ class OptimPackageMissing(Rule):
 
     ## References
     - transformers 5.24 `trainer_optimizer.py` (`is_bitsandbytes_available`, `is_galore_torch_available`, ...)
-    - pitfalls catalog P24
     """
 
     code = "TL121"

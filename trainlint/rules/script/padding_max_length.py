@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -15,6 +16,7 @@ from trainlint.fixing.python_edits import (
     replace,
 )
 from trainlint.rules._triggers import SETUP_NAMES
+from trainlint.rules._context import is_test_path, run_context
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import (
@@ -220,6 +222,80 @@ def _is_call_result(pf: PythonFile, expr: ast.AST, call: ast.Call, scope: Scope)
     return False
 
 
+_INFERENCE_NAMES = re.compile(r"predict|infer|generat|evaluat|^eval|^test|score|serve|demo|chat", re.I)
+
+
+def _train_calls(pf: PythonFile) -> list[CallSite]:
+    """``<trainer>.train(...)`` calls: the receiver is bound to a Trainer call or named like one."""
+    trainer_nodes = {id(tc.site.node) for tc in pf.trainer_calls}
+    out = []
+    for cs in pf.calls:
+        f = cs.node.func
+        if not (isinstance(f, ast.Attribute) and f.attr == "train"):
+            continue
+        recv = f.value
+        if isinstance(recv, ast.Call) and id(recv) in trainer_nodes:
+            out.append(cs)
+        elif isinstance(recv, ast.Name):
+            b = pf.binding_of(recv.id, cs.scope)
+            if (b is not None and isinstance(b.value, ast.Call) and id(b.value) in trainer_nodes) \
+                    or "trainer" in recv.id.lower():
+                out.append(cs)
+    return out
+
+
+def _enclosing_class(pf: PythonFile, fn: ast.AST) -> ast.ClassDef | None:
+    for node in ast.walk(pf.tree):
+        if isinstance(node, ast.ClassDef) and any(item is fn for item in node.body):
+            return node
+    return None
+
+
+def _collator_functions(pf: PythonFile) -> set[str]:
+    names = set()
+    for tc in pf.trainer_calls:
+        expr = tc.keywords.get("data_collator")
+        if isinstance(expr, ast.Name):
+            names.add(expr.id)
+        elif isinstance(expr, ast.Call) and _dotted(expr.func).endswith("partial") and expr.args \
+                and isinstance(expr.args[0], ast.Name):
+            names.add(expr.args[0].id)
+    for cs in pf.calls:  # DataLoader(collate_fn=...) of a custom loop feeding the same model
+        for kw in cs.node.keywords:
+            if kw.arg == "collate_fn" and isinstance(kw.value, ast.Name):
+                names.add(kw.value.id)
+    return names
+
+
+def feeds_training(pf: PythonFile, use: PaddingUse, train_calls: list[CallSite] | None = None) -> bool:
+    """Whether the tokenizer call prepares training data: in a ``dataset.map`` function, a
+    collator, a dataset class (``__getitem__``/``__init__`` of a class with ``__getitem__``), or
+    straight-line preprocessing before ``train()``; not an inference call after ``train()`` nor
+    one in a predict/generate/evaluate function."""
+    if use.in_map:
+        return True
+    fn = use.call.in_def
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if fn.name in _collator_functions(pf):
+            return True
+        cls = _enclosing_class(pf, fn)
+        if cls is not None:
+            methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            if "__getitem__" in methods or "__call__" in methods or "__iter__" in methods:
+                return True
+        if _INFERENCE_NAMES.search(fn.name):
+            return False
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Attribute) and node.attr in ("generate", "no_grad", "inference_mode"):
+                return False
+    trains = _train_calls(pf) if train_calls is None else train_calls
+    line = use.call.node.lineno
+    for tc in trains:
+        if tc.in_def is fn and tc.node.lineno < line:
+            return False  # after train() in the same body: evaluation or inference
+    return True
+
+
 def labels_of(pf: PythonFile, use: PaddingUse) -> Labels:
     call = use.call.node
     fn = use.call.in_def
@@ -283,7 +359,13 @@ class PaddingMaxLength(Rule):
     Flags a tokenizer call with `padding="max_length"` (or `PaddingStrategy.MAX_LENGTH`, or
     the legacy `pad_to_max_length=True`) in a script that trains with a `Trainer`: written
     directly, through a constant, in a `**kwargs` dict, inside a lambda, or bound with
-    `functools.partial(tokenizer, ...)`.
+    `functools.partial(tokenizer, ...)`, when the call prepares training data: a function
+    handed to `dataset.map`, a collator (`data_collator=`, `collate_fn=`), a dataset class
+    (a class with `__getitem__`), or preprocessing before `trainer.train()`. Calls after
+    `train()` in the same body, and calls in functions that predict, generate or evaluate
+    (by name, or because they call `.generate()` or run under `torch.no_grad()`), are
+    inference and are not flagged, and so are test files (`test_*.py`, `conftest.py`, files
+    under `tests/`), which pad to a fixed length on purpose.
 
     ## Why is this bad?
     Padding in preprocessing pads *every* example to `max_length` (often 512) once and for all.
@@ -329,8 +411,9 @@ class PaddingMaxLength(Rule):
     are not flagged.
 
     ## References
-    - transformers `DataCollatorWithPadding`, `Trainer` default collator
-    - pitfalls catalog P13
+    - transformers `DataCollatorWithPadding` (`src/transformers/data/data_collator.py`), `Trainer`
+      default collator (`src/transformers/trainer.py`, 5.24.0)
+    - https://huggingface.co/docs/transformers/main/en/pad_truncation
     """
 
     code = "TL102"
@@ -485,7 +568,60 @@ class PaddingMaxLength(Rule):
             """,
             note="flagged, but no fix: the collator asks for tensors",
         ),
+        Case(
+            """
+            from torch.utils.data import Dataset
+            from transformers import Trainer
+            class TextDataset(Dataset):
+                def __init__(self, texts):
+                    self.texts = texts
+                def __len__(self):
+                    return len(self.texts)
+                def __getitem__(self, i):
+                    return tokenizer(self.texts[i], padding="max_length", truncation=True, max_length=256)
+            Trainer(model=model, train_dataset=TextDataset(texts)).train()
+            """,
+            note="a dataset class",
+        ),
+        Case(
+            """
+            from transformers import Trainer
+            enc = tokenizer(train_texts, padding="max_length", truncation=True)
+            ds = MyDataset(enc)
+            trainer = Trainer(model=model, train_dataset=ds)
+            trainer.train()
+            """,
+            note="preprocessing before train()",
+        ),
         # must not flag
+        Case(files={"tests/test_callbacks.py": (
+            "from transformers import Trainer\n"
+            "def test_logs(tmp_path):\n"
+            "    ds = ds.map(lambda b: tokenizer(b['text'], padding='max_length', max_length=16), batched=True)\n"
+            "    Trainer(model=model, train_dataset=ds).train()\n")},
+             flags=False, note="a test pads to a fixed length on purpose"),
+        Case(
+            """
+            from transformers import Trainer
+            ds = ds.map(lambda b: tokenizer(b["text"], truncation=True), batched=True)
+            trainer = Trainer(model=model, train_dataset=ds, processing_class=tokenizer)
+            trainer.train()
+            inputs = tokenizer(["a test sentence"], padding="max_length", return_tensors="pt")
+            print(model(**inputs).logits)
+            """,
+            flags=False, note="inference after train()",
+        ),
+        Case(
+            """
+            from transformers import Trainer
+            def predict(texts):
+                inputs = tokenizer(texts, padding="max_length", return_tensors="pt")
+                return model(**inputs)
+            trainer = Trainer(model=model, train_dataset=ds, processing_class=tokenizer)
+            trainer.train()
+            """,
+            flags=False, note="a predict function",
+        ),
         Case(
             """
             from transformers import AutoTokenizer
@@ -526,7 +662,12 @@ class PaddingMaxLength(Rule):
         for pf in setup.scripts:
             if not pf.trainer_calls or pf.uses_module("torch_xla"):
                 continue
+            if is_test_path(pf.path) or run_context(setup).test_file is not None:
+                continue  # a test pads to a fixed length on purpose (deterministic shapes and values)
+            train_calls = _train_calls(pf)
             for use in find_padding(pf):
+                if not feeds_training(pf, use, train_calls):
+                    continue
                 tok_text = pf.source_of(use.tokenizer)
                 edits, safe, why = self._fix(pf, use)
                 kw = pf.keyword(use.call.node, "max_length")

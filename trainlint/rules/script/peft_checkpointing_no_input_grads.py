@@ -17,6 +17,7 @@ from trainlint.rules.script._gradient_checkpointing_common import (
     Source,
     add_reentrant_kwarg,
     checkpointing_sources,
+    peft_with_zero3,
 )
 from trainlint.setup import Setup
 
@@ -65,13 +66,15 @@ class PeftCheckpointingNoInputGrads(Rule):
     ## Fix safety
     Safe: non-reentrant checkpointing computes the same gradients and does not need inputs that
     require grad. The fix adds `gradient_checkpointing_kwargs={"use_reentrant": False}` when the
-    TrainingArguments call has none.
+    TrainingArguments call has none. Under DeepSpeed ZeRO-3 there is no fix: non-reentrant
+    checkpointing raises a `CheckpointError` on ZeRO-3's empty parameter shards (TRL forces
+    `use_reentrant=True` there), so the message asks for `model.enable_input_require_grads()`.
 
     ## References
     - https://github.com/huggingface/peft/issues/137
     - https://github.com/huggingface/transformers/issues/26334, #25846, #42489
     - transformers 4.57.1 `modeling_utils.gradient_checkpointing_enable` (`{"use_reentrant": True}` default)
-    - pitfalls catalog P08
+    - trl `trl/trainer/sft_trainer.py` (PEFT + ZeRO-3 forces `use_reentrant=True`)
     """
 
     code = "TL108"
@@ -82,6 +85,17 @@ class PeftCheckpointingNoInputGrads(Rule):
     summary = "PEFT + reentrant gradient checkpointing without input grads trains no adapters"
 
     cases = [
+        Case(
+            files={"ds_z3.json": '{"zero_optimization": {"stage": 3}}\n',
+                   "train.py": (
+                       "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+                       "from peft import get_peft_model\n"
+                       "model = get_peft_model(AutoModelForCausalLM.from_pretrained('opt'), lora)\n"
+                       "args = TrainingArguments(output_dir='out', gradient_checkpointing=True, deepspeed='ds_z3.json')\n"
+                       "Trainer(model=model, args=args)\n")},
+            options={"transformers-version": "4.57.1"}, fixable=False, message="keep use_reentrant=True",
+            note="ZeRO-3: no use_reentrant=False fix (CheckpointError); enable_input_require_grads instead",
+        ),
         Case(
             """
             from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
@@ -176,15 +190,19 @@ class PeftCheckpointingNoInputGrads(Rule):
                     and not explicit:
                 continue  # enabled before wrapping: PEFT enables input grads itself
             src = sorted(sources, key=lambda s: s.via != "args")[0]
-            edits = self._fix(ctx, src)
+            zero3 = peft_with_zero3(setup, ctx)
+            edits = None if zero3 else self._fix(ctx, src)
             how = "use_reentrant=True" if src.reentrant is True else \
                 f"the transformers {major}.x default use_reentrant=True"
             yield self.diagnostic(
                 src.span,
                 f"gradient checkpointing with {how} on a PEFT model whose frozen embeddings give inputs "
                 f"without grad: the backward fails (\"element 0 of tensors does not require grad\") or the "
-                f"adapters silently get no gradient; pass gradient_checkpointing_kwargs={{\"use_reentrant\": False}} "
-                f"or call model.enable_input_require_grads()",
+                f"adapters silently get no gradient; " + (
+                    "under DeepSpeed ZeRO-3 keep use_reentrant=True (False raises a CheckpointError on the "
+                    "empty parameter shards) and call model.enable_input_require_grads()" if zero3 else
+                    "pass gradient_checkpointing_kwargs={\"use_reentrant\": False} "
+                    "or call model.enable_input_require_grads()"),
                 edits=edits, fix_message='add gradient_checkpointing_kwargs={"use_reentrant": False}')
 
     @staticmethod

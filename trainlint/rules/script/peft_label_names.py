@@ -86,7 +86,6 @@ class PeftLossMetricWithoutLabelNames(Rule):
     - transformers 4.54.1 `Trainer.__init__` (`find_labels(self.model.__class__)`); 4.55.0 (`find_labels(model_to_inspect.__class__)`)
     - peft `get_peft_model` (no task type: `PeftModel`, `forward(*args, **kwargs)`)
     - https://github.com/huggingface/transformers/issues/33420, #38130, #40217
-    - pitfalls catalog A15, P17
     """
 
     code = "TL122"

@@ -1,10 +1,11 @@
-"""TL120 pin-memory-disabled (pitfalls catalog P28 and A30)."""
+"""TL120 pin-memory-disabled."""
 
 from __future__ import annotations
 
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._context import run_context
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import PYTHON, Setup, Value
@@ -19,7 +20,7 @@ class PinMemoryDisabled(Rule):
     for non-blocking copies (`accelerator_config={"non_blocking": True}`), which need pinned
     memory.
 
-    The other half of the catalog entry, `dataloader_num_workers` larger than the CPU cores a
+    The related pitfall, `dataloader_num_workers` larger than the CPU cores a
     process gets, is not checked: the number of cores on the training machine, and how the
     launcher shares them among processes, cannot be read from the files.
 
@@ -49,7 +50,6 @@ class PinMemoryDisabled(Rule):
     - transformers `TrainingArguments.dataloader_pin_memory` (default True), `Trainer._get_dataloader`
     - https://pytorch.org/docs/stable/data.html#memory-pinning
     - transformers `Trainer.create_accelerator_and_postprocess` (the `non_blocking` warning)
-    - pitfalls catalog P28, A30
     """
 
     code = "TL120"
@@ -112,6 +112,13 @@ class PinMemoryDisabled(Rule):
             ),
         ),
         # must not flag
+        Case(files={"tests/test_loader.py": "from transformers import TrainingArguments\n"
+                    "def test_loader():\n    TrainingArguments(output_dir='o', dataloader_pin_memory=False)\n"},
+             options={"gpu": "A100"}, flags=False, note="tests turn pinning off on purpose"),
+        Case("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="o", dataloader_pin_memory=False, max_steps=5)
+            """, options={"gpu": "A100"}, flags=False, note="a 5-step smoke run"),
         Case(
             """
             from transformers import TrainingArguments
@@ -154,6 +161,8 @@ class PinMemoryDisabled(Rule):
             cpu = next((site.get(n) for n in ("use_cpu", "no_cuda") if site.get(n) is not None), None)
             if cpu is not None and cpu.value is not False:
                 continue  # CPU training, or not resolvable
+            if run_context(setup, site).quiet_reason is not None:
+                continue  # tests and smoke runs turn pinning off on purpose (CI machines, CPU runners)
             edits = None
             span = v.edit_span()
             if v.origin == PYTHON and span is not None and not v.shared:

@@ -52,7 +52,6 @@ class QuantizedWithoutAdapters(Rule):
     ## References
     - transformers `trainer_utils.validate_quantization_for_training` (5.24)
     - https://github.com/unslothai/unsloth/issues/1110, https://github.com/BAAI-DCAI/Bunny/issues/112
-    - pitfalls catalog P04
     """
 
     code = "TL105"

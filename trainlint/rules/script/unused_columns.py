@@ -203,7 +203,6 @@ class ColumnDroppedByRemoveUnusedColumns(Rule):
       `RemoveColumnsCollator`
     - the 5.24 error: "No columns in the dataset match the model's forward method signature ... You may need
       to set remove_unused_columns=False" (`Trainer._remove_unused_columns`)
-    - pitfalls catalog P16
     """
 
     code = "TL115"

@@ -54,7 +54,6 @@ class UseCacheWithCheckpointing(Rule):
     - https://github.com/huggingface/transformers/issues/30320
     - https://github.com/huggingface/trl/pull/3891
     - transformers 5.24 `TrainingArguments.use_cache`, `Trainer.__init__` (`model.config.use_cache = args.use_cache`)
-    - pitfalls catalog P09
     """
 
     code = "TL109"

@@ -150,7 +150,6 @@ class Zero3ModelBeforeConfig(Rule):
       "The TrainingArguments object must be created before calling from_pretrained";
       "you must instantiate the HfDeepSpeedConfig object before the model and keep that object alive"
     - transformers `integrations/deepspeed.py` (`HfDeepSpeedConfig` kept by `weakref`, `is_deepspeed_zero3_enabled`)
-    - pitfalls catalog P22
     """
 
     code = "TL119"
