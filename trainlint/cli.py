@@ -382,7 +382,7 @@ def rule_cmd(code_or_name: str) -> None:
 
     rule = get_rule(code_or_name)
     if rule is None:
-        from trainlint.rules import unknown_selector
+        from trainlint.rule_index import unknown_selector
 
         _fail((unknown_selector(code_or_name) or f"no rule {code_or_name!r}").replace(
             "unknown rule code, prefix or name", "no rule"))

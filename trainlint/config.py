@@ -158,7 +158,7 @@ def _check_selectors(data: dict[str, Any], overrides: dict[str, Any], path: Path
         lists.extend((f"{path}: [tool.trainlint.per-file-ignores] {pattern!r}", codes) for pattern, codes in pfi.items())
     if not any(values for _, values in lists):
         return
-    from trainlint.rules import unknown_selector
+    from trainlint.rule_index import unknown_selector
 
     for where, values in lists:
         if not isinstance(values, (list, tuple)):

@@ -20,7 +20,7 @@ from trainlint.rule_index import entries, is_selected, matches
 from trainlint.rules.base import Case, NoOptions, Rule
 
 __all__ = ["Case", "NoOptions", "Rule", "all_rules", "discover_rules", "get_rule", "is_selected",
-           "rules_for", "select_rules", "unknown_selector"]
+           "rules_for", "select_rules"]
 
 
 def discover_rules() -> tuple[type[Rule], ...]:
@@ -76,22 +76,3 @@ def select_rules(select: list[str], ignore: list[str]) -> list[type[Rule]]:
     return rules_for(select, ignore)
 
 
-def unknown_selector(selector: str) -> str | None:
-    """None when ``selector`` (a code, a code prefix, a name or ``ALL``) matches some rule; else
-    the error text, with the nearest codes or names ("did you mean ...?"). Reads the index only."""
-    s = selector.strip()
-    if not s or s.upper() == "ALL" or any(matches(e["code"], e["name"], s) for e in entries()):
-        return None
-    import difflib
-
-    names = [e["name"] for e in entries()]
-    codes = [e["code"] for e in entries()]
-    close: list[str] = []
-    if s.upper().startswith("TL"):
-        norm = "TL" + s.upper()[2:].replace("O", "0").replace("-", "").replace("_", "").replace(" ", "")
-        prefixed = [c for c in codes if c.startswith(norm)]
-        close = [norm] if prefixed else difflib.get_close_matches(norm, codes, n=3, cutoff=0.8)
-    else:
-        close = difflib.get_close_matches(s.lower().replace("_", "-"), names, n=3, cutoff=0.6)
-    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else " (see `trainlint rules`)"
-    return f"unknown rule code, prefix or name {s!r}{hint}"
