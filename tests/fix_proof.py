@@ -296,7 +296,7 @@ def prove_files(files: dict[str, str], root: Path, originals: dict[str, str] | N
                 args_for_ds = args_for_ds or obj
                 proved.append(f"{Path(p).name}: HfArgumentParser.parse_args_into_dataclasses")
         elif kind == "accelerate":
-            load_accelerate_yaml(Path(p) if Path(p).exists() else _write(root / "_acc.yaml", t))
+            load_accelerate_yaml(_write(root / "_acc.yaml", t))  # the fixed text, not the file on disk
             proved.append(f"{Path(p).name}: accelerate load_config_from_file")
     for p, t in texts.items():
         if kind_of(Path(p), t) == "deepspeed":

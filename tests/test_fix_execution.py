@@ -60,13 +60,26 @@ def _fixed_files(tmp_path: Path, rule, case) -> tuple[dict[str, str], dict[str, 
     return {**before, **out.fixed}, before
 
 
+def _other_major(case) -> str | None:
+    """The case's target transformers when it is another major release than the installed
+    one: the installed library cannot construct what that target accepts (a 4.x field removed
+    in 5.x), so such a fix is proven only where its target is installed."""
+    from importlib.metadata import version
+
+    target = (case.options or {}).get("transformers_version")
+    installed = version("transformers")
+    if target and target.split(".")[0] != installed.split(".")[0]:
+        return f"the fix targets transformers {target}; {installed} is installed"
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def _generic_proofs() -> dict[str, list[str]]:
     import tempfile
 
     proved: dict[str, list[str]] = {}
     for rule, i, case in FLAGGED:
-        if (rule.code, i) in KNOWN_WRONG:
+        if (rule.code, i) in KNOWN_WRONG or _other_major(case):
             continue
         with tempfile.TemporaryDirectory() as d:
             got = _fixed_files(Path(d), rule, case)
@@ -89,6 +102,8 @@ KNOWN_WRONG = {
     pytest.param(r, i, c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[(r.code, i)]))
     if (r.code, i) in KNOWN_WRONG else (r, i, c) for r, i, c in FLAGGED], ids=[f"{r.code}-{i}" for r, i, _ in FLAGGED])
 def test_fixed_configs_are_accepted_by_the_library(rule, index, case, tmp_path):
+    if _other_major(case):
+        pytest.skip(_other_major(case))
     got = _fixed_files(tmp_path, rule, case)
     if got is None:
         pytest.skip("no fix in this case")

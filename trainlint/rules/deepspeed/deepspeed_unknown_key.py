@@ -112,10 +112,10 @@ class DeepSpeedUnknownKey(Rule):
              fixed='{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3,'
                    ' "stage3_gather_16bit_weights_on_model_save": true}}\n', fixed_path="ds.json"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "gradient_cliping": 1.0, "zero_optimization": {"stage": 1}}\n'}),
-        Case(files={"ds.json": '{"train_batch_size ": 64, "zero_optimization": {"stage": 1}}\n'}, unsafe=True,
-             fixed='{"train_batch_size": 64, "zero_optimization": {"stage": 1}}\n', fixed_path="ds.json",
+        Case(files={"ds.json": '{"train_batch_size ": 8, "zero_optimization": {"stage": 1}}\n'}, unsafe=True,
+             fixed='{"train_batch_size": 8, "zero_optimization": {"stage": 1}}\n', fixed_path="ds.json",
              note="a trailing space"),
-        Case(files={"ds.json": '{"Gradient_Accumulation_Steps": 4, "zero_optimization": {"stage": 1}}\n'},
+        Case(files={"ds.json": '{"Gradient_Accumulation_Steps": 1, "zero_optimization": {"stage": 1}}\n'},
              note="another case"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3,'
                                ' "offload_param": {"device": "cpu", "pin_memroy": true}}}\n'}),
