@@ -113,12 +113,33 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     for setup in setups:
         if declared is not None:
             declared.update(str(f) for f in setup.files)
+        assumed = [s for s in setup.sites if s.assumed]
         for rule in rules:
             try:
-                out.extend(rule.check(setup))
+                found = list(rule.check(setup))
+                out.extend(_say_assumed(found, assumed) if assumed else found)
             except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
                 path = setup.files[0] if setup.files else str(setup.root)
                 out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
+    return out
+
+
+def _say_assumed(found: list[Diagnostic], sites: list) -> list[Diagnostic]:
+    """Findings on a site whose consumer is assumed (a script not in this repository, a
+    framework CLI) say so; when the parser is only a guess, they are at most warnings."""
+    from dataclasses import replace
+
+    out = []
+    for d in found:
+        site = next((s for s in sites if s.span is not None and s.span.path == d.path
+                     and s.span.line <= d.line <= s.span.end_line), None)
+        if site is None:
+            out.append(d)
+            continue
+        severity = d.severity
+        if not site.assumed_certain and severity is Severity.ERROR:
+            severity = Severity.WARNING
+        out.append(replace(d, message=f"{d.message} ({site.assumed})", severity=severity))
     return out
 
 

@@ -91,7 +91,12 @@ READERS: dict[str, Callable[[str, str], Any]] = {
 PROBLEM_SEVERITY = {
     "duplicate-key": Severity.ERROR,  # DeepSpeed raises on duplicates; json/yaml keep the last silently
     "non-standard-number": Severity.ERROR,  # NaN/Infinity: not JSON; strict parsers reject it
+    "shell-syntax": Severity.ERROR,  # an unterminated quote, $( or here-document: bash fails
+    # a launch line whose backslash continuation is broken: its last flags never reach it
+    "broken-continuation": Severity.ERROR,
 }
+# In Markdown a command is documentation: what would break a script is a warning there.
+_DOCS_CAP = {"shell-syntax", "broken-continuation"}
 
 
 def invalid_config(path: str, message: str, span=None, line: int = 1, column: int = 1,
@@ -113,6 +118,8 @@ def problem_findings(doc: Any, path: str) -> list[Diagnostic]:
         severity = PROBLEM_SEVERITY.get(p.kind)
         if severity is None:
             continue
+        if p.kind in _DOCS_CAP and path.lower().endswith((".md", ".markdown", ".mdx")):
+            severity = Severity.WARNING
         related = [p.related.related("first written here")] if p.related is not None else []
         out.append(invalid_config(path, p.message, span=p.span, severity=severity, related=related))
     return out
