@@ -9,7 +9,6 @@ keys, NaN/Infinity in JSON) becomes a finding too.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -145,12 +144,12 @@ def parse_into(ws: Workspace, pf: ParsedFile) -> None:
     reader = READERS.get(pf.kind)
     if reader is None:
         return
-    # A walked ``*.json``/``*.yaml`` that is not recognisably a training config and is written
-    # in another tool's dialect (JSON with comments like tsconfig.json or VS Code settings, a
-    # Helm/Jinja template) is not ours to judge: its problems are kept aside and reported only
-    # if a launch line or script references it (``linking.load_referenced``). Files named on
-    # the command line, and broken files in no known dialect, are always reported.
-    generic = pf.kind in ("json", "yaml") and not pf.explicit and _other_dialect(pf.text.text)
+    # A walked ``*.json``/``*.yaml`` that is not recognisably a training config (a dataset, a
+    # metrics dump with NaN, a dataset card, a schema, another tool's settings in JSON with
+    # comments, a Helm/Jinja template) is not ours to judge: its problems are kept aside and
+    # reported only if a launch line or script references it (``linking.load_referenced``).
+    # Files named on the command line are always reported.
+    generic = pf.kind in ("json", "yaml") and not pf.explicit
     sink = ws.deferred_problems.setdefault(pf.path, []) if generic else ws.problems
     if pf.kind == "json" and not pf.explicit and len(pf.text.text) > MAX_WALKED_GENERIC_JSON:
         _check_json_quickly(ws, pf, sink)
@@ -170,14 +169,6 @@ def parse_into(ws: Workspace, pf: ParsedFile) -> None:
         pf.doc = None
         return
     sink.extend(problem_findings(pf.doc, pf.path))
-
-
-_JSONC = re.compile(r"^\s*(//|/\*)", re.MULTILINE)
-
-
-def _other_dialect(text: str) -> bool:
-    """JSON with comments (JSONC) or a template (``{{ ... }}``, ``{% ... %}``)."""
-    return bool(_JSONC.search(text)) or "{{" in text or "{%" in text
 
 
 def _check_json_quickly(ws: Workspace, pf: ParsedFile, sink: list[Diagnostic]) -> None:

@@ -50,16 +50,14 @@ _DIGIT_REDIR = re.compile(r"[0-9]+[<>]")
 _BLANK_TO_EOL = re.compile(r"[ \t]+(?:#[^\n]*)?(?:\r?\n|$)")
 # ``cd "$(dirname "$0")"`` and friends: the folder of the script itself
 SCRIPT_DIR = "@SCRIPT_DIR@"
-_SUBST_TAIL = re.compile(r'^(.*\))"?((?:/[\w.@+-]*)*)/?"?$', re.S)
+_SUBST_TAIL = re.compile(r'^(.*\))"?((?:/[\w.@+-]*)*)/?"?$', re.DOTALL)
 
 
 def script_dir_expr(raw: str) -> str | None:
     """``SCRIPT_DIR`` (plus a literal tail such as ``/..``) for the usual spellings of the
     script's own folder: ``$(dirname "$0")``, ``$(cd "$(dirname "${BASH_SOURCE[0]}")" &&
     pwd)``, ``$(dirname $(realpath $0))/..``; None for anything else."""
-    text = raw.strip()
-    if text.startswith('"'):
-        text = text[1:]
+    text = raw.strip().removeprefix('"')
     if not text.startswith("$(") or "dirname" not in text or not (
             "$0" in text or "${0}" in text or "BASH_SOURCE" in text):
         return None
@@ -1238,7 +1236,7 @@ _SHELL_LANGS = {"bash", "sh", "shell", "console", "zsh", "shell-session", "shell
 # an unlabelled block is read as shell when one of its lines starts a launch
 _LAUNCH_LINE = re.compile(
     r"^\s*(?:\$\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:nohup\s+|srun\s+)?"
-    r"(?:python[0-9.]*|torchrun|deepspeed|accelerate\s+launch|llamafactory-cli|trl\s+\w+)\s", re.M)
+    r"(?:python[0-9.]*|torchrun|deepspeed|accelerate\s+launch|llamafactory-cli|trl\s+\w+)\s", re.MULTILINE)
 _PROMPT = re.compile(r"^(\s*)(\$|>)( |$)")
 
 
