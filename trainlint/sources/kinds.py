@@ -137,12 +137,9 @@ def deepspeed_shape(top: dict[str, object]) -> bool:
     if zero is not _MISSING:
         if isinstance(zero, bool) or zero is None:
             return True
-        if isinstance(zero, dict):
+        if isinstance(zero, dict):  # a ZeRO section, unless it is a schema of one
             keys = set(zero)
-            if keys & _SCHEMA_KEYS and not keys & ZERO_KEYS:
-                return False
-            if not keys or keys & ZERO_KEYS:
-                return True
+            return not (keys & _SCHEMA_KEYS and not keys & ZERO_KEYS)
     if "train_micro_batch_size_per_gpu" in top and _batch_value(top["train_micro_batch_size_per_gpu"]):
         return True
     for k in ("fp16", "bf16"):
