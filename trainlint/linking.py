@@ -67,6 +67,9 @@ def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str],
     what else is known (a file of that name elsewhere); ``then`` what trainlint does instead."""
     from trainlint.resolve import input_problem
 
+    from trainlint.sources.shell import SCRIPT_DIR
+
+    ref_path = ref_path.replace(SCRIPT_DIR, "$(dirname $0)")
     looked = _looked_text(folders, looked_for or ref_path)
     if severity is Severity.INFO:
         message = f"{what} {ref_path!r} is not in this repository: {why} (looked for {looked})"
@@ -188,9 +191,14 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
         var = m.group().rstrip("/")
         return Located(ELSEWHERE, folders=loc.folders, severity=Severity.INFO,
                        why=f"it is under {var}, which this repository does not set")
+    from trainlint.sources.shell import SCRIPT_DIR
+
     ref_x = os.path.expanduser(ref)
+    if ref_x.startswith(SCRIPT_DIR):  # $(dirname "$0")/train.py: beside the shell file
+        ref_x = os.path.normpath(os.path.join(os.path.dirname(base_file) or ".",
+                                              ref_x[len(SCRIPT_DIR):].lstrip("/")))
     root = repository_root(base_file)
-    if os.path.isabs(ref_x):
+    if os.path.isabs(ref_x) or ref_x != os.path.expanduser(ref):
         folders: list[str] | None = [""]
     else:
         folders, why = _start_folders(base_file, launch)

@@ -40,7 +40,8 @@ def _markdown(path: str, text: str) -> MarkdownDoc:
     for block, offset in extract_shell_blocks(text):
         script = parse_shell(block, path, line_offset=offset)
         launches.extend(script.launches)
-        problems.extend(script.problems)
+        if script.launches:  # a block of output or prose marked bash is not judged as shell
+            problems.extend(script.problems)
     return MarkdownDoc(path, launches, problems)
 
 
