@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -114,10 +114,16 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
         if declared is not None:
             declared.update(str(f) for f in setup.files)
         assumed = [s for s in setup.sites if s.assumed]
+        docs = str(setup.extra.get("launch_file", "")).lower().endswith((".md", ".markdown", ".mdx"))
         for rule in rules:
             try:
                 found = list(rule.check(setup))
-                out.extend(_say_assumed(found, assumed) if assumed else found)
+                if assumed:
+                    found = _say_assumed(found, assumed)
+                if docs:  # a README command is documentation: at most a warning
+                    found = [replace(d, severity=Severity.WARNING) if d.severity is Severity.ERROR
+                             and d.path.lower().endswith((".md", ".markdown", ".mdx")) else d for d in found]
+                out.extend(found)
             except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
                 path = setup.files[0] if setup.files else str(setup.root)
                 out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
@@ -127,8 +133,6 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
 def _say_assumed(found: list[Diagnostic], sites: list) -> list[Diagnostic]:
     """Findings on a site whose consumer is assumed (a script not in this repository, a
     framework CLI) say so; when the parser is only a guess, they are at most warnings."""
-    from dataclasses import replace
-
     out = []
     for d in found:
         site = next((s for s in sites if s.span is not None and s.span.path == d.path

@@ -32,6 +32,7 @@ import ast
 import os
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainlint.sources.shell import Flag, LaunchCommand
 
 ARGS_FILE_SUFFIXES = (".json", ".yaml", ".yml")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 
 
 # -- reading referenced files ---------------------------------------------------------------
@@ -71,7 +73,9 @@ def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str],
 
     ref_path = ref_path.replace(SCRIPT_DIR, "$(dirname $0)")
     looked = _looked_text(folders, looked_for or ref_path)
-    if severity is Severity.INFO:
+    if not folders:
+        message = f"{what} {ref_path!r} is not checked: {why}"
+    elif severity is Severity.INFO:
         message = f"{what} {ref_path!r} is not in this repository: {why} (looked for {looked})"
     else:
         message = f"{what} {ref_path!r} does not exist (looked for {looked}){'; ' + why if why else ''}"
@@ -179,10 +183,12 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
 
     if not ref:
         return Located(UNRESOLVED)
-    if "$" in ref or "`" in ref or "<" in ref:
+    from trainlint.sources.shell import has_placeholder
+
+    if "$" in ref or "`" in ref or has_placeholder(ref):
         m = _LEADING_VARS.match(ref)
         rest = ref[m.end():] if m is not None else ""
-        if not rest or "$" in rest or "`" in rest or "<" in rest:
+        if not rest or "$" in rest or "`" in rest or has_placeholder(rest):
             return Located(UNRESOLVED, why=f"{ref!r} uses a shell variable that cannot be resolved")
         loc = locate(ws, base_file, rest, launch, doc, _tail_of=ref)
         if loc.verdict == FOUND:
@@ -212,8 +218,15 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
         return Located(GENERATED, folders=folders)
     verdict = _likelihood(ws, base_file, ref_x, launch, doc, folders, candidates, root)
     verdict.folders = folders
-    if base_file.lower().endswith((".md", ".markdown", ".mdx")) and verdict.severity is Severity.ERROR:
-        verdict.severity = Severity.WARNING  # a command in the docs, not a script that runs
+    if base_file.lower().endswith(MARKDOWN_SUFFIXES) and verdict.verdict == MISSING:
+        # a command in the docs, run from wherever the prose says: a file whose folder is
+        # here should be (warning); a bare name or another folder is most likely elsewhere
+        folder_here = os.path.dirname(ref_x) and any(os.path.isdir(os.path.dirname(c)) for c in candidates)
+        verdict.severity = Severity.WARNING if folder_here else Severity.INFO
+        if verdict.severity is Severity.INFO:
+            verdict.verdict = ELSEWHERE
+            verdict.why = (verdict.why + "; " if verdict.why else "") + \
+                "a command in the docs, run from the folder its text names"
     return verdict
 
 
@@ -235,7 +248,7 @@ def _under(path: str, folder: str) -> bool:
 def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None, doc: Any,
                 folders: list[str], candidates: list[str], root: str | None) -> Located:
     from trainlint.knowledge.frameworks import looks_like_hf_example
-    from trainlint.sources.shell import norm_path
+    from trainlint.sources.shell import SCRIPT_DIR, norm_path
 
     info = Severity.INFO
     cwd = launch.cwd if launch is not None else None
@@ -255,7 +268,10 @@ def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand |
     if cwd is not None and looks_like_hf_example(cwd + "/"):
         return Located(ELSEWHERE, severity=info,
                        why=f"the command runs in {cwd}, laid out as the Hugging Face examples of another checkout")
-    same_name = sorted(p for p in ws.files if os.path.basename(p) == os.path.basename(ref))
+    if cwd is not None and not os.path.isabs(ref) and not any(os.path.isdir(f) for f in folders):
+        shown = cwd.replace(SCRIPT_DIR, "$(dirname $0)")
+        return Located(ELSEWHERE, severity=info, why=f"an earlier cd goes to {shown}, which is not in this repository")
+    same_name = _same_name(root, os.path.basename(ref)) if root is not None else []
     hint = f"a file of that name is at {same_name[0]}" if same_name else ""
     folder = os.path.dirname(ref)
     if not folder:
@@ -269,9 +285,34 @@ def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand |
     if not same_name and looks_like_hf_example(ref):
         return Located(ELSEWHERE, severity=info,
                        why="laid out as the Hugging Face examples, run from a transformers checkout")
-    top = ref.replace(os.sep, "/").split("/", 1)[0]
+    top = os.path.normpath(ref).replace(os.sep, "/").split("/", 1)[0]
     return Located(MISSING, severity=Severity.WARNING,
                    why=hint or f"no folder {top!r} in this repository either")
+
+
+_SAME_NAME_LIMIT = 20_000
+
+
+@lru_cache(maxsize=8)
+def _file_names(root: str) -> dict[str, list[str]]:
+    """basename -> paths (relative to ``root``) of the repository's files, for the "a file of
+    that name is at" hint; at most ``_SAME_NAME_LIMIT`` files are listed."""
+    from trainlint.sources.files import SKIP_DIRS
+
+    out: dict[str, list[str]] = {}
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in filenames:
+            out.setdefault(name, []).append(os.path.relpath(os.path.join(dirpath, name), root))
+            count += 1
+        if count > _SAME_NAME_LIMIT:
+            break
+    return out
+
+
+def _same_name(root: str, name: str) -> list[str]:
+    return sorted(_file_names(root).get(name, []))
 
 
 def _training_flags(launch: LaunchCommand) -> int:
@@ -559,6 +600,8 @@ class _Linker:
             unseen = self._cli_sites(setup, launch, fw, doc)
         elif launch.script is not None:
             name, span = launch.script
+            if os.path.basename(name) == "setup.py":
+                return None  # python setup.py install: a build, not a training run
             if not name.endswith(".py"):
                 if launch.launcher == "python":
                     return None
@@ -763,6 +806,11 @@ class _Linker:
         flags = assumed_flag_site(launch, fw.class_name, note, True)
         if flags is not None and flags.values:
             sites.append(flags)
+        if fw.redeclared:  # the framework's own subclass takes these: not ours to judge
+            sites = [replace(s, values={k: v for k, v in s.values.items() if k not in fw.redeclared})
+                     for s in sites]
+            for s in sites:
+                setup.extra["site_refs"][id(s)] = ("argsfile", s.path, 0)
         return sites
 
     def _args_file_site(self, setup: Setup, launch: LaunchCommand, class_name: str) -> ArgsSite | None:

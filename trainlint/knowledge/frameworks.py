@@ -23,6 +23,7 @@ class FrameworkCli:
     config_flag: str | None  # "config": ``--config x.yaml``
     args_file_positional: bool  # ``llamafactory-cli train x.yaml``
     source: str
+    redeclared: frozenset[str] = frozenset()  # fields the framework's own subclass declares again
 
 
 @lru_cache(maxsize=1)
@@ -48,7 +49,7 @@ def cli(name: str, subcommand: str | None) -> FrameworkCli | None:
     return FrameworkCli(name=f"{name} {subcommand}", class_name=cls, parser=entry["parser"],
                         config_flag=entry.get("config_flag"),
                         args_file_positional=entry.get("args_file") == "first-positional",
-                        source=entry["source"])
+                        source=entry["source"], redeclared=frozenset(entry.get("redeclared", ())))
 
 
 def example_class(script: str) -> str:

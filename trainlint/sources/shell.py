@@ -139,7 +139,14 @@ class _XWord:
 # shell would read as a redirection). It must close on the same line and be followed by a
 # word boundary, so ``cmd <in >out`` and ``<<EOF`` stay redirections.
 _PLACEHOLDER = re.compile(r"<[A-Za-z_][\w.:/ -]{0,60}?>(?=[\s;&|\"'/)]|$)")
-_PLACEHOLDER_IN_TEXT = re.compile(r"<[A-Za-z_][\w.:/ -]{0,60}?>")
+# ... also ``run_{task}.py`` in the docs (a literal brace word, not a brace expansion)
+_PLACEHOLDER_IN_TEXT = re.compile(r"<[A-Za-z_][\w.:/ -]{0,60}?>|(?<![$\w])\{[A-Za-z_][\w-]{0,40}\}|"
+                                  r"(?<=[\w/.])\{[A-Za-z_][\w-]{0,40}\}")
+
+
+def has_placeholder(text: str) -> bool:
+    """A documentation placeholder in a word: ``<path-to-model>``, ``run_{task}.py``."""
+    return ("<" in text or "{" in text) and _PLACEHOLDER_IN_TEXT.search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -209,7 +216,7 @@ class _Lexer:
                 op = m.group()
                 out.append(_Op("redir", pos, m.end()))
                 pos = m.end()
-                if op.endswith("<<") or op.endswith("<<-"):
+                if op.lstrip("0123456789") in ("<<", "<<-"):  # not the here-string <<<
                     # a here-document: its delimiter word follows, its body after the newline
                     while pos < n and text[pos] in " \t":
                         pos += 1
@@ -788,7 +795,7 @@ class _Builder:
             if not part.quoted and len(word.parts) == 1 and len(value.split()) > 1:
                 split_value = value
         raw = self.text[word.start:word.end]
-        if not unresolved and "<" in raw and _PLACEHOLDER_IN_TEXT.search("".join(out)):
+        if not unresolved and has_placeholder("".join(out)):
             unresolved = True  # "--model <path-to-model>": a placeholder of the docs
         if split_value is not None and not unresolved:
             return [
@@ -845,7 +852,7 @@ class _Builder:
             if isinstance(tok, _Op):
                 if tok.op == "redir":
                     redirect = self.text[tok.start:tok.end]
-                    if redirect.endswith(("<<", "<<-")):
+                    if redirect.lstrip("0123456789") in ("<<", "<<-"):
                         if heredoc_count < len(lexer.heredocs):
                             heredoc_of_cmd = lexer.heredocs[heredoc_count]
                         heredoc_count += 1
