@@ -80,7 +80,8 @@ class _LazyGroup(click.Group):
     for --help), so they never cost ``trainlint check`` any start-up time."""
 
     lazy: dict[str, tuple[str, str]] = {"verify": ("trainlint.verify.command", "verify"),
-                                        "estimate": ("trainlint.estimate_command", "estimate")}
+                                        "estimate": ("trainlint.estimate_command", "estimate"),
+                                        "server": ("trainlint.server.command", "server")}
 
     def _load(self, name: str) -> click.Command | None:
         import importlib
