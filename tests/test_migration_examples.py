@@ -140,11 +140,14 @@ def test_target_version_from_tool_trainlint(tmp_path):
     assert (tf.value, tf.note) == ("4.57.1", "pyproject.toml [tool.trainlint]")
 
 
-def test_target_version_defaults_to_the_installed_package(tmp_path):
+def test_target_version_is_the_projects_pin_not_the_installed_package(tmp_path):
     import importlib.metadata
 
     write_files(tmp_path, {"train.py": "from transformers import TrainingArguments\n",
                            "requirements.txt": "transformers==4.46.0\n"})
+    tf, _ = _setup_versions(tmp_path)
+    assert (tf.value, tf.note) == ("4.46.0", "requirements.txt:1")
+    write_files(tmp_path, {"requirements.txt": "transformers\n"})  # no range: the installed one
     tf, _ = _setup_versions(tmp_path)
     assert (tf.value, tf.note) == (importlib.metadata.version("transformers"), "installed")
 

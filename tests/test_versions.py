@@ -35,12 +35,22 @@ def test_tool_trainlint_key_before_installed(tmp_path):
     assert V.resolve_trl_version(None, tmp_path) == ("0.19.0", "pyproject.toml [tool.trainlint]")
 
 
-def test_installed_from_metadata_before_pins(tmp_path):
-    write(tmp_path, "requirements.txt", "transformers==4.46.0\n")
+def test_installed_used_only_inside_the_declared_range(tmp_path):
     try:
         installed = importlib.metadata.version("transformers")
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("transformers is not installed")
+    major = installed.split(".")[0]
+    # the installed version satisfies the range: it is the target, saying which range
+    write(tmp_path, "requirements.txt", f"transformers>={major}.0\n")
+    assert V.resolve_transformers_version(None, tmp_path) == (installed, "installed, within requirements.txt:1")
+    # it does not: the declared pin wins over what happens to be installed
+    write(tmp_path, "requirements.txt", "transformers==4.46.0\n")
+    assert V.resolve_transformers_version(None, tmp_path) == ("4.46.0", "requirements.txt:1")
+    write(tmp_path, "requirements.txt", "transformers>=4.40,<4.47\n")
+    assert V.resolve_transformers_version(None, tmp_path) == ("4.46.3", "requirements.txt:1")
+    # nothing declared: the installed version
+    (tmp_path / "requirements.txt").unlink()
     assert V.resolve_transformers_version(None, tmp_path) == (installed, "installed")
 
 
@@ -151,3 +161,70 @@ def test_installed_version_reads_dist_info_like_importlib_metadata():
             expected = None
         assert V.installed_version(package) == expected, package
     assert V.installed_version("no-such-distribution-xyz") is None
+
+
+# -- declared by the project in every usual place (issue 13 section 4) ---------------------------
+
+
+def test_requirements_include_is_followed(tmp_path):
+    write(tmp_path, "requirements.txt", "-r requirements/base.txt\ntorch\n")
+    write(tmp_path, "requirements/base.txt", "datasets\ntransformers==4.46.1\n")
+    assert tf(tmp_path) == ("4.46.1", "requirements/base.txt:2")
+
+
+def test_setup_py_install_requires(tmp_path):
+    write(tmp_path, "setup.py", 'from setuptools import setup\n_deps = [\n    "torch",\n    "transformers>=4.41,<4.42",\n]\n'
+                                'setup(name="x", install_requires=_deps)\n')
+    assert tf(tmp_path) == ("4.41.2", "setup.py:4")
+
+
+def test_setup_py_extras(tmp_path):
+    write(tmp_path, "setup.py", 'from setuptools import setup\nsetup(name="x", extras_require={"train": ["trl==0.19.1"]})\n')
+    assert V.resolve_trl_version(None, tmp_path, use_installed=False) == ("0.19.1", "setup.py:2")
+
+
+def test_setup_cfg_install_requires(tmp_path):
+    write(tmp_path, "setup.cfg", "[metadata]\nname = x\n\n[options]\ninstall_requires =\n    torch\n"
+                                 "    transformers==4.44.2\n")
+    assert tf(tmp_path) == ("4.44.2", "setup.cfg:7")
+
+
+def test_environment_yml_conda_and_pip(tmp_path):
+    write(tmp_path, "environment.yml", "name: x\ndependencies:\n  - python=3.10\n  - pip\n  - pip:\n"
+                                       "    - transformers==4.43.4\n    - trl>=0.15,<0.16\n")
+    assert tf(tmp_path) == ("4.43.4", "environment.yml:6")
+    assert V.resolve_trl_version(None, tmp_path, use_installed=False)[0].startswith("0.15.")
+    write(tmp_path, "environment.yml", "dependencies:\n  - conda-forge::transformers=4.45\n")
+    assert tf(tmp_path) == ("4.45.2", "environment.yml:2")
+
+
+def test_dockerfile_pip_line(tmp_path):
+    write(tmp_path, "Dockerfile", "FROM pytorch/pytorch\nRUN pip install --no-cache-dir \\\n"
+                                  "    datasets \\\n    'transformers==4.48.0' && rm -rf /root/.cache\n")
+    assert tf(tmp_path) == ("4.48.0", "Dockerfile:2")
+
+
+def test_pyproject_dependency_groups(tmp_path):
+    write(tmp_path, "pyproject.toml", '[dependency-groups]\ntrain = ["transformers~=4.47.0"]\n')
+    assert tf(tmp_path) == ("4.47.1", "pyproject.toml:2")
+
+
+def test_requirements_before_other_declarations(tmp_path):
+    write(tmp_path, "requirements.txt", "transformers==4.46.0\n")
+    write(tmp_path, "setup.py", 'from setuptools import setup\nsetup(install_requires=["transformers==4.40.0"])\n')
+    assert tf(tmp_path) == ("4.46.0", "requirements.txt:1")
+
+
+def test_generic_package_declared_or_installed(tmp_path):
+    write(tmp_path, "requirements.txt", "peft==0.11.1\ndeepspeed>=0.14,<0.15\n")
+    assert V.resolve_version("peft", tmp_path, use_installed=False) == ("0.11.1", "requirements.txt:1")
+    assert V.resolve_version("deepspeed", tmp_path, use_installed=False) == ("0.14", "requirements.txt:2")
+    assert V.resolve_version("bitsandbytes", tmp_path, use_installed=False) is None
+
+
+def test_project_root_from_the_paths(tmp_path):
+    write(tmp_path, "pyproject.toml", "[project]\nname='x'\n")
+    write(tmp_path, "examples/a/train.py", "x = 1\n")
+    write(tmp_path, "examples/b/run.sh", "python train.py\n")
+    assert V.find_project_root([tmp_path / "examples/a/train.py", tmp_path / "examples/b"]) == tmp_path.resolve()
+    assert V.find_project_root([tmp_path / "examples"]) == tmp_path.resolve()

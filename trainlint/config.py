@@ -62,6 +62,9 @@ class Settings(BaseModel):
     fail_on: Severity = Field(default=Severity.WARNING, alias="fail-on")
     rule_options: dict[str, dict[str, Any]] = {}
     project_root: Path | None = None  # the folder of the pyproject.toml the settings came from
+    # the project whose declared versions are the targets: resolved once per run from the
+    # command line's paths (``knowledge.versions.find_project_root``), shared by workers
+    target_root: Path | None = None
     config_path: Path | None = None
 
     def ignored_for(self, path: str) -> list[str]:

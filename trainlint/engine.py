@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from trainlint.config import ConfigError, Settings
+from trainlint.consumers import with_consumer
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.resolve import Workspace, build_setups, read_workspace
 from trainlint.rules import all_rules, is_selected, select_rules
@@ -117,7 +118,7 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
         docs = str(setup.extra.get("launch_file", "")).lower().endswith((".md", ".markdown", ".mdx"))
         for rule in rules:
             try:
-                found = list(rule.check(setup))
+                found = with_consumer(setup, list(rule.check(setup)))
                 if assumed:
                     found = _say_assumed(found, assumed)
                 if docs:  # a README command is documentation: at most a warning
@@ -127,7 +128,17 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
             except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
                 path = setup.files[0] if setup.files else str(setup.root)
                 out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
-    return out
+    return _without_walked_markdown(ws, out)
+
+
+def _without_walked_markdown(ws: Workspace, found: list[Diagnostic]) -> list[Diagnostic]:
+    """A Markdown file found by a folder walk is read for its commands, which tell who reads
+    a script or an args file (a README's ``accelerate launch sft.py --config recipe.yaml``);
+    findings in the Markdown itself are reported only when it is named explicitly."""
+    quiet = {p for p, f in ws.files.items() if f.kind == "markdown" and not f.explicit}
+    if not quiet:
+        return found
+    return [d for d in found if d.path not in quiet]
 
 
 def _say_assumed(found: list[Diagnostic], sites: list) -> list[Diagnostic]:
@@ -179,6 +190,18 @@ def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) ->
     return kept
 
 
+def with_target_root(settings: Settings, paths: list[Path]) -> Settings:
+    """The settings with the run's project root (whose declared versions are the targets)
+    resolved once from the command line's paths, so that every worker and the serial path
+    target the same versions."""
+    if settings.target_root is not None:
+        return settings
+    from trainlint.knowledge.versions import find_project_root
+
+    root = settings.project_root or find_project_root([p for p in paths if str(p) != "-"] or [Path(".")])
+    return settings.model_copy(update={"target_root": root})
+
+
 def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None = None,
          only: set[str] | None = None, *, jobs: int | None = 1, cache: bool = False) -> LintResult:
     """Check ``paths``. ``overlay`` replaces file contents (fixes in memory, stdin).
@@ -186,6 +209,7 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
     ``jobs`` other than 1 (None: one per core) or ``cache`` take the fast path of
     ``trainlint.parallel`` (same result: stand-alone scripts one by one, in a process pool when
     there are many, from the findings cache when unchanged)."""
+    settings = with_target_root(settings, paths)
     if jobs != 1 or cache:
         from trainlint.parallel import lint_split
 

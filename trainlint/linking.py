@@ -37,7 +37,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.setup import ACCELERATE, ARGSFILE, FLAG, PYTHON, ArgsSite, Setup, Value
+from trainlint.setup import (
+    ACCELERATE,
+    ARGSFILE,
+    FLAG,
+    PYTHON,
+    ArgsSite,
+    Setup,
+    Value,
+    library_consumer,
+    project_consumer,
+    unknown_consumer,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.config import Settings
@@ -391,20 +402,27 @@ def as_argsfile(pf: ParsedFile | None):
 
 
 def hf_parser_class(pf: PythonFile) -> str | None:
-    """The TrainingArguments-like class of ``HfArgumentParser((A, B, TrainingArguments))`` in
-    the script, or None when it does not use HfArgumentParser with one."""
-    for cs in pf.calls:
-        qn = pf.qualname(cs.node.func)
-        name = qn.rsplit(".", 1)[-1] if qn else (cs.node.func.id if isinstance(cs.node.func, ast.Name) else None)
-        if name != "HfArgumentParser" or not cs.node.args:
-            continue
-        first = cs.node.args[0]
-        elts = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
-        for e in elts:
-            lib = pf.library_class(e)
-            if lib is not None and lib[0] == "args":
-                return lib[1]
-    return None
+    """The TrainingArguments-like class of ``HfArgumentParser((A, B, TrainingArguments))`` (or
+    ``TrlParser``) in the script, or None when it builds no such parser."""
+    from trainlint.consumers import main_parser
+
+    use = main_parser(pf)
+    return use.class_name if use is not None else None
+
+
+def annotate_python_sites(pf: PythonFile) -> None:
+    """Give each ``TrainingArguments(...)``-like call of the file its consumer (the class, and
+    the frameworks that patch it). Done once per file; the sites are shared by setups."""
+    if getattr(pf, "_consumers_set", False):
+        return
+    from trainlint.consumers import python_call_consumer
+
+    for tac in pf.args_calls:
+        if tac.args.consumer is None:
+            func = tac.site.node.func
+            callee = pf.source_of(func) or tac.class_name
+            tac.args.consumer = python_call_consumer(pf, tac.class_name, callee, tac.site.node.lineno)
+    pf._consumers_set = True  # type: ignore[attr-defined]
 
 
 def flag_value(flag: Flag, name: str | None = None) -> Value:
@@ -436,12 +454,13 @@ def negated_field(class_name: str, key: str) -> str | None:
     return key[3:]
 
 
-def flag_site(launch: LaunchCommand, class_name: str) -> ArgsSite:
+def flag_site(launch: LaunchCommand, class_name: str, consumer=None, skip: tuple[str, ...] = ()) -> ArgsSite:
     """The launch line's script flags as TrainingArguments values (HfArgumentParser);
-    ``--no_X`` becomes ``X=False`` (written as ``--no_X``)."""
+    ``--no_X`` becomes ``X=False`` (written as ``--no_X``). ``skip``: flags the parser itself
+    takes (``TrlParser``'s ``--config``)."""
     values: dict[str, Value] = {}
     for f in launch.script_args:
-        if f.prefix != "--":
+        if f.prefix != "--" or f.key in skip:
             continue
         field = negated_field(class_name, f.key)
         if field is not None:
@@ -451,7 +470,7 @@ def flag_site(launch: LaunchCommand, class_name: str) -> ArgsSite:
     open_ended = any(f.unresolved and f.from_expansion for f in launch.script_args) \
         or any("$" in text for text, _ in launch.positionals)
     return ArgsSite(path=launch.path, class_name=class_name, values=values, open_ended=open_ended,
-                    span=launch.span)
+                    span=launch.span, consumer=consumer)
 
 
 NOT_IN_REPOSITORY = "script not in this repository: read as HfArgumentParser would"
@@ -539,6 +558,7 @@ class _Linker:
         self.settings = settings
         self.linked: set[str] = set()
         self.launched_scripts: set[str] = set()
+        self.project_files: dict[str, Any] = {}  # args-looking files the project's own code reads
 
     # the DeepSpeed config named by a site value (python literal/default, flag, args-file key)
     def _ds_from_value(self, setup: Setup, v: Value | None, base_file: str,
@@ -547,8 +567,10 @@ class _Linker:
             return False
         if v.value.strip().startswith("{"):
             return False  # a JSON string: inline config
-        if "/" not in v.value and not v.value.endswith(".json") and "." not in v.value:
-            return False  # a preset name (ms-swift's --deepspeed zero2), not a file
+        from trainlint.knowledge.wrappers import deepspeed_preset
+
+        if "/" not in v.value and not v.value.endswith(".json") and deepspeed_preset(v.value) is not None:
+            return True  # a framework's preset name (ms-swift's --deepspeed zero2), not a file
         span = v.span or v.key_span
         on_line = launch if launch is not None and base_file == launch.path else None
         pf = load_referenced(self.ws, base_file, v.value, span, "DeepSpeed config", on_line,
@@ -642,16 +664,15 @@ class _Linker:
         # TrainingArguments sites
         ds_candidates: list[tuple[Value | None, str]] = []
         if script_pf is not None:
+            from trainlint.consumers import main_parser
+
+            annotate_python_sites(script_pf)
             sites = override_sites(script_pf, launch)
-            hf_class = hf_parser_class(script_pf)
-            if hf_class is not None:
-                args_file_site = self._args_file_site(setup, launch, hf_class)
-                if args_file_site is not None:
-                    sites.append(args_file_site)
-                else:
-                    fs = flag_site(launch, hf_class)
-                    setup.extra["site_refs"][id(fs)] = ("launch", pf_shell.path, index)
-                    sites.append(fs)
+            parser = main_parser(script_pf)
+            if parser is not None:
+                sites.extend(self._parser_sites(setup, launch, script_pf, parser, pf_shell.path, index))
+            else:
+                self._note_project_files(launch, script_pf)
             setup.sites = sites
         else:
             setup.sites = unseen
@@ -813,7 +834,65 @@ class _Linker:
                 setup.extra["site_refs"][id(s)] = ("argsfile", s.path, 0)
         return sites
 
-    def _args_file_site(self, setup: Setup, launch: LaunchCommand, class_name: str) -> ArgsSite | None:
+    def _parser_sites(self, setup: Setup, launch: LaunchCommand, pf: PythonFile, parser, shell_path: str,
+                      index: int) -> list[ArgsSite]:
+        """The sites an ``HfArgumentParser``/``TrlParser`` script reads from this launch line:
+        the args file given as the only argument (``parse_yaml_file(sys.argv[1])``), the
+        ``--config`` YAML of ``TrlParser.parse_args_and_config()``, and the flags."""
+        import os
+
+        from trainlint.knowledge.wrappers import trl_parser_config_flag
+
+        script = os.path.basename(pf.path)
+        out: list[ArgsSite] = []
+        own = frozenset(_local_dataclass_fields(pf, parser))
+        positional = self._args_file_site(setup, launch, parser.class_name,
+                                          parser.consumer(pf, f"{parser.kind} ({_file_method(parser)}) in {script}", own))
+        if positional is not None:
+            return [positional]
+        skip: tuple[str, ...] = ()
+        if parser.reads_config:
+            flag_name = trl_parser_config_flag().lstrip("-")
+            skip = (flag_name,)
+            cfg = launch.flag(flag_name)
+            if cfg is not None and cfg.value and not cfg.unresolved:
+                consumer = parser.consumer(pf, f"TrlParser {trl_parser_config_flag()} in {script}",
+                                           own | _reserved_trl_keys())
+                site = self._args_file_from(setup, launch.path, cfg.value, cfg.value_span or cfg.name_span,
+                                            parser.class_name, consumer)
+                if site is not None:
+                    # one run: the YAML sets the parser's defaults, the flags override them
+                    flags = flag_site(launch, parser.class_name, consumer, skip=skip)
+                    site.values.update(flags.values)
+                    site.open_ended = site.open_ended or flags.open_ended
+                    return [site]
+        fs = flag_site(launch, parser.class_name, parser.consumer(pf, f"{parser.kind} in {script}", own), skip=skip)
+        setup.extra["site_refs"][id(fs)] = ("launch", shell_path, index)
+        out.append(fs)
+        return out
+
+    def _note_project_files(self, launch: LaunchCommand, pf: PythonFile) -> None:
+        """Args-looking files given to a script without a Hugging Face parser are read by the
+        project's own code (its argparse, ``yaml.safe_load``...), not as TrainingArguments."""
+        import os
+
+        from trainlint.consumers import project_readers
+        from trainlint.resolve import norm
+
+        readers = project_readers(pf)
+        via = f"{readers[0]} in {os.path.basename(pf.path)}" if readers else f"{os.path.basename(pf.path)}'s own code"
+        refs = [t for t, _ in launch.positionals] + [f.value for f in launch.script_args if f.value]
+        for text in refs:
+            if not isinstance(text, str) or not text.endswith(ARGS_FILE_SUFFIXES) or "$" in text:
+                continue
+            for folder in reference_folders(launch.path):
+                cand = norm(os.path.join(folder, text))
+                if cand in self.ws.files:
+                    self.project_files.setdefault(cand, project_consumer(via=via))
+                    break
+
+    def _args_file_site(self, setup: Setup, launch: LaunchCommand, class_name: str, consumer=None
+                        ) -> ArgsSite | None:
         """``python run.py args.json``: the only argument is an args file."""
         if launch.script_args or len(launch.positionals) != 1:
             return None
@@ -821,17 +900,23 @@ class _Linker:
         if not text.endswith(ARGS_FILE_SUFFIXES):
             return None
         doc = self.ws.files[launch.path].doc if launch.path in self.ws.files else None
-        apf = load_referenced(self.ws, launch.path, text, span, "args file", launch, doc)
+        return self._args_file_from(setup, launch.path, text, span, class_name, consumer, launch, doc)
+
+    def _args_file_from(self, setup: Setup, base: str, text: str, span, class_name: str, consumer,
+                        launch: LaunchCommand | None = None, doc: Any = None) -> ArgsSite | None:
+        apf = load_referenced(self.ws, base, text, span, "args file", launch, doc)
         af = as_argsfile(apf)
         if af is None:
             return None
         setup.extra["args_file"] = af
         self._add_file(setup, af.path)
         site = af.as_site(class_name)
-        setup.extra["site_refs"][id(site)] = ("argsfile", af.path, 0)
+        site.consumer = consumer
+        setup.extra.setdefault("site_refs", {})[id(site)] = ("argsfile", af.path, 0)
         return site
 
     def script_setup(self, pf: PythonFile) -> Setup:
+        annotate_python_sites(pf)
         setup = Setup(root=Path(pf.path).parent, scripts=[pf], sites=list(pf.sites), files=[pf.path])
         self._link_deepspeed(setup, [(s.get("deepspeed"), pf.path) for s in pf.sites] + _initialize_configs(pf))
         return setup
@@ -841,12 +926,56 @@ class _Linker:
         if af is None:
             return None
         site = af.as_site(class_name)
+        site.consumer = self.standalone_consumer(f.path, class_name)
+        if not site.consumer.judged and f.explicit and site.consumer.kind != "project":
+            # named on the command line: judged, saying what is assumed
+            method = "parse_json_file" if f.path.endswith(".json") else "parse_yaml_file"
+            site.consumer = library_consumer(class_name, via=f"HfArgumentParser.{method} (assumed: the file was "
+                                                             f"named on the command line and nothing in the "
+                                                             f"repository says who reads it)")
         setup = Setup(root=Path(f.path).parent, sites=[site], files=[f.path])
         setup.extra["args_file"] = af
         setup.extra["args_readers"] = same_folder_args_readers(self.ws, f.path)
         setup.extra["site_refs"] = {id(site): ("argsfile", af.path, 0)}
         self._link_deepspeed(setup, [(site.get("deepspeed"), f.path)])
         return setup
+
+    def standalone_consumer(self, path: str, class_name: str):
+        """Who reads an args file that no launch line names: a script beside it (or in the
+        folder above) that parses ``sys.argv[1]`` with ``parse_yaml_file``/``parse_json_file``
+        (a Hugging Face reader); else the project's own code when it reads such files
+        (``yaml.safe_load``...); else nobody known. Only the first is judged."""
+        import os
+
+        from trainlint.consumers import main_parser, project_readers
+
+        if path in self.project_files:
+            return self.project_files[path]
+        from trainlint.resolve import norm
+
+        kind = "json" if path.endswith(".json") else "yaml"
+        folder = os.path.dirname(path)
+        near = {folder, os.path.dirname(folder)}
+        readers: list[str] = []
+        for pf in self.ws.python_files:  # parse_yaml_file("args.yaml") names it
+            use = main_parser(pf)
+            for text, _node in use.literal_files if use is not None else ():
+                if any(norm(os.path.join(f, text)) == path for f in reference_folders(pf.path)):
+                    method = "parse_json_file" if text.endswith(".json") else "parse_yaml_file"
+                    return use.consumer(pf, f"{method}({text!r}) in {os.path.basename(pf.path)}",
+                                        frozenset(_local_dataclass_fields(pf, use)))
+        for pf in self.ws.python_files:
+            if os.path.dirname(pf.path) not in near:
+                continue
+            use = main_parser(pf)
+            if use is not None and kind in use.file_kinds and use.argv_file:
+                method = "parse_json_file" if kind == "json" else "parse_yaml_file"
+                return use.consumer(pf, f"{method}(sys.argv[1]) in {os.path.basename(pf.path)} (beside it)",
+                                    frozenset(_local_dataclass_fields(pf, use)))
+            readers.extend(f"{r} in {os.path.basename(pf.path)}" for r in project_readers(pf)[:1])
+        if readers:
+            return project_consumer(via=readers[0])
+        return unknown_consumer("no launch line, README command or parser in the repository reads it")
 
     def accelerate_setup(self, f: ParsedFile) -> Setup | None:
         acc = as_accelerate(f)
@@ -879,6 +1008,37 @@ def _key_value_overrides(positionals: list[tuple[str, Any]]) -> dict[str, Value]
             continue
         f = Flag(name=key, value=val, name_span=span, value_span=span, raw=text)
         out[key] = replace(flag_value(f), key_span=None, key_text="", span=span)
+    return out
+
+
+def _file_method(parser) -> str:
+    kinds = sorted(parser.file_kinds)
+    return "/".join(f"parse_{k}_file" for k in kinds) or "parse_args_into_dataclasses"
+
+
+def _reserved_trl_keys() -> frozenset[str]:
+    from trainlint.knowledge.wrappers import trl_parser_reserved_keys
+
+    return trl_parser_reserved_keys()
+
+
+def _local_dataclass_fields(pf: PythonFile, parser) -> set[str]:
+    """The annotated fields of the file's own dataclasses the parser reads (and their local
+    bases)."""
+    out: set[str] = set()
+    defs = {n.name: n for n in pf.tree.body if isinstance(n, ast.ClassDef)}
+    todo = list(parser.local_classes)
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        cd = defs[name]
+        for stmt in cd.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                out.add(stmt.target.id)
+        todo.extend(b.id for b in cd.bases if isinstance(b, ast.Name))
     return out
 
 

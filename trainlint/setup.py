@@ -96,6 +96,77 @@ def default_value(name: str, value: Any, note: str) -> Value:
     return Value(value=value, origin=DEFAULT, note=note, name=name)
 
 
+# Who reads a site's values (issue: "know the consumer"). Only LIBRARY consumers are judged by
+# the rules about TrainingArguments values; the others are kept for messages and rules that
+# say what the project's own code does with them.
+LIBRARY = "library"  # a transformers / TRL arguments class at the target version
+PROJECT = "project"  # the repository's own dataclass, loop or config reader
+UNKNOWN_CONSUMER = "unknown"  # nothing in the repository says who reads it
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """Who consumes the values of one site.
+
+    ``kind`` is LIBRARY, PROJECT or UNKNOWN_CONSUMER. For LIBRARY, ``class_name`` is the
+    arguments class (``TrainingArguments``, ``SFTConfig``...) and ``package`` the library whose
+    target version decides its fields (``transformers`` or ``trl``). ``via`` says how the values
+    reach it, for messages: ``"a TrainingArguments(...) call"``, ``"HfArgumentParser in
+    train.py"``, ``"TrlParser --config in sft.py"``, ``"llamafactory-cli train"``; ``where`` is
+    the ``file:line`` of that reader when known. ``frameworks`` names wrappers that patch the
+    class (``unsloth``) and ``extra_fields`` the names they (or the parser's other dataclasses)
+    accept beyond the class's own fields; ``extra_fields_known`` is False when the parser reads
+    into other dataclasses whose fields cannot be known (a library's ``ModelConfig``), so
+    "unknown argument" cannot be told there. ``strict`` is False when the reader tolerates
+    unknown keys (``return_remaining_strings=True``, ``parse_known_args``,
+    ``allow_extra_keys=True``)."""
+
+    kind: str
+    class_name: str = ""
+    package: str = ""
+    via: str = ""
+    where: str = ""
+    frameworks: tuple[str, ...] = ()
+    extra_fields: frozenset[str] = frozenset()
+    extra_fields_known: bool = True
+    strict: bool = True
+
+    @property
+    def judged(self) -> bool:
+        """Whether rules about TrainingArguments values look at the site."""
+        return self.kind == LIBRARY
+
+    def describe(self) -> str:
+        """``SFTConfig (trl) through TrlParser --config in sft.py`` / ``the project's own
+        TrainConfig (config.py:12)`` / ``no reader found``."""
+        if self.kind == LIBRARY:
+            who = f"{self.class_name} ({self.package or 'transformers'})"
+            if self.frameworks:
+                who += " patched by " + ", ".join(self.frameworks)
+            return f"{who} through {self.via}" if self.via else who
+        if self.kind == PROJECT:
+            who = f"the project's own {self.class_name}" if self.class_name else "the project's own code"
+            if self.via:
+                who += f" ({self.via})"
+            return who
+        return self.via or "no Hugging Face reader found in the repository"
+
+
+def library_consumer(class_name: str, via: str = "", where: str = "", **kw: Any) -> Consumer:
+    """A transformers/TRL arguments class as consumer (the package follows from the class)."""
+    package = "transformers" if class_name in ("TrainingArguments", "Seq2SeqTrainingArguments") else "trl"
+    return Consumer(kind=LIBRARY, class_name=class_name, package=kw.pop("package", package), via=via,
+                    where=where, **kw)
+
+
+def project_consumer(class_name: str = "", via: str = "", where: str = "") -> Consumer:
+    return Consumer(kind=PROJECT, class_name=class_name, via=via, where=where)
+
+
+def unknown_consumer(via: str = "") -> Consumer:
+    return Consumer(kind=UNKNOWN_CONSUMER, via=via)
+
+
 @dataclass
 class ArgsSite:
     """One place that builds TrainingArguments: a Python call, or flags/args file fed to an
@@ -115,6 +186,23 @@ class ArgsSite:
     # parser is a guess from the flags), True keeps the rule's severity (a known parser).
     assumed: str = ""
     assumed_certain: bool = False
+    # who reads the values; None means the library class ``class_name`` itself (a direct
+    # call, or flags/a file fed to an HfArgumentParser built with it)
+    consumer: Consumer | None = None
+
+    @property
+    def reader(self) -> Consumer:
+        """The site's consumer (``consumer``, else the library class ``class_name``)."""
+        if self.consumer is not None:
+            return self.consumer
+        return library_consumer(self.class_name, via=f"a {self.class_name}(...) call" if self.call is not None else "")
+
+    @property
+    def judged(self) -> bool:
+        """Whether rules about TrainingArguments values judge this site (its consumer is a
+        Hugging Face/TRL arguments class). The one policy every rule follows, through
+        ``Setup.sites``."""
+        return self.reader.judged
 
     def get(self, name: str) -> Value | None:
         return self.values.get(name)
@@ -128,13 +216,18 @@ class ArgsSite:
         return "Seq2Seq" in self.class_name
 
 
-@dataclass
+@dataclass(init=False)
 class Setup:
-    """Everything one training run is configured by."""
+    """Everything one training run is configured by.
+
+    ``sites`` are the TrainingArguments-like sites whose consumer is a Hugging Face/TRL class
+    (``ArgsSite.judged``): every rule about TrainingArguments values reads them, so the
+    consumer policy holds in this one place. ``all_sites`` also holds the sites read by the
+    project's own code or by nothing known (for messages that say so)."""
 
     root: Path
     scripts: list[PythonFile] = field(default_factory=list)
-    sites: list[ArgsSite] = field(default_factory=list)
+    all_sites: list[ArgsSite] = field(default_factory=list)
     world_size: Value | None = None
     gpu: Gpu | None = None
     files: list[str] = field(default_factory=list)
@@ -143,6 +236,36 @@ class Setup:
     # from: "installed", "--transformers-version", "requirements.txt:3", "newest known", ...).
     transformers_version: Value | None = None
     trl_version: Value | None = None
+    versions: dict[str, Value] = field(default_factory=dict)  # every resolved target, by package
+
+    def __init__(self, root: Path, scripts: list[PythonFile] | None = None, sites: list[ArgsSite] | None = None,
+                 world_size: Value | None = None, gpu: Gpu | None = None, files: list[str] | None = None,
+                 extra: dict[str, Any] | None = None, transformers_version: Value | None = None,
+                 trl_version: Value | None = None, versions: dict[str, Value] | None = None) -> None:
+        self.root = root
+        self.scripts = list(scripts) if scripts is not None else []
+        self.all_sites = list(sites) if sites is not None else []
+        self.world_size = world_size
+        self.gpu = gpu
+        self.files = files if files is not None else []
+        self.extra = extra if extra is not None else {}
+        self.transformers_version = transformers_version
+        self.trl_version = trl_version
+        self.versions = versions if versions is not None else {}
+
+    @property
+    def sites(self) -> list[ArgsSite]:
+        """The sites whose values a Hugging Face/TRL class reads (see the class docstring)."""
+        return [s for s in self.all_sites if s.judged]
+
+    @sites.setter
+    def sites(self, value: list[ArgsSite]) -> None:
+        self.all_sites = list(value)
+
+    @property
+    def unjudged_sites(self) -> list[ArgsSite]:
+        """Sites read by the project's own code or by no known reader."""
+        return [s for s in self.all_sites if not s.judged]
 
     def transformers_tuple(self) -> tuple[int, int]:
         """(major, minor) of the target transformers version; the newest version the data

@@ -6,11 +6,18 @@ Order (the first that gives a version wins):
    ``[tool.trainlint] transformers-version`` / ``trl-version`` (passed in as ``explicit``;
    when it is not passed and ``project_root`` has a pyproject.toml with that key, it is read
    from there);
-2. the installed distribution's version from package metadata
-   (:func:`importlib.metadata.version`; the package itself is never imported);
-3. a pin in the checked project: ``requirements*.txt`` and ``requirements/*.txt`` at the
-   project root (sorted by name), then ``pyproject.toml`` (``[project] dependencies``,
-   ``[project.optional-dependencies]``, ``[tool.poetry.dependencies]`` and its groups);
+2. what the checked project declares (:func:`declared_requirement`): ``requirements*.txt``
+   and ``requirements/*.txt`` at the project root (following ``-r``/``-c`` includes),
+   ``pyproject.toml`` (``[project] dependencies``, ``[project.optional-dependencies]``,
+   ``[dependency-groups]``, ``[tool.poetry.dependencies]`` and its groups), ``setup.py``
+   (``install_requires`` / ``extras_require`` lists written as literals), ``setup.cfg``
+   (``[options] install_requires``, ``[options.extras_require]``), ``environment.yml``
+   (conda and ``pip:`` entries) and ``pip install`` lines of a ``Dockerfile``. The installed
+   distribution's version is used when it satisfies the declared range (source
+   ``"installed, within requirements.txt:3"``); otherwise the newest known version inside
+   the range;
+3. the installed distribution's version from package metadata (the package itself is never
+   imported);
 4. the newest version the data knows.
 
 How a requirement becomes one version: the newest known version (from the generated data)
@@ -50,6 +57,9 @@ else:  # pragma: no cover
 
 __all__ = [
     "ResolvedVersion",
+    "declared_requirement",
+    "find_project_root",
+    "resolve_version",
     "resolve_transformers_version",
     "resolve_trl_version",
     "version_from_specifier",
@@ -118,16 +128,39 @@ def _resolve(
         configured = _tool_trainlint(root, config_key)
         if configured:
             return ResolvedVersion(configured, "pyproject.toml [tool.trainlint]")
-    if use_installed:
-        installed = installed_version(package)
-        if installed:
-            return ResolvedVersion(installed, "installed")
-    known = known_versions()
+    installed = installed_version(package) if use_installed else None
     if root is not None:
-        pin = find_pin(package, root, known)
-        if pin is not None:
-            return pin
-    return ResolvedVersion(known[-1], "newest known")
+        declared = declared_requirement(package, root)
+        if declared is not None:
+            spec, where = declared
+            if installed and _satisfies(spec, installed):
+                return ResolvedVersion(installed, f"installed, within {where}")
+            v = version_from_specifier(spec, known_versions())
+            if v is not None:
+                return ResolvedVersion(v, where)
+    if installed:
+        return ResolvedVersion(installed, "installed")
+    known = known_versions()
+    return ResolvedVersion(known[-1] if known else "", "newest known")
+
+
+def resolve_version(package: str, project_root: Path | None = None, *, use_installed: bool = True,
+                    known: Callable[[], list[str]] | None = None) -> ResolvedVersion | None:
+    """The target version of any package (peft, accelerate, deepspeed...): declared by the
+    project (the installed one when it satisfies the range), else installed; None when
+    neither says. ``known`` lists the versions the data knows (none for most packages: an
+    exact pin or the range's bound is taken)."""
+    rv = _resolve(package, package + "-version", None, project_root, "", use_installed, known or (lambda: []))
+    return rv if rv.version else None
+
+
+def _satisfies(spec: SpecifierSet, version: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return spec.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False
 
 
 _DIST = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*?)-(?P<version>[0-9][^-]*?)\.(dist-info|egg-info)$")
@@ -248,6 +281,259 @@ def _requirement_files(root: Path) -> list[Path]:
 
 
 def find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion | None:
+    """The one version the project's declaration of ``package`` gives (see
+    :func:`declared_requirement`), ignoring what is installed."""
+    declared = declared_requirement(package, root)
+    if declared is None:
+        return None
+    v = version_from_specifier(declared[0], known)
+    return ResolvedVersion(v, declared[1]) if v is not None else None
+
+
+def declared_requirement(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+    """The version range the project at ``root`` declares for ``package`` and where (``"requirements.txt:3"``),
+    from the first declaration with a specifier, in the order of the module docstring."""
+    return _declared(package, str(Path(root).resolve()))
+
+
+def _declared(package: str, root_text: str) -> tuple[SpecifierSet, str] | None:
+    root = Path(root_text)
+    for reader in (_from_requirement_files, _from_pyproject, _from_setup_py, _from_setup_cfg,
+                   _from_environment_yml, _from_dockerfiles):
+        try:
+            found = reader(package, root)
+        except (OSError, UnicodeDecodeError, ValueError, SyntaxError, RecursionError):
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _from_requirement_lines(package: str, path: Path, root: Path, seen: set[Path]
+                            ) -> tuple[SpecifierSet, str] | None:
+    if path in seen or len(seen) > 50:
+        return None
+    seen.add(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    includes: list[Path] = []
+    for lineno, raw in enumerate(lines, 1):
+        text = _requirement_line(raw)
+        if not text:
+            continue
+        m = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)", raw.strip())
+        if m:
+            includes.append((path.parent / m.group(1)).resolve())
+            continue
+        if text.startswith("-"):
+            continue
+        req = _matches(text, package)
+        if req is not None and len(req.specifier):
+            return req.specifier, f"{_rel(path, root)}:{lineno}"
+    for inc in includes:
+        found = _from_requirement_lines(package, inc, root, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def _from_requirement_files(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+    seen: set[Path] = set()
+    for path in _requirement_files(root):
+        found = _from_requirement_lines(package, path.resolve(), root.resolve(), seen)
+        if found is not None:
+            return found
+    return None
+
+
+def _from_pyproject(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+    pyproject = root / "pyproject.toml"
+    data = _read_toml(pyproject)
+    if not data:
+        return None
+    specs = _pyproject_specs(data, package)
+    if not specs:
+        return None
+    return specs[0], f"pyproject.toml:{_line_of(pyproject.read_text(encoding='utf-8'), package)}"
+
+
+def _first_spec(package: str, reqs: list[str]) -> SpecifierSet | None:
+    for r in reqs:
+        req = _matches(r.strip(), package) if isinstance(r, str) and r.strip() else None
+        if req is not None and len(req.specifier):
+            return req.specifier
+    return None
+
+
+def _from_setup_py(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+    """``install_requires=[...]`` / ``extras_require={...}`` of ``setup(...)`` written as
+    literals (a name bound once to a list literal in the module counts too)."""
+    import ast
+
+    path = root / "setup.py"
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    if package.lower() not in text.lower():
+        return None
+    tree = ast.parse(text)
+    names: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            names[node.targets[0].id] = node.value
+
+    def strings(node: ast.AST | None, depth: int = 0) -> list[tuple[str, int]]:
+        if node is None or depth > 4:
+            return []
+        if isinstance(node, ast.Name) and node.id in names:
+            return strings(names[node.id], depth + 1)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return [(e.value, e.lineno) for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if isinstance(node, ast.Dict):
+            return [s for v in node.values for s in strings(v, depth + 1)]
+        if isinstance(node, ast.BinOp):
+            return strings(node.left, depth + 1) + strings(node.right, depth + 1)
+        return []
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup":
+            for kw in node.keywords:
+                if kw.arg in ("install_requires", "extras_require"):
+                    for req_text, line in strings(kw.value):
+                        req = _matches(req_text, package)
+                        if req is not None and len(req.specifier):
+                            return req.specifier, f"setup.py:{line}"
+    return None
+
+
+def _from_setup_cfg(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+    path = root / "setup.cfg"
+    if not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    section = ""
+    key = ""
+    for lineno, raw in enumerate(lines, 1):
+        stripped = raw.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section, key = stripped[1:-1].strip(), ""
+            continue
+        if not stripped or stripped.startswith(("#", ";")):
+            continue
+        if not raw[:1].isspace() and "=" in raw:
+            key, _, value = raw.partition("=")
+            key = key.strip()
+            candidates = [value.strip()]
+        else:
+            candidates = [stripped]
+        wanted = (section == "options" and key == "install_requires") or section == "options.extras_require"
+        if not wanted:
+            continue
+        for c in candidates:
+            text = _requirement_line(c.split(";", 1)[0] if ";" in c and "python_version" not in c else c)
+            req = _matches(text, package) if text else None
+            if req is not None and len(req.specifier):
+                return req.specifier, f"setup.cfg:{lineno}"
+    return None
+
+
+def _from_environment_yml(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+    """``dependencies:`` of a conda environment file: ``- transformers=4.46.0`` (conda's
+    single ``=`` means that release series) and ``- pip: [transformers==4.46.0]``."""
+    for name in ("environment.yml", "environment.yaml", "env.yml", "conda.yml", "conda.yaml"):
+        path = root / name
+        if not path.is_file():
+            continue
+        for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = re.match(r"^\s*-\s+([^#]+)", raw)
+            if not m:
+                continue
+            entry = m.group(1).strip().strip("'\"")
+            if "::" in entry:
+                entry = entry.split("::", 1)[1]
+            conda = re.match(r"^([A-Za-z0-9_.-]+)\s*=\s*([0-9][^=\s]*)(?:=\S+)?$", entry)
+            if conda and not entry.startswith(conda.group(1) + "=="):
+                entry = f"{conda.group(1)}=={conda.group(2)}" + ("" if "*" in conda.group(2) else ".*")
+                if entry.count(".") >= 3 or conda.group(2).count(".") >= 2:
+                    entry = f"{conda.group(1)}=={conda.group(2)}"
+            req = _matches(entry, package)
+            if req is not None and len(req.specifier):
+                return req.specifier, f"{name}:{lineno}"
+    return None
+
+
+_PIP_INSTALL = re.compile(r"\bpip3?\s+install\b(?P<args>[^&|;]*)")
+
+
+def _from_dockerfiles(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+    """``RUN pip install ... transformers==4.46.0`` (continuation lines joined)."""
+    paths = sorted(p for p in root.glob("Dockerfile*") if p.is_file())
+    for sub in ("docker", ".devcontainer"):
+        if (root / sub).is_dir():
+            paths += sorted(p for p in (root / sub).rglob("Dockerfile*") if p.is_file())
+    for path in paths[:20]:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        i = 0
+        while i < len(lines):
+            start = i
+            text = lines[i]
+            while text.rstrip().endswith("\\") and i + 1 < len(lines):
+                i += 1
+                text = text.rstrip()[:-1] + " " + lines[i]
+            i += 1
+            for m in _PIP_INSTALL.finditer(text):
+                for word in m.group("args").split():
+                    word = word.strip("'\"")
+                    if not word or word.startswith("-"):
+                        continue
+                    req = _matches(word, package)
+                    if req is not None and len(req.specifier):
+                        return req.specifier, f"{_rel(path, root)}:{start + 1}"
+    return None
+
+
+def find_project_root(paths: list[Path] | list[str]) -> Path | None:
+    """The project the checked paths belong to: the nearest folder at or above their common
+    folder that has a ``.git``, ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or a
+    ``requirements*.txt``; else the common folder itself. Resolved once per run, from the
+    command line's paths (never from the files a worker happens to hold)."""
+    if not paths:
+        return None
+    folders = []
+    for p in paths:
+        p = Path(os.path.abspath(p))  # not resolve(): a link loop among the paths is reported, not raised
+        try:
+            folders.append(p if p.is_dir() else p.parent)
+        except OSError:
+            folders.append(p.parent)
+    try:
+        common = Path(os.path.commonpath([str(f) for f in folders]))
+    except ValueError:  # paths on different drives
+        return None
+    current = common
+    for _ in range(12):
+        try:
+            if any((current / m).exists() for m in (".git", "pyproject.toml", "setup.py", "setup.cfg")) \
+                    or any(current.glob("requirements*.txt")):
+                return current
+        except OSError:
+            pass
+        if current.parent == current:
+            break
+        current = current.parent
+    return common
+
+
+def _old_find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion | None:
     """The version pinned for ``package`` in the project at ``root`` (see module docstring)."""
     for path in _requirement_files(root):
         try:
@@ -284,6 +570,8 @@ def _pyproject_specs(data: dict, package: str) -> list[SpecifierSet]:
     reqs = list(project.get("dependencies", []) or [])
     for extra in (project.get("optional-dependencies", {}) or {}).values():
         reqs += list(extra or [])
+    for group in (data.get("dependency-groups", {}) or {}).values():
+        reqs += [r for r in (group or []) if isinstance(r, str)]
     for r in reqs:
         req = _matches(str(r), package) if isinstance(r, str) else None
         if req is not None and len(req.specifier):

@@ -144,12 +144,22 @@ def _parser_extra_fields(setup: Setup) -> set[str] | None:
 
 
 def valid_names(setup: Setup, site: ArgsSite) -> frozenset[str] | None:
-    """Every name ``site`` may set in the target version, or None when unknowable."""
+    """Every name ``site`` may set in the target version, or None when unknowable: the
+    class's fields, plus what its consumer accepts besides (a framework's patched fields, the
+    parser's other dataclasses); None when the consumer also reads dataclasses whose fields
+    cannot be known (a library's ``ModelConfig``) or tolerates unknown names."""
     tf, _, trl, _ = target(setup)
     try:
         base, no_flags = _library_names(site.class_name, tf, trl)
     except ta.UnknownClassError:
         return None
+    consumer = site.reader
+    base = base | consumer.extra_fields
+    if not consumer.extra_fields_known and site.call is None:
+        # the reader also parses dataclasses whose fields are not known (TRL's ModelConfig,
+        # a framework's own arguments): a name outside the class may be theirs, so only names
+        # the class itself has had can be judged (see ``names_open``)
+        return base | no_flags
     if site.call is not None:
         pf = python_file(setup, site.path)
         func = site.call.site.node.func
@@ -169,6 +179,12 @@ def valid_names(setup: Setup, site: ArgsSite) -> frozenset[str] | None:
     if extra is None:
         return None
     return base | extra | no_flags
+
+
+def names_open(site: ArgsSite) -> bool:
+    """Whether a name the class never had may still be valid for ``site``'s reader (it parses
+    other dataclasses whose fields are not known): "unknown argument" cannot be told."""
+    return not site.reader.extra_fields_known
 
 
 @lru_cache(maxsize=256)

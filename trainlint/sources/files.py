@@ -19,7 +19,7 @@ from typing import Iterator
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are reported, not read
 
 # What a folder walk picks up. Anything passed explicitly is read whatever its suffix.
-# Markdown: the launch lines of README commands (its shell code blocks).
+# Markdown: README commands are launch lines that feed scripts and args files to their readers.
 WALK_SUFFIXES = {".py", ".sh", ".bash", ".json", ".yaml", ".yml", ".md"}
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env", "node_modules",
              ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis",

@@ -46,7 +46,9 @@ class Fp16AndBf16(Rule):
     summary = "fp16 and bf16 both enabled in TrainingArguments"
 
     cases = [
-        Case(files={"args.json": '{\n  "output_dir": "out",\n  "fp16": true,\n  "bf16": true\n}\n'},
+        Case(files={"args.json": '{\n  "output_dir": "out",\n  "fp16": true,\n  "bf16": true\n}\n',
+                    "train.py": "import sys\nfrom transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_json_file(sys.argv[1])\n"},
              options={"gpu": "A100"}, unsafe=True,
              fixed='{\n  "output_dir": "out",\n  "fp16": false,\n  "bf16": true\n}\n', fixed_path="args.json"),
         Case("""

@@ -105,14 +105,14 @@ class UnreadableFile(Rule):
 
 
 class InvalidConfig(Rule):
-    """
+    r"""
     ## What it does
     Reports a configuration file (DeepSpeed or HF args JSON, accelerate or args YAML, a shell
     launch script) that cannot be read as its kind: invalid JSON or YAML, nesting too deep, an
     alias bomb; problems that a lenient reader would hide: a key written twice in one object,
     `NaN`/`Infinity` in JSON; and shell the shell itself reads differently from how it is
     written: an unterminated quote, `$(`, or here-document, and a launch line whose backslash
-    continuation is broken (a space or a comment after the `\`, a comment line in the middle),
+    continuation is broken (a space or a comment after the backslash, a comment line in the middle),
     so that its last flags run as a command of their own.
 
     A JSON or YAML file found by walking a folder that is not recognisably a training config

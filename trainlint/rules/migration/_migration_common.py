@@ -10,6 +10,7 @@ from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
+    names_open,
     python_keyword,
     remove_edit,
     rename_key_edit,
@@ -81,6 +82,8 @@ def _status(setup: Setup, site: ArgsSite, name: str) -> tuple[str, ta.FieldHisto
                 hb = None
             if hb is not None and hb.known:
                 return "skip", None  # --no_X of a removed bool field: reported for X elsewhere
+        if names_open(site):
+            return "skip", None  # may be a field of the reader's other dataclasses
         return "unknown", None
     version = _version_for(setup, h.package)
     if h.first is not None and _vkey(version) < _vkey(h.first):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
+from trainlint.consumers import patched_trainer_keyword
 from trainlint.diagnostics import Diagnostic, Severity, replace
 from trainlint.rules._versioned import (
     local_class_accepts_anything,
@@ -53,7 +54,9 @@ class TrainerTokenizerArgument(Rule):
     and reads of `trainer.tokenizer`, when the target transformers has `processing_class`
     (4.46 and later); and `tokenizer=` on TRL trainers (`SFTTrainer`, `DPOTrainer`,
     `CPOTrainer`, `KTOTrainer`, `ORPOTrainer`, `PPOTrainer`, `RewardTrainer`, `GKDTrainer`,
-    `GRPOTrainer`) by the target TRL version.
+    `GRPOTrainer`) by the target TRL version. A TRL trainer in a file that imports a framework
+    that patches the TRL trainers (unsloth, imported before `trl`, maps `tokenizer=` to
+    `processing_class`; see `trainlint/knowledge/data/frameworks.json`) is not flagged.
 
     ## Why is this bad?
     From 4.46 the keyword is a deprecated alias (passing both raises); transformers 5.0 removed
@@ -128,6 +131,13 @@ class TrainerTokenizerArgument(Rule):
             trainer = Trainer(model=m, args=a, processing_class=tok)
             """, options=V524, flags=False),
         Case("""
+            from unsloth import FastLanguageModel
+            from trl import SFTTrainer
+            model, tok = FastLanguageModel.from_pretrained("unsloth/llama-3-8b-bnb-4bit")
+            trainer = SFTTrainer(model=model, args=a, tokenizer=tok)
+            """, options={"trl_version": "0.20.0"}, flags=False,
+             note="unsloth, imported first, maps tokenizer= to processing_class on TRL trainers"),
+        Case("""
             from mylib import Trainer
             trainer = Trainer(model=m, tokenizer=tok)
             """, options=V524, flags=False),
@@ -151,6 +161,8 @@ class TrainerTokenizerArgument(Rule):
                     target_text(setup))
         if tc.class_name not in TRL_TOKENIZER_ALIAS or not pf.imports.get(tc.class_name, "").startswith("trl"):
             return None
+        if patched_trainer_keyword(pf, tc.class_name, "tokenizer") is not None:
+            return None  # a framework imported first (unsloth) maps tokenizer= to processing_class
         alias = TRL_TOKENIZER_ALIAS[tc.class_name]
         trl = _vkey(target(setup)[2])
         where = target_text(setup, "trl")

@@ -1,0 +1,290 @@
+"""Who reads the TrainingArguments values of a script: the parsers it builds and the
+frameworks that patch the classes it uses (issue: "know who reads each value").
+
+Everything is read from the ``ast`` of one ``PythonFile`` (nothing is imported or run) and
+cached on it:
+
+* :func:`parser_uses`: each ``HfArgumentParser(...)`` / ``TrlParser(...)`` with the library
+  arguments class among its dataclasses, the other dataclasses (the file's own, whose fields
+  can be read, or imported ones, whose fields cannot), and how it parses: the command line
+  (``parse_args_into_dataclasses``), an args file (``parse_yaml_file`` / ``parse_json_file``,
+  ``sys.argv[1]`` or a literal path), a dict (``parse_dict``), ``--config`` YAML
+  (``TrlParser.parse_args_and_config``), and whether unknown keys are tolerated
+  (``return_remaining_strings=True``, ``parse_known_args``, ``allow_extra_keys=True``,
+  ``fail_with_unknown_args=False``);
+* :func:`patchers_of`: frameworks (``knowledge/data/frameworks.json``) that patch the TRL
+  classes the file uses (``import unsloth`` before ``trl``);
+* :func:`project_readers`: how the file reads config files into its own objects
+  (``yaml.safe_load``, ``json.load``, ``OmegaConf.load``), for args files no Hugging Face
+  parser reads.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field, replace
+
+from trainlint.setup import Consumer, library_consumer
+from trainlint.sources.python import PythonFile
+
+PARSER_CLASSES = ("HfArgumentParser", "TrlParser")
+_FILE_METHODS = {"parse_yaml_file": "yaml", "parse_json_file": "json"}
+
+
+@dataclass
+class ParserUse:
+    """One ``HfArgumentParser`` / ``TrlParser`` of a script."""
+
+    kind: str  # HfArgumentParser | TrlParser
+    class_name: str  # the library arguments class it parses into
+    line: int
+    local_classes: list[str] = field(default_factory=list)  # the file's own dataclasses it parses too
+    opaque_classes: list[str] = field(default_factory=list)  # imported dataclasses (fields not readable)
+    reads_argv: bool = False  # parse_args_into_dataclasses / parse_args / parse_args_and_config
+    reads_config: bool = False  # TrlParser.parse_args_and_config: --config YAML
+    file_kinds: set[str] = field(default_factory=set)  # "yaml" / "json": parse_*_file
+    argv_file: bool = False  # parse_*_file(sys.argv[...]) or of a command-line value
+    literal_files: list[tuple[str, ast.AST]] = field(default_factory=list)  # parse_*_file("x.yaml")
+    reads_dict: bool = False
+    strict: bool = True  # unknown names are an error
+
+    def consumer(self, pf: PythonFile, via: str, extra: frozenset[str] = frozenset()) -> Consumer:
+        import os
+
+        return library_consumer(
+            self.class_name, via=via, where=f"{os.path.basename(pf.path)}:{self.line}",
+            frameworks=tuple(p.name for p in patchers_of(pf)),
+            extra_fields=extra | patcher_fields(pf, self.class_name),
+            extra_fields_known=not self.opaque_classes, strict=self.strict)
+
+    def describe(self, pf: PythonFile, how: str = "") -> str:
+        import os
+
+        name = os.path.basename(pf.path)
+        return f"{self.kind}{' ' + how if how else ''} in {name}"
+
+
+def _dataclass_elements(pf: PythonFile, call: ast.Call) -> list[ast.expr] | None:
+    arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "dataclass_types"), None)
+    if arg is None:
+        return None
+    for _ in range(3):  # a name bound once to the list: _TRAIN_ARGS = [ModelArguments, ...]
+        if isinstance(arg, ast.Name):
+            cs = next((c for c in pf.calls if c.node is call), None)
+            b = pf.binding_of(arg.id, cs.scope if cs else pf.module_scope)
+            if b is None or b.kind not in ("assign", "annassign") or b.value is None:
+                break
+            arg = b.value
+    if isinstance(arg, (ast.Tuple, ast.List)):
+        return list(arg.elts)
+    return [arg]
+
+
+def _last_name(func: ast.AST) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def _kw_true(call: ast.Call, name: str, value: bool = True) -> bool:
+    return any(k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is value for k in call.keywords)
+
+
+def parser_uses(pf: PythonFile) -> list[ParserUse]:
+    cached = getattr(pf, "_parser_uses", None)
+    if cached is not None:
+        return cached
+    out: list[ParserUse] = []
+    local_defs = {n.name for n in pf.nodes if isinstance(n, ast.ClassDef)}
+    for cs in pf.calls:
+        kind = _last_name(cs.node.func)
+        if kind not in PARSER_CLASSES:
+            continue
+        elts = _dataclass_elements(pf, cs.node)
+        if not elts:
+            continue
+        lib = None
+        use = ParserUse(kind=kind, class_name="", line=cs.node.lineno)
+        for e in elts:
+            found = pf.library_class(e)
+            if found is not None and found[0] == "args" and lib is None:
+                lib = found[1]
+                if isinstance(e, ast.Name) and e.id in local_defs:
+                    use.local_classes.append(e.id)
+                continue
+            if isinstance(e, ast.Name) and e.id in local_defs:
+                use.local_classes.append(e.id)
+            else:
+                use.opaque_classes.append(pf.source_of(e) or "?")
+        if lib is None:
+            continue
+        use.class_name = lib
+        out.append(use)
+    if out:
+        _parse_calls(pf, out)
+    pf._parser_uses = out  # type: ignore[attr-defined]
+    return out
+
+
+def _parse_calls(pf: PythonFile, uses: list[ParserUse]) -> None:
+    """How the file's parsers parse (one file rarely has two parsers: the calls apply to all)."""
+    for cs in pf.calls:
+        name = _last_name(cs.node.func)
+        call = cs.node
+        if name in ("parse_args_into_dataclasses", "parse_args", "parse_args_and_config", "parse_known_args") \
+                and isinstance(call.func, ast.Attribute):
+            for u in uses:
+                u.reads_argv = True
+                if name == "parse_args_and_config" and u.kind == "TrlParser":
+                    u.reads_config = True
+                if name == "parse_known_args" or _kw_true(call, "return_remaining_strings") \
+                        or _kw_true(call, "fail_with_unknown_args", False):
+                    u.strict = False
+        elif name in _FILE_METHODS and isinstance(call.func, ast.Attribute):
+            arg = call.args[0] if call.args else next((k.value for k in call.keywords
+                                                       if k.arg in ("json_file", "yaml_file")), None)
+            for u in uses:
+                u.file_kinds.add(_FILE_METHODS[name])
+                if _kw_true(call, "allow_extra_keys"):
+                    u.strict = False
+            if arg is None:
+                continue
+            literal = pf.resolve(arg, cs.scope).value
+            if isinstance(literal, str):
+                for u in uses:
+                    u.literal_files.append((literal, arg))
+            else:
+                for u in uses:
+                    u.argv_file = True
+        elif name == "parse_dict" and isinstance(call.func, ast.Attribute):
+            for u in uses:
+                u.reads_dict = True
+                if _kw_true(call, "allow_extra_keys"):
+                    u.strict = False
+
+
+def main_parser(pf: PythonFile) -> ParserUse | None:
+    uses = parser_uses(pf)
+    return uses[0] if uses else None
+
+
+# -- frameworks that patch the classes ---------------------------------------------------------
+
+
+def _first_import_line(pf: PythonFile, module: str) -> int | None:
+    best = None
+    for n in pf.nodes:
+        names: list[str] = []
+        if isinstance(n, ast.Import):
+            names = [a.name for a in n.names]
+        elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+            names = [n.module]
+        if any(x == module or x.startswith(module + ".") for x in names):
+            best = n.lineno if best is None else min(best, n.lineno)
+    return best
+
+
+def patchers_of(pf: PythonFile) -> list:
+    """The frameworks that patch the TRL classes of this file: imported before ``trl`` (or
+    with no direct ``trl`` import at all, its classes reaching the file through the
+    framework)."""
+    cached = getattr(pf, "_patchers", None)
+    if cached is not None:
+        return cached
+    from trainlint.knowledge.wrappers import patchers
+
+    out = []
+    if any(m in pf.text for m in patchers()):
+        trl_line = _first_import_line(pf, "trl")
+        for module, p in patchers().items():
+            line = _first_import_line(pf, module)
+            if line is not None and (trl_line is None or line < trl_line):
+                out.append(p)
+    pf._patchers = out  # type: ignore[attr-defined]
+    return out
+
+
+def patcher_fields(pf: PythonFile, class_name: str) -> frozenset[str]:
+    """Config fields the file's patchers add to ``class_name`` (TRL configs only)."""
+    from trainlint.knowledge import training_args as ta
+
+    if not ta.is_trl_class(class_name):
+        return frozenset()
+    out: set[str] = set()
+    for p in patchers_of(pf):
+        out.update(p.config_fields)
+    return frozenset(out)
+
+
+def patched_trainer_keyword(pf: PythonFile, trainer_class: str, keyword: str) -> str | None:
+    """The framework that makes a TRL trainer accept ``keyword`` in this file, or None."""
+    from trainlint.knowledge import training_args as ta
+
+    if not (trainer_class.endswith("Trainer") and ta.is_trl_class(trainer_class[: -len("Trainer")] + "Config")):
+        return None
+    for p in patchers_of(pf):
+        if keyword in p.trainer_keywords:
+            return p.name
+    return None
+
+
+def python_call_consumer(pf: PythonFile, class_name: str, callee: str, line: int) -> Consumer:
+    """The consumer of a ``TrainingArguments(...)``-like call's keywords."""
+    import os
+
+    return library_consumer(class_name, via=f"a {callee}(...) call", where=f"{os.path.basename(pf.path)}:{line}",
+                            frameworks=tuple(p.name for p in patchers_of(pf)) if patcher_fields(pf, class_name) else (),
+                            extra_fields=patcher_fields(pf, class_name))
+
+
+# -- the project's own config readers ------------------------------------------------------------
+
+_PROJECT_READERS = ("yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "json.loads",
+                    "OmegaConf.load", "omegaconf.OmegaConf.load", "toml.load", "tomllib.load")
+
+
+def project_readers(pf: PythonFile) -> list[str]:
+    """``yaml.safe_load`` / ``json.load`` / ``OmegaConf.load`` calls of the file (qualified
+    names), which read config files into the project's own objects."""
+    cached = getattr(pf, "_project_readers", None)
+    if cached is not None:
+        return cached
+    found: list[str] = []
+    for cs in pf.calls:
+        qn = pf.qualname(cs.node.func) or ""
+        if qn in _PROJECT_READERS or qn.endswith(".OmegaConf.load"):
+            found.append(qn)
+    pf._project_readers = found  # type: ignore[attr-defined]
+    return found
+
+
+# -- messages say who consumes the value -------------------------------------------------------
+
+
+def with_consumer(setup, diagnostics: list) -> list:
+    """Findings at a value of a site that is not a plain ``TrainingArguments(...)`` call (a
+    launch flag, an args-file key) or whose class a framework patches get "; read by ..."
+    appended, so every message says who consumes the value."""
+    if not diagnostics:
+        return diagnostics
+    where: dict[tuple[str, int], str] = {}
+    for site in setup.sites:
+        c = site.reader
+        if (site.call is not None and not c.frameworks) or getattr(site, "assumed", ""):
+            continue  # a plain call says it itself; an assumed reader is said by the engine
+        text = c.describe()
+        for v in site.values.values():
+            for sp in (v.key_span, v.span):
+                if sp is not None:
+                    where.setdefault((sp.path, sp.line), text)
+    if not where:
+        return diagnostics
+    out = []
+    for d in diagnostics:
+        text = where.get((d.path, d.line))
+        if text is not None and not d.code.startswith("TL0") and "read by " not in d.message:
+            d = replace(d, message=f"{d.message.rstrip('.')}; read by {text}")
+        out.append(d)
+    return out
