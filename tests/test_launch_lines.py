@@ -424,3 +424,8 @@ def test_parallel_equals_serial_with_module_launches(tmp_path):
     serial = lint([root], settings, jobs=1)
     assert any(d.code == "TL601" for d in serial.diagnostics)
     assert dump(lint_split([root], settings, {}, jobs=2, min_files=0)) == dump(serial)
+    from trainlint.parallel import split
+
+    units, rest, _ = split([root], settings, {})
+    alone = {Path(u.path).name for u in units}
+    assert "m1.py" not in alone and "m2.py" not in alone and "m3.py" in alone  # -m pkg.m1 names it

@@ -126,7 +126,11 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     for unit in candidates:
         base = os.path.basename(unit.path)
         stem = base[:-3]
-        if blob and (base in blob or (stem and _word(stem).search(blob))):
+        parent = os.path.basename(os.path.dirname(unit.path))
+        module = f"{parent}.{stem}" if parent and stem else ""  # python -m pkg.train
+        if stem == "__main__" and parent and blob and _word(parent).search(blob):
+            continue  # python -m pkg
+        if blob and (base in blob or (stem and _word(stem).search(blob)) or (module and module in blob)):
             continue
         if any(name in unit.text for name in other_names):
             continue
