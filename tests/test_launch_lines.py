@@ -351,6 +351,11 @@ TRAINER_STATE = json.dumps({"best_metric": None, "epoch": 3.0, "global_step": 30
     "save_steps": 500, "train_batch_size": 8}).replace("null", "NaN")
 
 
+def test_broken_json_in_no_known_dialect_is_still_reported(tmp_path):
+    root = _repo(tmp_path, {"conf/args_cut.json": '{"model_name_or_path": "roberta-base", "task_'})
+    assert [d.code for d in _found(_lint(root))] == ["TL003"]
+
+
 def test_data_and_dumps_are_not_configs(tmp_path):
     root = _repo(tmp_path, {
         "data/train.json": '{"instruction": "a", "output": "b"}\n{"instruction": "c", "output": "d"}\n',
@@ -381,7 +386,7 @@ def test_deepspeed_config_recognised_by_shape():
 
 def test_a_referenced_data_file_is_still_a_finding_when_broken(tmp_path):
     """A walked JSON kept silent is reported once something references it as a config."""
-    root = _repo(tmp_path, {"train.py": TRAIN_PY, "ds.json": '{"stage": 2,}\n',
+    root = _repo(tmp_path, {"train.py": TRAIN_PY, "ds.json": '// ZeRO 2\n{"stage": 2}\n',
                             "run.sh": "deepspeed train.py --deepspeed ds.json\n"})
     assert [d.code for d in _found(_lint(root), "TL003")] == ["TL003"]
     write_files(root, {"run.sh": "echo nothing\n"})

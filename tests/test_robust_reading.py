@@ -249,11 +249,9 @@ def test_json_nested_100000_deep(tmp_path):
     (tmp_path / "ds.json").write_text('{"zero_optimization": ' * 3000 + "1" + "}" * 3000)
     _good(tmp_path)
     for result in (_lint(tmp_path), _lint(tmp_path, *tmp_path.iterdir())):
-        assert _codes(result, "ds.json") == ["TL003"]  # a DeepSpeed config by its top-level key
+        assert _codes(result, "deep.json") == ["TL003"]
+        assert _codes(result, "ds.json") == ["TL003"]
         _assert_good_checked(result)
-    # a walked JSON that is no config is not judged (issue 13 section 5); named, it is
-    assert _codes(_lint(tmp_path), "deep.json") == []
-    assert _codes(_lint(tmp_path, tmp_path / "deep.json"), "deep.json") == ["TL003"]
 
 
 BOMB = ("distributed_type: MULTI_GPU\n"
@@ -286,8 +284,7 @@ def test_large_walked_json_is_only_validated(tmp_path, monkeypatch):
     (tmp_path / "broken.json").write_text('{"vocab": [' + ", ".join(str(i) for i in range(100)) + "}")
     result = _lint(tmp_path)
     assert _codes(result, "tokenizer.json") == []
-    assert _codes(result, "broken.json") == []  # walked and no config: its problem is kept aside
-    (d,) = _by_path(_lint(tmp_path, tmp_path / "broken.json"))["broken.json"]
+    (d,) = _by_path(result)["broken.json"]
     assert d.code == "TL003" and d.column > 100
 
 

@@ -75,6 +75,8 @@ _SH_EXT = {".sh", ".bash", ".zsh", ".ksh", ".slurm", ".sbatch"}
 _MD_EXT = {".md", ".markdown", ".mdx"}
 _JSON_EXT = {".json"}
 _JSONL_EXT = {".jsonl", ".ndjson"}
+# in a broken JSON text: a top-level section written as DeepSpeed writes it
+_BROKEN_SECTIONS = (("fp16", "enabled"), ("bf16", "enabled"), ("optimizer", "type"), ("scheduler", "type"))
 
 _YAML_EXT = {".yaml", ".yml"}
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]|$)", re.M)
@@ -283,7 +285,9 @@ def detect_kind(path: str, text: str | bytes) -> str:
             # invalid JSON: a DeepSpeed config when its ZeRO section or micro batch is a key of
             # the top-level object (a document that mentions the key deeper down is not one)
             first = _top_level_keys(stripped)
-            if first & {"zero_optimization", "train_micro_batch_size_per_gpu"} and not first & _SCHEMA_KEYS:
+            if not first & _SCHEMA_KEYS and (first & DEEPSPEED_SPECIFIC or any(
+                    k in first and re.search(rf'"{k}"[ \t\r\n]*:[ \t\r\n]*\{{[ \t\r\n]*"{inner}"', stripped)
+                    for k, inner in _BROKEN_SECTIONS)):
                 return "deepspeed"
             keys = re.findall(r'"([^"\\]+)"[ \t]*:', text)  # any key, any depth
             top: dict[str, object] = {k: _MISSING for k in keys}

@@ -9,6 +9,7 @@ keys, NaN/Infinity in JSON) becomes a finding too.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -146,30 +147,42 @@ def parse_into(ws: Workspace, pf: ParsedFile) -> None:
     if reader is None:
         return
     # A walked ``*.json``/``*.yaml`` that is not recognisably a training config (a dataset, a
-    # metrics dump with NaN, a dataset card, a schema, another tool's settings in JSON with
-    # comments, a Helm/Jinja template) is not ours to judge: its problems are kept aside and
-    # reported only if a launch line or script references it (``linking.load_referenced``).
-    # Files named on the command line are always reported.
+    # metrics dump with NaN or duplicate keys, a dataset card, a schema, another tool's
+    # settings in JSON with comments, a Helm/Jinja template) is not ours to judge: its problems
+    # are kept aside and reported only if a launch line or script references it
+    # (``linking.load_referenced``). Files named on the command line, and broken files in no
+    # known dialect, are always reported.
     generic = pf.kind in ("json", "yaml") and not pf.explicit
     sink = ws.deferred_problems.setdefault(pf.path, []) if generic else ws.problems
+    # a file broken in no known dialect (not JSON with comments, not a template) is reported
+    # even when walked: it is not data that merely looks odd to a config reader
+    broken_sink = sink if not generic or _other_dialect(pf.text.text) else ws.problems
     if pf.kind == "json" and not pf.explicit and len(pf.text.text) > MAX_WALKED_GENERIC_JSON:
-        _check_json_quickly(ws, pf, sink)
+        _check_json_quickly(ws, pf, broken_sink)
         return
     try:
         pf.doc = reader(pf.path, pf.text.text)
     except ReadError as e:
-        sink.append(invalid_config(pf.path, f"cannot read this {_what(pf.kind)}: {e.message}",
+        broken_sink.append(invalid_config(pf.path, f"cannot read this {_what(pf.kind)}: {e.message}",
                                    line=e.line, column=e.column))
         ws.unparsable.add(pf.path)
         pf.doc = None
         return
     except (RecursionError, MemoryError) as e:
-        sink.append(invalid_config(
+        broken_sink.append(invalid_config(
             pf.path, f"cannot read this {_what(pf.kind)}: nesting too deep ({type(e).__name__})"))
         ws.unparsable.add(pf.path)
         pf.doc = None
         return
     sink.extend(problem_findings(pf.doc, pf.path))
+
+
+_JSONC = re.compile(r"^\s*(//|/\*)", re.MULTILINE)
+
+
+def _other_dialect(text: str) -> bool:
+    """JSON with comments (JSONC) or a template (``{{ ... }}``, ``{% ... %}``)."""
+    return bool(_JSONC.search(text)) or "{{" in text or "{%" in text
 
 
 def _check_json_quickly(ws: Workspace, pf: ParsedFile, sink: list[Diagnostic]) -> None:
@@ -182,5 +195,5 @@ def _check_json_quickly(ws: Workspace, pf: ParsedFile, sink: list[Diagnostic]) -
         sink.append(invalid_config(pf.path, f"cannot read this JSON: {e.msg}", line=e.lineno, column=e.colno))
         ws.unparsable.add(pf.path)
     except (RecursionError, MemoryError) as e:
-        sink.append(invalid_config(pf.path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
+        broken_sink.append(invalid_config(pf.path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
         ws.unparsable.add(pf.path)

@@ -5,8 +5,21 @@ every word keeps its place in the file, understands quotes, comments, ``;``/``&&
 ``|``/``&``, redirections and here-documents, keeps ``VAR=value`` and ``export VAR=value``
 definitions and substitutes ``$VAR``/``${VAR}``/``${VAR:-default}`` in later words (the
 position stays at the use site, the definition is noted), and recognises the launchers
-``python[3] script.py``, ``python -m torch.distributed.run|launch``, ``torchrun``,
-``accelerate launch`` and ``deepspeed``.
+``python[3] script.py`` (and ``-m module``), ``python -m torch.distributed.run|launch``,
+``torchrun``, ``accelerate launch``, ``deepspeed`` and the framework CLIs ``trl <command>``
+and ``llamafactory-cli <command>``.
+
+Shell as people write it: documentation placeholders (``--master_port=<PORT>``,
+``<path-to-model>``, ``run_{task}.py``) are unresolved values, not redirections; ``cd DIR``
+/ ``pushd`` / ``popd`` (also inside ``( ... )``) set the folder later paths start from
+(``LaunchCommand.cwd``; ``cd "$(dirname "$0")"`` is the script's own folder,
+``SCRIPT_DIR``); files the script writes (``cat > ds.json <<EOF``, ``> out``, ``tee``,
+``cp``, ``wget -O``) and folders it clones (``git clone``) are noted
+(``ShellScript.generated``/``cloned``). What the shell would read differently from how it
+is written is a problem: an unterminated quote, ``$(``, ``${`` or here-document
+(``shell-syntax``), and flags that start a command right after a launch line because its
+continuation was broken by a space or a comment after the backslash
+(``broken-continuation``).
 
 Edits on flags keep the continuation layout: removing a flag never removes a trailing
 backslash that other lines need, and a flag alone on its continuation line goes with its line.

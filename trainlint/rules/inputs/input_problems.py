@@ -117,8 +117,8 @@ class InvalidConfig(Rule):
 
     A JSON or YAML file found by walking a folder that is not recognisably a training config
     (JSON Lines data, a `trainer_state.json` or metrics dump with `NaN`, a dataset card, a
-    schema, another tool's settings) is not judged, unless a launch line or script refers to
-    it as a config. In Markdown, shell problems are warnings, and only in code blocks that
+    schema, another tool's settings in JSON with comments) is not judged, unless a launch line
+    or script refers to it as a config; a walked file broken in no known dialect still is. In Markdown, shell problems are warnings, and only in code blocks that
     hold a launch line.
 
     ## Why is this bad?
