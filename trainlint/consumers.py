@@ -47,12 +47,13 @@ class ParserUse:
     literal_files: list[tuple[str, ast.AST]] = field(default_factory=list)  # parse_*_file("x.yaml")
     reads_dict: bool = False
     strict: bool = True  # unknown names are an error
+    project_class: str = ""  # the repository's subclass of the library class, when it is one
 
     def consumer(self, pf: PythonFile, via: str, extra: frozenset[str] = frozenset()) -> Consumer:
         import os
 
         return library_consumer(
-            self.class_name, via=via, where=f"{os.path.basename(pf.path)}:{self.line}",
+            self.class_name, via=via, where=f"{os.path.basename(pf.path)}:{self.line}", subclass=self.project_class,
             frameworks=tuple(p.name for p in patchers_of(pf)),
             extra_fields=extra | patcher_fields(pf, self.class_name),
             extra_fields_known=not self.opaque_classes, strict=self.strict)
@@ -62,6 +63,18 @@ class ParserUse:
 
         name = os.path.basename(pf.path)
         return f"{self.kind}{' ' + how if how else ''} in {name}"
+
+
+def _fields_readable(pf: PythonFile, name: str, depth: int = 0) -> bool:
+    """A repository dataclass whose bases are all the repository's (its fields can be read)."""
+    found = pf.class_def(name)
+    if found is None or depth > 5:
+        return False
+    owner, cd = found
+    for b in cd.bases:
+        if not (isinstance(b, ast.Name) and _fields_readable(owner, b.id, depth + 1)):
+            return False
+    return True
 
 
 def _dataclass_elements(pf: PythonFile, call: ast.Call) -> list[ast.expr] | None:
@@ -111,10 +124,13 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
             found = pf.library_class(e)
             if found is not None and found[0] == "args" and lib is None:
                 lib = found[1]
-                if isinstance(e, ast.Name) and e.id in local_defs:
-                    use.local_classes.append(e.id)
+                if isinstance(e, ast.Name) and (e.id in local_defs or e.id in pf.external_defs):
+                    use.local_classes.append(e.id)  # the project's subclass: its own fields count
+                    use.project_class = e.id
                 continue
             if isinstance(e, ast.Name) and e.id in local_defs:
+                use.local_classes.append(e.id)
+            elif isinstance(e, ast.Name) and e.id in pf.external_defs and _fields_readable(pf, e.id):
                 use.local_classes.append(e.id)
             else:
                 use.opaque_classes.append(pf.source_of(e) or "?")
@@ -230,13 +246,36 @@ def patched_trainer_keyword(pf: PythonFile, trainer_class: str, keyword: str) ->
     return None
 
 
-def python_call_consumer(pf: PythonFile, class_name: str, callee: str, line: int) -> Consumer:
-    """The consumer of a ``TrainingArguments(...)``-like call's keywords."""
+def python_call_consumer(pf: PythonFile, class_name: str, callee: str, line: int, call=None) -> Consumer:
+    """The consumer of a ``TrainingArguments(...)``-like call's keywords (with the version
+    guards of the function that makes the call)."""
     import os
 
     return library_consumer(class_name, via=f"a {callee}(...) call", where=f"{os.path.basename(pf.path)}:{line}",
                             frameworks=tuple(p.name for p in patchers_of(pf)) if patcher_fields(pf, class_name) else (),
-                            extra_fields=patcher_fields(pf, class_name))
+                            extra_fields=patcher_fields(pf, class_name),
+                            requires=version_guards(pf, call) if call is not None else ())
+
+
+_GUARDS = ("require_version", "check_version", "require_version_core")
+
+
+def version_guards(pf: PythonFile, cs) -> tuple[str, ...]:
+    """Requirement strings of ``require_version("trl>=0.8.6,<=0.9.6")``-like calls made before
+    ``cs`` in the same function (the code raises unless they hold)."""
+    fn = cs.in_def
+    out = []
+    for other in pf.calls:
+        if other.in_def is not fn or other.node.lineno > cs.node.lineno:
+            continue
+        func = other.node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name not in _GUARDS or not other.node.args:
+            continue
+        arg = other.node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and any(op in arg.value for op in "<>=~!"):
+            out.append(arg.value.strip())
+    return tuple(out)
 
 
 # -- the project's own config readers ------------------------------------------------------------

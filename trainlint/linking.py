@@ -421,7 +421,7 @@ def annotate_python_sites(pf: PythonFile) -> None:
         if tac.args.consumer is None:
             func = tac.site.node.func
             callee = pf.source_of(func) or tac.class_name
-            tac.args.consumer = python_call_consumer(pf, tac.class_name, callee, tac.site.node.lineno)
+            tac.args.consumer = python_call_consumer(pf, tac.class_name, callee, tac.site.node.lineno, tac.site)
     pf._consumers_set = True  # type: ignore[attr-defined]
 
 
@@ -532,7 +532,7 @@ def override_sites(pf: PythonFile, launch: LaunchCommand | None) -> list[ArgsSit
         for kw in cs.node.keywords:
             if not kw.arg:
                 continue
-            opt = pf.cli_option(kw.value, cs.scope)
+            opt = pf.cli_option(kw.value, cs.scope) or pf.dataclass_option(kw.value, cs.scope)
             if opt is None:
                 continue
             f = _launch_flag(launch, opt.names)
@@ -1026,19 +1026,19 @@ def _local_dataclass_fields(pf: PythonFile, parser) -> set[str]:
     """The annotated fields of the file's own dataclasses the parser reads (and their local
     bases)."""
     out: set[str] = set()
-    defs = {n.name: n for n in pf.tree.body if isinstance(n, ast.ClassDef)}
-    todo = list(parser.local_classes)
-    seen: set[str] = set()
+    todo = [(pf, name) for name in parser.local_classes]
+    seen: set[tuple[str, str]] = set()
     while todo:
-        name = todo.pop()
-        if name in seen or name not in defs:
+        owner, name = todo.pop()
+        found = owner.class_def(name)
+        if found is None or (found[0].path, name) in seen:
             continue
-        seen.add(name)
-        cd = defs[name]
+        seen.add((found[0].path, name))
+        owner, cd = found
         for stmt in cd.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 out.add(stmt.target.id)
-        todo.extend(b.id for b in cd.bases if isinstance(b, ast.Name))
+        todo.extend((owner, b.id) for b in cd.bases if isinstance(b, ast.Name))
     return out
 
 
@@ -1094,7 +1094,34 @@ def _same_folder_hf_class(ws: Workspace, path: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def _with_imports(setup: Setup, ws: Workspace, uses: dict[str, list[str]]) -> Setup:
+    """A setup whose scripts use definitions of other repository modules (an imported
+    ``training_args``, a Trainer subclass, a parsed dataclass) holds those files too, and the
+    imported TrainingArguments sites its Trainers receive."""
+    for pf in list(setup.scripts):
+        for path in uses.get(pf.path, ()):
+            f = ws.files.get(path)
+            if path not in setup.files:
+                setup.files.append(path)
+            if f is not None and f.doc is not None and f.doc not in setup.scripts and f.kind == "python":
+                setup.scripts.append(f.doc)
+        for tc in pf.trainer_calls:
+            tac = tc.args_call
+            if tac is not None and tac.args.path != pf.path and tac.args not in setup.all_sites:
+                annotate_python_sites(next((s for s in setup.scripts if s.path == tac.args.path), pf))
+                setup.all_sites.append(tac.args)
+    return setup
+
+
 def link_setups(ws: Workspace, settings: Settings) -> list[Setup]:
+    from trainlint.modules import link_modules
+
+    uses = link_modules(ws)
+    # modules whose TrainingArguments objects a script of the run imports: judged there, with
+    # the Trainer that receives them, not on their own
+    consumed = {tc.args_call.args.path for f in ws.files.values() if f.kind == "python" and f.doc is not None
+                for tc in f.doc.trainer_calls
+                if tc.args_call is not None and tc.args_call.args.path != f.path}
     linker = _Linker(ws, settings)
     setups: list[Setup] = []
     for f in list(ws.files.values()):
@@ -1102,10 +1129,12 @@ def link_setups(ws: Workspace, settings: Settings) -> list[Setup]:
             for i, launch in enumerate(f.doc.launches):
                 s = linker.launch_setup(f, launch, i)
                 if s is not None:
-                    setups.append(s)
+                    setups.append(_with_imports(s, ws, uses))
     for f in list(ws.files.values()):
         if f.kind == "python" and f.doc is not None and f.path not in linker.launched_scripts:
-            setups.append(linker.script_setup(f.doc))
+            if f.path in consumed and not f.doc.trainer_calls:
+                continue
+            setups.append(_with_imports(linker.script_setup(f.doc), ws, uses))
     for f in list(ws.files.values()):
         if f.kind == "hf_args" and f.path not in linker.linked:
             s = linker.argsfile_setup(f, _same_folder_hf_class(ws, f.path) or "TrainingArguments")

@@ -92,6 +92,15 @@ def _word(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
 
 
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\.*([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
+
+
+def _module_stem(path: str) -> str:
+    """The module name a file is imported by (its package's name for ``__init__.py``)."""
+    base = os.path.basename(path)[:-3]
+    return os.path.basename(os.path.dirname(path)) if base == "__init__" else base
+
+
 def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[list[Unit], list[tuple[str, bool]], dict[str, str]]:
     """(stand-alone Python units, the rest as (path, explicit) in walk order, texts read)."""
     from trainlint.resolve import PY_PREFILTER, norm
@@ -123,6 +132,12 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
     blob = "\n".join(others.values())
+    # Python files that import one another (``from config import training_args``, a Trainer
+    # subclass in ``trainers.py``) are linked across modules: none of them stands alone
+    stems = {_module_stem(u.path) for u in candidates}
+    imports = {u.path: {part for groups in _IMPORT.findall(u.text) for m in groups for part in m.split(".") if part}
+               & stems for u in candidates}
+    imported = set().union(*imports.values()) if imports else set()
     for unit in candidates:
         base = os.path.basename(unit.path)
         stem = base[:-3]
@@ -133,6 +148,8 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
         if blob and (base in blob or (stem and _word(stem).search(blob)) or (module and module in blob)):
             continue
         if any(name in unit.text for name in other_names):
+            continue
+        if _module_stem(unit.path) in imported or imports[unit.path] - {_module_stem(unit.path)}:
             continue
         alone.add(unit.path)
     units = [u for u in candidates if u.path in alone]

@@ -130,6 +130,10 @@ class Consumer:
     extra_fields: frozenset[str] = frozenset()
     extra_fields_known: bool = True
     strict: bool = True
+    subclass: str = ""  # the repository's own subclass of ``class_name`` that is instantiated
+    # version guards of the code that builds the site (``require_version("trl>=0.8.6,<=0.9.6")``
+    # before it): the site is judged only when the target versions satisfy them
+    requires: tuple[str, ...] = ()
 
     @property
     def judged(self) -> bool:
@@ -141,6 +145,8 @@ class Consumer:
         TrainConfig (config.py:12)`` / ``no reader found``."""
         if self.kind == LIBRARY:
             who = f"{self.class_name} ({self.package or 'transformers'})"
+            if self.subclass:
+                who = f"the project's {self.subclass} (a subclass of {self.package or 'transformers'}'s {self.class_name})"
             if self.frameworks:
                 who += " patched by " + ", ".join(self.frameworks)
             return f"{who} through {self.via}" if self.via else who
@@ -255,8 +261,32 @@ class Setup:
 
     @property
     def sites(self) -> list[ArgsSite]:
-        """The sites whose values a Hugging Face/TRL class reads (see the class docstring)."""
-        return [s for s in self.all_sites if s.judged]
+        """The sites whose values a Hugging Face/TRL class reads at the target versions (see
+        the class docstring): a site built by code that requires other versions
+        (``Consumer.requires``) is not judged against these targets."""
+        return [s for s in self.all_sites if s.judged and (not s.reader.requires or self._satisfied(s.reader.requires))]
+
+    def target_of(self, package: str) -> str | None:
+        if package == "transformers":
+            return self.target_transformers
+        if package == "trl":
+            return self.target_trl
+        v = self.versions.get(package)
+        return v.value if v is not None else None
+
+    def _satisfied(self, requires: tuple[str, ...]) -> bool:
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.version import InvalidVersion, Version
+
+        for text in requires:
+            try:
+                req = Requirement(text)
+                target = self.target_of(req.name.lower())
+                if target and not req.specifier.contains(Version(target), prereleases=True):
+                    return False
+            except (InvalidRequirement, InvalidVersion):
+                continue
+        return True
 
     @sites.setter
     def sites(self, value: list[ArgsSite]) -> None:

@@ -297,15 +297,21 @@ def declared_requirement(package: str, root: Path) -> tuple[SpecifierSet, str] |
 
 
 def _declared(package: str, root_text: str) -> tuple[SpecifierSet, str] | None:
+    """The project's main declarations first (``requirements.txt``, ``[project]
+    dependencies``, ``install_requires``), then the others (other requirement files,
+    optional dependencies and groups, extras, conda, Docker), each in the docstring's order."""
     root = Path(root_text)
-    for reader in (_from_requirement_files, _from_pyproject, _from_setup_py, _from_setup_cfg,
-                   _from_environment_yml, _from_dockerfiles):
-        try:
-            found = reader(package, root)
-        except (OSError, UnicodeDecodeError, ValueError, SyntaxError, RecursionError):
-            found = None
-        if found is not None:
-            return found
+    for main in (True, False):
+        for reader in (_from_requirement_files, _from_pyproject, _from_setup_py, _from_setup_cfg,
+                       _from_environment_yml, _from_dockerfiles):
+            if main and reader in (_from_environment_yml, _from_dockerfiles):
+                continue
+            try:
+                found = reader(package, root, main)
+            except (OSError, UnicodeDecodeError, ValueError, SyntaxError, RecursionError):
+                found = None
+            if found is not None:
+                return found
     return None
 
 
@@ -346,21 +352,24 @@ def _from_requirement_lines(package: str, path: Path, root: Path, seen: set[Path
     return None
 
 
-def _from_requirement_files(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+def _from_requirement_files(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     seen: set[Path] = set()
-    for path in _requirement_files(root):
+    files = [root / "requirements.txt"] if main else _requirement_files(root)
+    for path in files:
+        if not path.is_file():
+            continue
         found = _from_requirement_lines(package, path.resolve(), root.resolve(), seen)
         if found is not None:
             return found
     return None
 
 
-def _from_pyproject(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+def _from_pyproject(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     pyproject = root / "pyproject.toml"
     data = _read_toml(pyproject)
     if not data:
         return None
-    specs = _pyproject_specs(data, package)
+    specs = _pyproject_specs(data, package, main)
     if not specs:
         return None
     return specs[0], f"pyproject.toml:{_line_of(pyproject.read_text(encoding='utf-8'), package)}"
@@ -374,7 +383,7 @@ def _first_spec(package: str, reqs: list[str]) -> SpecifierSet | None:
     return None
 
 
-def _from_setup_py(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+def _from_setup_py(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     """``install_requires=[...]`` / ``extras_require={...}`` of ``setup(...)`` written as
     literals (a name bound once to a list literal in the module counts too)."""
     import ast
@@ -407,15 +416,21 @@ def _from_setup_py(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup":
             for kw in node.keywords:
-                if kw.arg in ("install_requires", "extras_require"):
+                if kw.arg == "install_requires" or (kw.arg == "extras_require" and not main):
                     for req_text, line in strings(kw.value):
                         req = _matches(req_text, package)
                         if req is not None and len(req.specifier):
                             return req.specifier, f"setup.py:{line}"
+    # the transformers-style table: ``_deps = ["transformers>=4.53", ...]`` looked up by name
+    for value in names.values() if not main else ():
+        for req_text, line in strings(value) if isinstance(value, (ast.List, ast.Tuple)) else ():
+            req = _matches(req_text, package)
+            if req is not None and len(req.specifier):
+                return req.specifier, f"setup.py:{line}"
     return None
 
 
-def _from_setup_cfg(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+def _from_setup_cfg(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     path = root / "setup.cfg"
     if not path.is_file():
         return None
@@ -435,7 +450,7 @@ def _from_setup_cfg(package: str, root: Path) -> tuple[SpecifierSet, str] | None
             candidates = [value.strip()]
         else:
             candidates = [stripped]
-        wanted = (section == "options" and key == "install_requires") or section == "options.extras_require"
+        wanted = (section == "options" and key == "install_requires") or (section == "options.extras_require" and not main)
         if not wanted:
             continue
         for c in candidates:
@@ -446,7 +461,7 @@ def _from_setup_cfg(package: str, root: Path) -> tuple[SpecifierSet, str] | None
     return None
 
 
-def _from_environment_yml(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+def _from_environment_yml(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     """``dependencies:`` of a conda environment file: ``- transformers=4.46.0`` (conda's
     single ``=`` means that release series) and ``- pip: [transformers==4.46.0]``."""
     for name in ("environment.yml", "environment.yaml", "env.yml", "conda.yml", "conda.yaml"):
@@ -474,7 +489,7 @@ def _from_environment_yml(package: str, root: Path) -> tuple[SpecifierSet, str] 
 _PIP_INSTALL = re.compile(r"\bpip3?\s+install\b(?P<args>[^&|;]*)")
 
 
-def _from_dockerfiles(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
+def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     """``RUN pip install ... transformers==4.46.0`` (continuation lines joined)."""
     paths = sorted(p for p in root.glob("Dockerfile*") if p.is_file())
     for sub in ("docker", ".devcontainer"):
@@ -561,25 +576,28 @@ def _old_find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion
     return None
 
 
-def _pyproject_specs(data: dict, package: str) -> list[SpecifierSet]:
+def _pyproject_specs(data: dict, package: str, main: bool = False) -> list[SpecifierSet]:
     from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
 
     out: list[SpecifierSet] = []
     project = data.get("project", {})
     reqs = list(project.get("dependencies", []) or [])
-    for extra in (project.get("optional-dependencies", {}) or {}).values():
-        reqs += list(extra or [])
-    for group in (data.get("dependency-groups", {}) or {}).values():
-        reqs += [r for r in (group or []) if isinstance(r, str)]
+    if not main:
+        for extra in (project.get("optional-dependencies", {}) or {}).values():
+            reqs += list(extra or [])
+        for group in (data.get("dependency-groups", {}) or {}).values():
+            reqs += [r for r in (group or []) if isinstance(r, str)]
     for r in reqs:
         req = _matches(str(r), package) if isinstance(r, str) else None
         if req is not None and len(req.specifier):
             out.append(req.specifier)
     poetry = data.get("tool", {}).get("poetry", {})
-    tables = [poetry.get("dependencies", {}), poetry.get("dev-dependencies", {})]
-    for group in (poetry.get("group", {}) or {}).values():
-        tables.append((group or {}).get("dependencies", {}))
+    tables = [poetry.get("dependencies", {})]
+    if not main:
+        tables.append(poetry.get("dev-dependencies", {}))
+        for group in (poetry.get("group", {}) or {}).values():
+            tables.append((group or {}).get("dependencies", {}))
     for table in tables:
         for name, value in (table or {}).items():
             if canonicalize_name(name) != canonicalize_name(package):

@@ -39,6 +39,8 @@ def transformers_at_least(setup: Setup, version: str) -> bool:
 
 
 def _source(note: str) -> str:
+    if note.startswith("installed, within "):
+        return f"the installed package (inside the range declared in {note[len('installed, within '):]})"
     return {"installed": "the installed package", "newest known": "the newest the data knows"}.get(note, note)
 
 
@@ -70,16 +72,18 @@ def python_file(setup: Setup, path: str) -> PythonFile | None:
 
 
 def _class_fields(pf: PythonFile, name: str, seen: set[str] | None = None) -> set[str] | None:
-    """Annotated class-level names of local class ``name`` and its local bases; None when a
-    base is neither local nor a library arguments class (its fields are not known)."""
+    """Annotated class-level names of class ``name`` (defined in ``pf`` or imported from
+    another repository module) and its repository bases; None when a base is neither the
+    repository's nor a library arguments class (its fields are not known)."""
     seen = seen if seen is not None else set()
-    if name in seen:
-        return set()
-    seen.add(name)
-    defs = [n for n in pf.tree.body if isinstance(n, ast.ClassDef) and n.name == name]
-    if len(defs) != 1:
+    found = pf.class_def(name)
+    if found is None:
         return None
-    cd = defs[0]
+    owner, cd = found
+    key = f"{owner.path}:{cd.name}"
+    if key in seen:
+        return set()
+    seen.add(key)
     out: set[str] = set()
     if any(isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "__init__" for stmt in cd.body):
         return None  # its own __init__ decides what it accepts
@@ -87,13 +91,48 @@ def _class_fields(pf: PythonFile, name: str, seen: set[str] | None = None) -> se
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             out.add(stmt.target.id)
     for base in cd.bases:
-        if isinstance(base, ast.Name) and any(isinstance(n, ast.ClassDef) and n.name == base.id for n in pf.tree.body):
-            inner = _class_fields(pf, base.id, seen)
+        if isinstance(base, ast.Name) and owner.class_def(base.id) is not None:
+            inner = _class_fields(owner, base.id, seen)
             if inner is None:
                 return None
             out |= inner
-        elif pf.library_class(base) is None and not (isinstance(base, ast.Name) and base.id == "object"):
+        elif owner.library_class(base) is None and not (isinstance(base, ast.Name) and base.id == "object"):
             return None
+    return out
+
+
+def own_fields(setup: Setup, site: ArgsSite) -> frozenset[str]:
+    """The fields a project subclass of the site's class declares itself (``class
+    MyArgs(TrainingArguments): warmup_ratio: float = 0.1``), empty for the library class."""
+    if site.call is None:
+        return frozenset()
+    func = site.call.site.node.func
+    pf = python_file(setup, site.path)
+    if pf is None or not isinstance(func, ast.Name) or func.id not in pf.local_classes:
+        return frozenset()
+    return frozenset(_class_fields(pf, func.id) or ())
+
+
+def redeclared_removed(setup: Setup, site: ArgsSite) -> dict[str, ta.FieldHistory]:
+    """Fields a project subclass re-declares that its library class no longer has in the
+    target version (``warmup_ratio`` on transformers 5): the subclass accepts them, and
+    nothing in the library reads them. Name -> the field's history in the library class."""
+    mine = own_fields(setup, site)
+    if not mine:
+        return {}
+    tf, _, trl, _ = target(setup)
+    try:
+        library = ta.field_names(site.class_name, tf, trl)
+    except ta.UnknownClassError:
+        return {}
+    out: dict[str, ta.FieldHistory] = {}
+    for name in sorted(mine - library):
+        try:
+            h = ta.history(site.class_name, name)
+        except ta.UnknownClassError:
+            continue
+        if h.known:
+            out[name] = h
     return out
 
 

@@ -222,6 +222,14 @@ class PythonFile:
         self.statements: list[tuple[ast.stmt, Scope]] = []
         self.scope_of_def: dict[ast.AST, Scope] = {}
         self._cli_options: dict[str, CliOption] | None = None
+        # Filled by ``trainlint.modules`` from the repository's other modules (never installed
+        # packages): local name -> (class defined elsewhere, its file); qualified name of an
+        # attribute (``helpers.CustomTrainer``) -> library class kind; local name -> an
+        # imported TrainingArguments-like object built in another module.
+        self.external_defs: dict[str, tuple[PythonFile, ast.ClassDef]] = {}
+        self.external_qualified: dict[str, tuple[str, str]] = {}
+        self.external_args: dict[str, TrainingArgsCall] = {}
+        self._args_keywords = False
         self._index()
         self.args_calls: list[TrainingArgsCall] = []
         self.trainer_calls: list[TrainerCall] = []
@@ -441,7 +449,35 @@ class PythonFile:
                 kind = "args" if (name in TRAINING_ARGS_CLASSES or name in TRL_CONFIG_CLASSES) else "trainer"
                 return (kind, name)
         qn = self.qualname(expr)
+        if qn and qn in self.external_qualified:
+            return self.external_qualified[qn]
         return _lib_class(qn) if qn else None
+
+    def link_repository(self, classes: dict[str, tuple[tuple[str, str], PythonFile, ast.ClassDef]],
+                        qualified: dict[str, tuple[str, str]], objects: dict[str, TrainingArgsCall]) -> None:
+        """What the repository's other modules define (``trainlint.modules``): imported classes
+        that subclass a library class (by local name and by qualified attribute name) and
+        imported TrainingArguments-like objects; the training calls are found again with
+        them."""
+        for name, (lib, other, cd) in classes.items():
+            self.local_classes.setdefault(name, lib)
+            self.external_defs[name] = (other, cd)
+        self.external_qualified.update(qualified)
+        self.external_args.update(objects)
+        for attr in ("_model_flows", "_parser_uses", "_consumers_set"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+        self.args_calls = []
+        self.trainer_calls = []
+        self._find_training_calls()
+
+    def class_def(self, name: str) -> tuple[PythonFile, ast.ClassDef] | None:
+        """The class ``name`` names in this file: defined at module level here, or imported
+        from another module of the repository."""
+        defs = [n for n in self.tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+        if len(defs) == 1:
+            return self, defs[0]
+        return self.external_defs.get(name)
 
     def is_module(self, expr: ast.AST, module: str) -> bool:
         qn = self.qualname(expr)
@@ -552,8 +588,91 @@ class PythonFile:
                     return _Resolved(UNKNOWN, expr)
                 inner = self.resolve(opt.default, self.module_scope, _depth + 1)
                 return _Resolved(inner.value, inner.node, inner.shared)
+            dc = self.dataclass_option(expr, scope) if self._args_keywords else None
+            if dc is not None and dc.default is not None:
+                # ``script_args.log_every`` of a dataclass parsed by HfArgumentParser: its
+                # default (a launch flag or args file may override it: linking does that)
+                owner = getattr(dc, "owner", self)
+                if owner is self:
+                    inner = self.resolve(dc.default, self.module_scope, _depth + 1)
+                    return _Resolved(inner.value, inner.node, inner.shared)
+                inner = owner.resolve(dc.default, owner.module_scope, _depth + 1)
+                return _Resolved(inner.value, expr, True)  # the literal is in another file
             return _Resolved(UNKNOWN, expr)
         return _Resolved(UNKNOWN, expr)
+
+    # -- dataclasses parsed by HfArgumentParser -------------------------------------------
+
+    _PARSE_METHODS = ("parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file",
+                      "parse_json_file", "parse_dict")
+
+    def dataclass_option(self, expr: ast.AST, scope: Scope) -> CliOption | None:
+        """The field read by ``script_args.log_every`` when ``script_args`` is one of the
+        dataclasses an ``HfArgumentParser``/``TrlParser`` returns (``a, b = parser.parse_args_into_dataclasses()``):
+        an option named ``--log_every`` whose default is the field's (None when it has none)."""
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+            return None
+        b = self.binding_of(expr.value.id, scope)
+        if b is None or not isinstance(b.node, (ast.Assign, ast.AnnAssign)):
+            return None
+        stmt = b.node
+        value = stmt.value
+        index = 0
+        if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) \
+                and isinstance(value.slice.value, int):
+            index = value.slice.value
+            value = value.value
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr in self._PARSE_METHODS):
+            return None
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if len(targets) != 1:
+            return None
+        t = targets[0]
+        if isinstance(t, (ast.Tuple, ast.List)):
+            names = [e.id if isinstance(e, ast.Name) else None for e in t.elts]
+            if expr.value.id not in names:
+                return None
+            index = names.index(expr.value.id)
+        elif not isinstance(t, ast.Name):
+            return None
+        classes = self._parser_dataclasses(value.func.value, scope)
+        if classes is None or index >= len(classes):
+            return None
+        cls = classes[index]
+        if not isinstance(cls, ast.Name) or self.library_class(cls) is not None:
+            return None  # the library class itself: its defaults are the data's
+        found = self.class_def(cls.id)
+        if found is None:
+            return None
+        owner, cd = found
+        default = _field_default(owner, cd, expr.attr)
+        if default is _NO_FIELD:
+            return None
+        opt = CliOption(dest=expr.attr, names=[f"--{expr.attr}"], default=default, call=value,
+                        parser=cls.id, has_no_default=default is None)
+        opt.owner = owner  # type: ignore[attr-defined]
+        return opt
+
+    def _parser_dataclasses(self, parser_expr: ast.AST, scope: Scope) -> list[ast.expr] | None:
+        call = parser_expr
+        if isinstance(parser_expr, ast.Name):
+            pb = self.binding_of(parser_expr.id, scope)
+            if pb is None or pb.value is None:
+                return None
+            call = pb.value
+        if not isinstance(call, ast.Call):
+            return None
+        fname = call.func.id if isinstance(call.func, ast.Name) else call.func.attr \
+            if isinstance(call.func, ast.Attribute) else ""
+        if fname not in ("HfArgumentParser", "TrlParser") or not call.args:
+            return None
+        first = call.args[0]
+        if isinstance(first, ast.Name):
+            fb = self.binding_of(first.id, self.module_scope)
+            if fb is not None and fb.kind in ("assign", "annassign") and isinstance(fb.value, (ast.Tuple, ast.List)):
+                first = fb.value
+        return list(first.elts) if isinstance(first, (ast.Tuple, ast.List)) else [first]
 
     # -- argparse -----------------------------------------------------------------------
 
@@ -697,7 +816,13 @@ class PythonFile:
                 continue
             kind, cls = lib
             if kind == "args":
-                values, open_ended = self.call_keywords(cs.node, cs.scope)
+                # parsed dataclasses' defaults count for TrainingArguments values only (a
+                # ``model_name_or_path`` default elsewhere is a placeholder the command line sets)
+                self._args_keywords = True
+                try:
+                    values, open_ended = self.call_keywords(cs.node, cs.scope)
+                finally:
+                    self._args_keywords = False
                 if cs.node.args and not isinstance(cs.node.args[0], ast.Starred) and "output_dir" not in values:
                     values["output_dir"] = self.value_of("output_dir", cs.node.args[0], cs.node.args[0], cs.scope)
                 site = ArgsSite(path=self.path, class_name=cls, values=values, open_ended=open_ended,
@@ -732,6 +857,8 @@ class PythonFile:
                 found = cs.scope.lookup(a.id)
                 if found is not None:
                     tc.args_call = by_name.get((id(found[0]), a.id))
+                    if tc.args_call is None and found[0] is self.module_scope:
+                        tc.args_call = self.external_args.get(a.id)  # from config import training_args
             self.trainer_calls.append(tc)
 
     @property
@@ -755,6 +882,34 @@ class PythonFile:
 
     def uses_module(self, module: str) -> bool:
         return any(q == module or q.startswith(module + ".") for q in self.imports.values())
+
+
+_NO_FIELD: Any = object()
+
+
+def _field_default(pf: PythonFile, cd: ast.ClassDef, name: str, _depth: int = 0) -> ast.expr | None | Any:
+    """The default expression of dataclass field ``name`` of ``cd`` (``x: int = 1``,
+    ``x: int = field(default=1)``), searching the file's base classes too; None when the field
+    has no default (or a ``default_factory``), ``_NO_FIELD`` when there is no such field."""
+    for stmt in cd.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+            v = stmt.value
+            if v is None:
+                return None
+            if isinstance(v, ast.Call) and (getattr(v.func, "id", None) == "field" or getattr(v.func, "attr", None) == "field"):
+                d = next((k.value for k in v.keywords if k.arg == "default"), None)
+                return d
+            return v
+    if _depth > 5:
+        return _NO_FIELD
+    for base in cd.bases:
+        if isinstance(base, ast.Name):
+            found = pf.class_def(base.id)
+            if found is not None:
+                got = _field_default(found[0], found[1], name, _depth + 1)
+                if got is not _NO_FIELD:
+                    return got
+    return _NO_FIELD
 
 
 def _is_number(v: Any) -> bool:

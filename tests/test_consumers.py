@@ -1,0 +1,335 @@
+"""Issue 13: every TrainingArguments value has a consumer (section 1), values cross the
+repository's modules (section 3), the target version is the project's (section 4). Each
+case is written the way the pattern appears in real repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import lint_folder, settings_for, write_files
+
+from trainlint.config import load_settings
+from trainlint.engine import lint
+from trainlint.resolve import build_setups, read_workspace
+
+# -- fixtures written as the real repositories have them -----------------------------------------
+
+# alignment-handbook style: a TrlParser script, recipes in YAML, the command in the README
+SFT_SCRIPT = """\
+from trl import ModelConfig, ScriptArguments, SFTConfig, SFTTrainer, TrlParser, get_peft_config
+
+
+def main(script_args, training_args, model_args):
+    trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args,
+                         peft_config=get_peft_config(model_args))
+    trainer.train()
+
+
+if __name__ == "__main__":
+    parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig))
+    script_args, training_args, model_args = parser.parse_args_and_config()
+    main(script_args, training_args, model_args)
+"""
+RECIPE = """\
+# Model arguments
+model_name_or_path: Qwen/Qwen2.5-0.5B
+torch_dtype: bfloat16
+# Data training arguments
+dataset_name: trl-lib/Capybara
+# SFT trainer config
+learning_rate: 2.0e-05
+logging_steps: 1
+evaluation_strategy: steps
+output_dir: data/qwen-sft
+report_to: none
+save_total_limit: 1
+"""
+README = """\
+# Recipes
+
+Full training with ZeRO-3:
+
+```shell
+ACCELERATE_LOG_LEVEL=info accelerate launch --config_file recipes/accelerate_configs/zero3.yaml \\
+    scripts/sft.py --config recipes/qwen/sft/config_full.yaml
+```
+"""
+ZERO3 = "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\nnum_processes: 8\n"
+
+
+def _recipes(tmp_path: Path, readme: str = README, recipe: str = RECIPE) -> None:
+    write_files(tmp_path, {"scripts/sft.py": SFT_SCRIPT, "recipes/qwen/sft/config_full.yaml": recipe,
+                           "recipes/accelerate_configs/zero3.yaml": ZERO3, "README.md": readme,
+                           "pyproject.toml": "[project]\nname = 'x'\n"})
+
+
+def _found(result, code: str, name: str | None = None):
+    return [d for d in result.diagnostics if d.code == code and (name is None or Path(d.path).name == name)]
+
+
+def _sites(root: Path):
+    settings = load_settings(root)
+    ws = read_workspace([root], settings, {})
+    return [s for setup in build_setups(ws, settings) for s in setup.all_sites]
+
+
+# -- section 1: the consumer -------------------------------------------------------------------
+
+
+def test_trlparser_recipe_fed_by_a_readme_command_is_judged_as_sftconfig(tmp_path):
+    _recipes(tmp_path)
+    r = lint_folder(tmp_path, options={"transformers_version": "4.57.1", "trl_version": "0.21.0"})
+    (removed,) = _found(r, "TL601", "config_full.yaml")
+    assert "evaluation_strategy" in removed.message
+    assert "read by SFTConfig (trl) through TrlParser --config in sft.py" in removed.message
+    (low,) = _found(r, "TL201", "config_full.yaml")
+    assert low.line == 8
+    # keys of the parser's other dataclasses (ScriptArguments, ModelConfig) are not "unknown"
+    assert not _found(r, "TL602")
+    # the README itself was walked for its command only: no finding is placed in it
+    assert not [d for d in r.diagnostics if d.path.endswith("README.md")]
+
+
+def test_trlparser_flags_override_the_recipe(tmp_path):
+    _recipes(tmp_path, readme=README.replace("config_full.yaml", "config_full.yaml --logging_steps 25"))
+    r = lint_folder(tmp_path)
+    assert not _found(r, "TL201")
+    (site,) = [s for s in _sites(tmp_path) if s.path.endswith("config_full.yaml")]
+    assert site.values["logging_steps"].value == 25 and site.values["logging_steps"].origin == "flag"
+    assert site.values["learning_rate"].origin == "argsfile"
+
+
+def test_custom_loop_repository_yaml_that_looks_like_training_arguments_is_not_judged(tmp_path):
+    write_files(tmp_path, {
+        "configs/train.yaml": "output_dir: runs/a\nlearning_rate: 1e-5\nlogging_steps: 1\n"
+                              "evaluation_strategy: steps\nnum_train_epochs: 3\n",
+        "train.py": "import sys\nimport yaml\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass Config:\n"
+                    "    output_dir: str\n    learning_rate: float\n    logging_steps: int\n"
+                    "    evaluation_strategy: str\n    num_train_epochs: int\n\n\n"
+                    "cfg = Config(**yaml.safe_load(open(sys.argv[1])))\n"
+                    "for epoch in range(cfg.num_train_epochs):\n    pass  # the project's own loop\n",
+        "run.sh": "python train.py configs/train.yaml\n",
+    })
+    r = lint_folder(tmp_path)
+    judged = [d for d in r.diagnostics if d.path.endswith("train.yaml") and d.code[:3] in ("TL2", "TL6", "TL5")]
+    assert judged == []
+    (site,) = [s for s in _sites(tmp_path) if s.path.endswith("train.yaml")]
+    assert site.reader.kind == "project" and not site.judged
+    assert "yaml.safe_load in train.py" in site.reader.describe()
+
+
+def test_yaml_with_no_reader_anywhere_is_not_judged_but_a_parse_yaml_file_beside_it_is(tmp_path):
+    write_files(tmp_path, {"args/run.yaml": "output_dir: o\nlogging_steps: 1\n"})
+    assert not _found(lint_folder(tmp_path), "TL201")
+    (site,) = _sites(tmp_path)
+    assert site.reader.kind == "unknown"
+    # a script in the folder above parses sys.argv[1] with parse_yaml_file: a Hugging Face reader
+    write_files(tmp_path, {"args/train.py": "import os, sys\nfrom transformers import HfArgumentParser, TrainingArguments\n"
+                                            "parser = HfArgumentParser(TrainingArguments)\n"
+                                            "(args,) = parser.parse_yaml_file(os.path.abspath(sys.argv[1]))\n"})
+    (d,) = _found(lint_folder(tmp_path), "TL201")
+    assert "parse_yaml_file(sys.argv[1]) in train.py" in d.message
+
+
+def test_args_file_named_on_the_command_line_is_judged_with_the_assumption_said(tmp_path):
+    (p,) = write_files(tmp_path, {"args.json": '{"output_dir": "o", "logging_steps": 1}\n'})
+    r = lint([p], settings_for(tmp_path))
+    (d,) = _found(r, "TL201")
+    assert "assumed" in d.message and "named on the command line" in d.message
+
+
+def test_parse_yaml_file_with_a_literal_path_feeds_that_file(tmp_path):
+    write_files(tmp_path, {
+        "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                    "(args,) = HfArgumentParser(TrainingArguments).parse_yaml_file('conf/args.yaml')\n",
+        "conf/args.yaml": "output_dir: o\nlogging_steps: 1\n"})
+    (d,) = _found(lint_folder(tmp_path), "TL201")
+    assert "parse_yaml_file('conf/args.yaml') in train.py" in d.message
+
+
+UNSLOTH = """\
+from unsloth import FastLanguageModel
+from trl import SFTConfig, SFTTrainer
+
+model, tokenizer = FastLanguageModel.from_pretrained("unsloth/Llama-3.2-1B-Instruct-bnb-4bit", max_seq_length=2048)
+trainer = SFTTrainer(
+    model=model,
+    tokenizer=tokenizer,
+    args=SFTConfig(output_dir="outputs", max_seq_length=2048, logging_steps=10),
+)
+"""
+
+
+def test_unsloth_script_patched_trl_accepts_tokenizer_and_max_seq_length(tmp_path):
+    write_files(tmp_path, {"train.py": UNSLOTH})
+    r = lint_folder(tmp_path, options={"trl_version": "0.21.0"})
+    assert not _found(r, "TL605") and not _found(r, "TL601")
+    # the same script without unsloth: both are errors on that TRL
+    write_files(tmp_path, {"train.py": UNSLOTH.replace("from unsloth import FastLanguageModel\n", "")})
+    r = lint_folder(tmp_path, options={"trl_version": "0.21.0"})
+    assert _found(r, "TL605") and _found(r, "TL601")
+
+
+def test_unsloth_imported_after_trl_does_not_patch_the_config(tmp_path):
+    text = "from trl import SFTConfig\nimport unsloth\nargs = SFTConfig(output_dir='o', max_seq_length=8)\n"
+    write_files(tmp_path, {"train.py": text})
+    assert _found(lint_folder(tmp_path, options={"trl_version": "0.21.0"}), "TL601")
+
+
+def test_framework_deepspeed_preset_is_not_a_missing_file(tmp_path):
+    write_files(tmp_path, {
+        "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                    "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n",
+        "run.sh": "torchrun --nproc_per_node 2 train.py --output_dir o --deepspeed zero2\n"
+                  "torchrun --nproc_per_node 2 train.py --output_dir o --deepspeed ds/zero2.json\n"})
+    missing = _found(lint_folder(tmp_path), "TL004")
+    assert [d.line for d in missing] == [2]
+
+
+# -- section 3: values across the repository's modules -------------------------------------------
+
+
+def test_imported_training_args_reach_the_trainer_that_uses_them(tmp_path):
+    write_files(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'x'\n",
+        "config.py": "from transformers import TrainingArguments\n\n"
+                     "training_args = TrainingArguments(output_dir='out', per_device_eval_batch_size=64,\n"
+                     "                                  predict_with_generate=False, eval_strategy='steps')\n",
+        "train.py": "from transformers import AutoModelForCausalLM, Trainer\nfrom config import training_args\n\n"
+                    "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                    "trainer = Trainer(model=model, args=training_args, train_dataset=ds)\n"})
+    settings = load_settings(tmp_path)
+    ws = read_workspace([tmp_path], settings, {})
+    setups = build_setups(ws, settings)
+    (setup,) = [s for s in setups if any(p.path.endswith("train.py") for p in setup_scripts(s))]
+    assert [s.path.rsplit("/", 1)[-1] for s in setup.sites] == ["config.py"]
+    assert not [s for s in setups if [p.path for p in s.scripts] == [str(tmp_path / "config.py")]]
+    # the Trainer has no eval_dataset while eval_strategy="steps": known only with both files
+    assert _found(lint_folder(tmp_path), "TL213") or _found(lint_folder(tmp_path), "TL212") \
+        or any("eval_dataset" in d.message for d in lint_folder(tmp_path).diagnostics)
+
+
+def setup_scripts(setup):
+    return setup.scripts
+
+
+def test_relative_import_of_settings_args(tmp_path):
+    write_files(tmp_path, {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "pkg/__init__.py": "",
+        "pkg/settings.py": "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', logging_steps=1)\n",
+        "pkg/train.py": "from transformers import Trainer\nfrom .settings import args\ntrainer = Trainer(model=m, args=args)\n"})
+    (d,) = _found(lint_folder(tmp_path), "TL201")
+    assert d.path.endswith("settings.py")
+
+
+TRAINERS = "from transformers import Trainer\n\n\nclass MyTrainer(Trainer):\n    def compute_loss(self, model, inputs, " \
+           "return_outputs=False, num_items_in_batch=None):\n        return super().compute_loss(model, inputs)\n"
+
+
+def test_trainer_subclasses_from_other_modules_are_recognised(tmp_path):
+    write_files(tmp_path, {
+        ".git/HEAD": "x\n",
+        "src/proj/__init__.py": "from .trainers import MyTrainer\n",
+        "src/proj/trainers.py": TRAINERS,
+        "src/proj/helpers.py": "from .trainers import MyTrainer\n\n\nclass CustomTrainer(MyTrainer):\n    pass\n",
+        "scripts/train.py": "from transformers import AutoModelForCausalLM, TrainingArguments\nfrom proj import MyTrainer\n"
+                            "from proj import helpers\n\nmodel = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                            "model.to('cuda')\nargs = TrainingArguments(output_dir='o')\n"
+                            "t = MyTrainer(model=model, args=args, tokenizer=tok)\n"
+                            "t2 = helpers.CustomTrainer(model=model, args=args, tokenizer=tok)\n"})
+    r = lint_folder(tmp_path, options={"transformers_version": "5.24.0"})
+    assert [d.line for d in _found(r, "TL605")] == [8, 9]
+    assert _found(r, "TL101")
+
+
+def test_same_names_from_installed_packages_are_not_followed(tmp_path):
+    write_files(tmp_path, {"train.py": "from mylib.trainers import MyTrainer\nt = MyTrainer(model=m, tokenizer=tok)\n"})
+    assert not _found(lint_folder(tmp_path, options={"transformers_version": "5.24.0"}), "TL605")
+
+
+def test_dataclass_default_flows_through_hfargumentparser(tmp_path):
+    script = ("from dataclasses import dataclass, field\nfrom transformers import HfArgumentParser, Trainer, TrainingArguments\n\n\n"
+              "@dataclass\nclass ScriptArguments:\n    log_every: int = field(default=1, metadata={'help': 'x'})\n\n\n"
+              "parser = HfArgumentParser((ScriptArguments,))\n(script_args,) = parser.parse_args_into_dataclasses()\n"
+              "args = TrainingArguments(output_dir='o', logging_steps=script_args.log_every)\n"
+              "trainer = Trainer(model=m, args=args)\n")
+    write_files(tmp_path, {"train.py": script})
+    (d,) = _found(lint_folder(tmp_path), "TL201")
+    assert (d.line, d.column) == (7, 36)  # the default in the dataclass
+    write_files(tmp_path, {"run.sh": "python train.py --log_every 50\n"})
+    assert not _found(lint_folder(tmp_path), "TL201")
+
+
+def test_dataclass_in_another_module(tmp_path):
+    write_files(tmp_path, {
+        ".git/HEAD": "x\n",
+        "arguments.py": "from dataclasses import dataclass\n\n\n@dataclass\nclass ScriptArguments:\n    log_every: int = 1\n",
+        "train.py": "from transformers import HfArgumentParser, TrainingArguments\nfrom arguments import ScriptArguments\n"
+                    "parser = HfArgumentParser((ScriptArguments, TrainingArguments))\n"
+                    "script_args, training_args = parser.parse_args_into_dataclasses()\n"
+                    "args = TrainingArguments(output_dir='o', logging_steps=script_args.log_every)\n"})
+    (d,) = _found(lint_folder(tmp_path), "TL201")
+    assert d.path.endswith("train.py") and d.line == 5
+
+
+def test_project_subclass_redeclaring_a_removed_field(tmp_path):
+    from trainlint.rules._versioned import own_fields, redeclared_removed
+
+    write_files(tmp_path, {
+        ".git/HEAD": "x\n",
+        "myargs.py": "from dataclasses import dataclass\nfrom transformers import TrainingArguments\n\n\n@dataclass\n"
+                     "class MyTrainingArguments(TrainingArguments):\n    warmup_ratio: float = 0.1\n    lora_r: int = 8\n",
+        "train.py": "from myargs import MyTrainingArguments\nargs = MyTrainingArguments(output_dir='o', warmup_ratio=0.05, lora_r=4)\n"})
+    r = lint_folder(tmp_path, options={"transformers_version": "5.24.0"})
+    assert not _found(r, "TL601") and not _found(r, "TL602")  # the subclass accepts both
+    settings = load_settings(tmp_path, {"transformers_version": "5.24.0"})
+    ws = read_workspace([tmp_path], settings, {})
+    (setup,) = [s for s in build_setups(ws, settings) if s.sites and s.sites[0].path.endswith("train.py")]
+    site = setup.sites[0]
+    assert own_fields(setup, site) == {"warmup_ratio", "lora_r"}
+    assert set(redeclared_removed(setup, site)) == {"warmup_ratio"}
+    # on 4.x the parent still has it: nothing re-declared is dead
+    settings = load_settings(tmp_path, {"transformers_version": "4.57.1"})
+    ws = read_workspace([tmp_path], settings, {})
+    (setup,) = [s for s in build_setups(ws, settings) if s.sites and s.sites[0].path.endswith("train.py")]
+    assert redeclared_removed(setup, setup.sites[0]) == {}
+
+
+# -- section 4: the project's versions ------------------------------------------------------------
+
+
+def test_pinned_versions_decide_the_migration_findings(tmp_path):
+    script = "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', evaluation_strategy='epoch')\n"
+    write_files(tmp_path, {"train.py": script, "requirements.txt": "transformers==4.44.2\n"})
+    r = lint_folder(tmp_path)
+    assert not _found(r, "TL601")
+    (d,) = _found(r, "TL603")  # deprecated there, with the source of the target
+    assert "requirements.txt:1" in d.message
+    write_files(tmp_path, {"requirements.txt": "transformers>=4.52\n"})
+    (d,) = _found(lint_folder(tmp_path), "TL601")
+    assert "requirements.txt:1" in d.message
+
+
+def test_jobs_1_and_jobs_2_agree(tmp_path):
+    files = {"requirements.txt": "transformers==4.46.0\ntrl==0.12.0\n", ".git/HEAD": "x\n",
+             "config.py": "from transformers import TrainingArguments\nta = TrainingArguments(output_dir='o', logging_steps=1)\n",
+             "main.py": "from transformers import Trainer\nfrom config import ta\nt = Trainer(model=m, args=ta)\n"}
+    for i in range(60):
+        files[f"pkg{i % 3}/s{i}.py"] = ("from transformers import TrainingArguments\n"
+                                        f"a = TrainingArguments(output_dir='o', evaluation_strategy='epoch', logging_steps={i % 4})\n")
+    write_files(tmp_path, files)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    outs = []
+    for jobs in ("1", "2"):
+        p = subprocess.run([sys.executable, "-m", "trainlint", "check", str(tmp_path), "--format", "json", "-j", jobs,
+                            "--no-cache", "--exit-zero"], capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        outs.append(json.loads(p.stdout))
+    assert outs[0] == outs[1]
+    found = outs[0]["diagnostics"] if isinstance(outs[0], dict) else outs[0]
+    assert any("requirements.txt:1" in d["message"] for d in found)
