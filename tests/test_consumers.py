@@ -103,6 +103,14 @@ def test_trlparser_flags_override_the_recipe(tmp_path):
     assert site.values["learning_rate"].origin == "argsfile"
 
 
+def test_trlparser_script_given_a_positional_yaml_does_not_read_it(tmp_path):
+    # alignment-handbook's README once ran `scripts/dpo.py recipes/.../config_qlora.yaml`: TrlParser
+    # reads a YAML only after --config, so that file never reaches DPOConfig
+    _recipes(tmp_path, readme=README.replace("--config recipes", "recipes"))
+    r = lint_folder(tmp_path, options={"transformers_version": "4.57.1", "trl_version": "0.21.0"})
+    assert not [d for d in r.diagnostics if d.path.endswith("config_full.yaml")]
+
+
 def test_custom_loop_repository_yaml_that_looks_like_training_arguments_is_not_judged(tmp_path):
     write_files(tmp_path, {
         "configs/train.yaml": "output_dir: runs/a\nlearning_rate: 1e-5\nlogging_steps: 1\n"
@@ -333,3 +341,15 @@ def test_jobs_1_and_jobs_2_agree(tmp_path):
     assert outs[0] == outs[1]
     found = outs[0]["diagnostics"] if isinstance(outs[0], dict) else outs[0]
     assert any("requirements.txt:1" in d["message"] for d in found)
+
+
+def test_code_guarded_by_require_version_is_judged_only_on_those_versions(tmp_path):
+    # LLaMA-Factory's PPO trainer: old-TRL PPOConfig keywords behind require_version("trl<=0.9.6")
+    text = ("from transformers.utils.versions import require_version\nfrom trl import PPOConfig\n\n\n"
+            "def build():\n    require_version(\"trl>=0.8.6,<=0.9.6\", \"PPO needs the old TRL\")\n"
+            "    return PPOConfig(model_name='m', ppo_epochs=4, logging_steps=1)\n")
+    write_files(tmp_path, {"ppo.py": text})
+    r = lint_folder(tmp_path, options={"trl_version": "0.21.0"})
+    assert not [d for d in r.diagnostics if d.code.startswith(("TL2", "TL6"))]
+    write_files(tmp_path, {"ppo.py": text.replace('    require_version("trl>=0.8.6,<=0.9.6", "PPO needs the old TRL")\n', "")})
+    assert _found(lint_folder(tmp_path, options={"trl_version": "0.21.0"}), "TL602")

@@ -22,8 +22,9 @@ def test_bert_imdb_json_reports_the_named_rules_at_their_lines():
     out = run_cli("check", str(script), "--gpu", "A100", "--format", "json")
     assert out.returncode == 1, out.stderr
     found = json.loads(out.stdout)
-    keys = {"code", "name", "severity", "message", "path", "line", "column", "end_line", "end_column", "fix", "related"}
-    assert all(set(d) == keys for d in found)
+    keys = {"code", "name", "severity", "message", "path", "cell", "line", "column", "end_line", "end_column", "fix",
+            "related"}
+    assert all(set(d) == keys and d["cell"] is None for d in found)  # `cell`: notebooks only
     by_name = {d["name"]: d for d in found}
     assert by_name["manual-device-placement"]["line"] == _line_of(script, "model.to(device)")
     assert by_name["padding-max-length"]["line"] == _line_of(script, 'padding="max_length"')

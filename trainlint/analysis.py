@@ -576,7 +576,7 @@ def trainer_sites(setup: Setup, pf: PythonFile, tc: TrainerCall) -> list[ArgsSit
     or args-file sites of the setup when the script parses them (HfArgumentParser); an empty
     site (all defaults) for a transformers Trainer built without ``args``. None: not known."""
     if tc.args_call is not None:
-        return [tc.args_call.args]
+        return [tc.args_call.args] if setup.judges(tc.args_call.args) else None
     if "args" not in tc.keywords:
         if tc.class_name in ("Trainer", "Seq2SeqTrainer") or pf.local_classes.get(tc.class_name, ("", ""))[1] \
                 in ("Trainer", "Seq2SeqTrainer"):

@@ -27,6 +27,8 @@ def selection_options(f):
     options = [
         click.option("--select", multiple=True, help="Rule codes, code prefixes or names to check (comma-separated)."),
         click.option("--ignore", multiple=True, help="Rule codes, code prefixes or names to skip."),
+        click.option("--exclude", multiple=True, help="Glob patterns of files/folders a folder walk skips, "
+                     "e.g. '*.ipynb' (comma-separated; replaces [tool.trainlint] exclude)."),
         click.option("--extend-select", multiple=True, help="Add to the configured selection."),
         click.option("--gpu", help='Target GPU, e.g. "A100-80GB", "H100", "RTX 4090", or "auto" (nvidia-smi).'),
         click.option("--gpus", type=click.IntRange(min=1), help="World size (GPUs) when no launch line says."),
@@ -58,6 +60,7 @@ def _settings(paths: list[Path], **kw):
     overrides = {
         "select": _split(kw.get("select") or ()) or None,
         "ignore": _split(kw.get("ignore") or ()) or None,
+        "exclude": _split(kw.get("exclude") or ()) or None,
         "extend-select": _split(kw.get("extend_select") or ()) or None,
         "gpu": kw.get("gpu"),
         "gpus": kw.get("gpus"),
@@ -219,6 +222,11 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
         return
     if diff or not apply_:
         for path in sorted(outcome.fixed):
+            if path.endswith(".ipynb"):  # the cells' sources, not the escaped JSON
+                from trainlint.fixing.notebook import cell_diff
+
+                sys.stdout.writelines(cell_diff(path, outcome.original[path], outcome.fixed[path]))
+                continue
             old = outcome.original[path].splitlines(keepends=True)
             new = outcome.fixed[path].splitlines(keepends=True)
             sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
@@ -230,7 +238,8 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
                 not_written.add(path)
                 click.echo(f"trainlint: not written: {path}: {problem}", err=True)
     for d, error in outcome.reverted:
-        click.echo(f"trainlint: fix for {d.code} at {d.path}:{d.line} was not applied: the result did not parse "
+        at = f"{d.path}:cell {d.cell}:{d.line}" if d.cell is not None else f"{d.path}:{d.line}"
+        click.echo(f"trainlint: fix for {d.code} at {at} was not applied: the result did not parse "
                    f"({error})", err=True)
 
     n = len(outcome.applied)

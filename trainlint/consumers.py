@@ -308,6 +308,22 @@ def with_consumer(setup, diagnostics: list) -> list:
     appended, so every message says who consumes the value."""
     if not diagnostics:
         return diagnostics
+    where = setup.extra.get("_consumer_at")
+    if where is None:
+        where = setup.extra["_consumer_at"] = _consumer_at(setup)
+    if not where:
+        return diagnostics
+    out = []
+    for d in diagnostics:
+        text = where.get((d.path, d.line))
+        if text is not None and not d.code.startswith("TL0") and "read by " not in d.message:
+            d = replace(d, message=f"{d.message.rstrip('.')}; read by {text}")
+        out.append(d)
+    return out
+
+
+def _consumer_at(setup) -> dict[tuple[str, int], str]:
+    """(path, line) of each value of a flag/args-file (or patched) site -> who reads it."""
     where: dict[tuple[str, int], str] = {}
     for site in setup.sites:
         c = site.reader
@@ -318,12 +334,4 @@ def with_consumer(setup, diagnostics: list) -> list:
             for sp in (v.key_span, v.span):
                 if sp is not None:
                     where.setdefault((sp.path, sp.line), text)
-    if not where:
-        return diagnostics
-    out = []
-    for d in diagnostics:
-        text = where.get((d.path, d.line))
-        if text is not None and not d.code.startswith("TL0") and "read by " not in d.message:
-            d = replace(d, message=f"{d.message.rstrip('.')}; read by {text}")
-        out.append(d)
-    return out
+    return where

@@ -46,10 +46,11 @@ class Edit:
     end_line: int
     end_column: int
     content: str
+    cell: int | None = None  # notebooks: the cell (1-based, all cells); lines are then within it
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "column": self.column, "end_line": self.end_line,
-                "end_column": self.end_column, "content": self.content}
+        return {"path": self.path, "cell": self.cell, "line": self.line, "column": self.column,
+                "end_line": self.end_line, "end_column": self.end_column, "content": self.content}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,9 +74,11 @@ class Related:
     line: int
     column: int
     message: str
+    cell: int | None = None  # notebooks: the cell (1-based, all cells)
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "column": self.column, "message": self.message}
+        return {"path": self.path, "cell": self.cell, "line": self.line, "column": self.column,
+                "message": self.message}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,14 +96,18 @@ class Diagnostic:
     end_column: int
     fix: Fix | None = None
     related: list[Related] = field(default_factory=list)
+    # notebooks: the cell (1-based, counting every cell, markdown included); ``line`` and
+    # ``end_line`` are then lines of that cell's source
+    cell: int | None = None
 
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.column, self.code, self.message)
+        return (self.path, self.cell or 0, self.line, self.column, self.code, self.message)
 
     def to_json(self) -> dict[str, Any]:
         """The finding as the JSON output prints it."""
         return {"code": self.code, "name": self.name, "severity": self.severity.value, "message": self.message,
-                "path": self.path, "line": self.line, "column": self.column, "end_line": self.end_line,
+                "path": self.path, "cell": self.cell, "line": self.line, "column": self.column,
+                "end_line": self.end_line,
                 "end_column": self.end_column, "fix": None if self.fix is None else self.fix.to_json(),
                 "related": [r.to_json() for r in self.related]}
 
@@ -114,13 +121,19 @@ class Diagnostic:
             column=int(data["column"]), end_line=int(data["end_line"]), end_column=int(data["end_column"]),
             fix=None if fix is None else Fix(
                 applicability=_applicability(fix["applicability"]), message=str(fix.get("message", "")),
-                edits=[Edit(**{k: e[k] for k in _EDIT_KEYS}) for e in fix["edits"]]),
-            related=[Related(**{k: r[k] for k in _RELATED_KEYS}) for r in data.get("related", [])],
+                edits=[Edit(**{k: e[k] for k in _EDIT_KEYS}, cell=_cell(e)) for e in fix["edits"]]),
+            related=[Related(**{k: r[k] for k in _RELATED_KEYS}, cell=_cell(r)) for r in data.get("related", [])],
+            cell=_cell(data),
         )
 
 
 _EDIT_KEYS = ("path", "line", "column", "end_line", "end_column", "content")
 _RELATED_KEYS = ("path", "line", "column", "message")
+
+
+def _cell(data: dict[str, Any]) -> int | None:
+    cell = data.get("cell")
+    return None if cell is None else int(cell)
 
 
 def _applicability(value: Any) -> Applicability:

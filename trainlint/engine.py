@@ -163,8 +163,11 @@ def _single_file_setups(ws: Workspace, settings: Settings) -> list:
     from trainlint.setup import Setup
 
     gpu = target_gpu(settings)
-    return [Setup(root=Path(f.path).parent, scripts=[f.doc], sites=f.doc.sites, files=[f.path], gpu=gpu)
-            for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+    docs = [(f.path, f.doc) for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+    docs += [(f.path, f.doc.python) for f in ws.files.values()  # a notebook's program
+             if f.kind == "notebook" and f.doc is not None and f.doc.python is not None]
+    return [Setup(root=Path(path).parent, scripts=[doc], sites=doc.sites, files=[path], gpu=gpu)
+            for path, doc in docs]
 
 
 def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) -> list[Diagnostic]:
@@ -186,6 +189,10 @@ def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) ->
             continue
         seen.add(key)
         kept.append(d)
+    if any(f.kind == "notebook" for f in ws.files.values()):
+        from trainlint.sources.notebook import to_cells
+
+        kept = to_cells(kept, ws)  # notebook findings: cell + line within the cell
     kept.sort(key=lambda d: d.sort_key())
     return kept
 
@@ -252,7 +259,7 @@ def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,
 
 def _fix_key(d: Diagnostic) -> tuple:
     assert d.fix is not None
-    return (d.code, tuple(sorted((e.path, e.line, e.column, e.end_line, e.end_column, e.content)
+    return (d.code, tuple(sorted((e.path, e.cell or 0, e.line, e.column, e.end_line, e.end_column, e.content)
                                  for e in d.fix.edits)))
 
 

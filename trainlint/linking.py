@@ -349,9 +349,20 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str,
     variables, and files the script writes itself, are not reported."""
     from trainlint.resolve import read_file
 
+    quiet = False
+    nb = _notebook_of(ws, base_file)
+    if nb is not None:
+        # a notebook: the files its %%writefile cells wrote before this line come first;
+        # paths are relative to the notebook's folder (its working directory)
+        written = nb.written_file(ref, span.line if span is not None else 10 ** 9)
+        if written is not None:
+            return written
+        base_file = nb.path
+        # files a notebook downloads, clones or finds after a %cd are not on disk here
+        quiet = nb.fetches or os.path.isabs(ref)
     loc = locate(ws, base_file, ref, launch, doc)
     if loc.verdict in (MISSING, ELSEWHERE):
-        if span is not None:
+        if span is not None and not quiet:
             _missing(ws, ref, span, what, loc.folders, loc.severity, loc.why, then)
         return None
     if loc.verdict != FOUND or loc.path is None:
@@ -364,6 +375,24 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str,
     if os.path.isdir(path):
         return None
     return read_file(ws, path, explicit=True)
+
+
+def _notebook_of(ws: Workspace, path: str):
+    if not path.endswith(".ipynb") and "::" not in path:
+        return None
+    from trainlint.sources.notebook import notebook_of
+
+    return notebook_of(ws, path)
+
+
+def _linkable(ws: Workspace) -> list[ParsedFile]:
+    """The workspace's files, a notebook also as its Python program and the files it writes."""
+    out = []
+    for f in ws.files.values():
+        out.append(f)
+        if f.kind == "notebook" and f.doc is not None:
+            out.extend(f.doc.parsed_files())
+    return out
 
 
 def _view(pf: ParsedFile | None, cls, make, json_only: bool = False):
@@ -846,8 +875,16 @@ class _Linker:
         script = os.path.basename(pf.path)
         out: list[ArgsSite] = []
         own = frozenset(_local_dataclass_fields(pf, parser))
-        positional = self._args_file_site(setup, launch, parser.class_name,
-                                          parser.consumer(pf, f"{parser.kind} ({_file_method(parser)}) in {script}", own))
+        # ``python run.py args.yaml``: read only by a script that parses files from its command
+        # line (``parse_yaml_file(sys.argv[1])``); TrlParser takes a YAML only after --config
+        positional = None
+        unseen = not (parser.reads_argv or parser.file_kinds or parser.reads_dict)  # how it parses is not visible
+        if (parser.argv_file and parser.file_kinds) or unseen:
+            kinds = None if unseen else ({"yaml", "json"} if "yaml" in parser.file_kinds else set(parser.file_kinds))
+            via = f"{parser.kind} in {script} (assumed to read the file given as its only argument)" if unseen \
+                else f"{parser.kind}.{_file_method(parser)} in {script}"
+            positional = self._args_file_site(setup, launch, parser.class_name, parser.consumer(pf, via, own),
+                                              kinds=kinds)
         if positional is not None:
             return [positional]
         skip: tuple[str, ...] = ()
@@ -891,13 +928,16 @@ class _Linker:
                     self.project_files.setdefault(cand, project_consumer(via=via))
                     break
 
-    def _args_file_site(self, setup: Setup, launch: LaunchCommand, class_name: str, consumer=None
-                        ) -> ArgsSite | None:
-        """``python run.py args.json``: the only argument is an args file."""
+    def _args_file_site(self, setup: Setup, launch: LaunchCommand, class_name: str, consumer=None,
+                        kinds: set[str] | None = None) -> ArgsSite | None:
+        """``python run.py args.json``: the only argument is an args file (of a kind the
+        script's parser reads, when ``kinds`` says)."""
         if launch.script_args or len(launch.positionals) != 1:
             return None
         text, span = launch.positionals[0]
         if not text.endswith(ARGS_FILE_SUFFIXES):
+            return None
+        if kinds is not None and ("json" if text.endswith(".json") else "yaml") not in kinds:
             return None
         doc = self.ws.files[launch.path].doc if launch.path in self.ws.files else None
         return self._args_file_from(setup, launch.path, text, span, class_name, consumer, launch, doc)
@@ -1124,28 +1164,29 @@ def link_setups(ws: Workspace, settings: Settings) -> list[Setup]:
                 if tc.args_call is not None and tc.args_call.args.path != f.path}
     linker = _Linker(ws, settings)
     setups: list[Setup] = []
-    for f in list(ws.files.values()):
-        if f.kind in ("shell", "markdown") and f.doc is not None:
+    files = _linkable(ws)
+    for f in files:
+        if f.kind in ("shell", "markdown", "notebook") and f.doc is not None:
             for i, launch in enumerate(f.doc.launches):
                 s = linker.launch_setup(f, launch, i)
                 if s is not None:
                     setups.append(_with_imports(s, ws, uses))
-    for f in list(ws.files.values()):
+    for f in files:
         if f.kind == "python" and f.doc is not None and f.path not in linker.launched_scripts:
             if f.path in consumed and not f.doc.trainer_calls:
                 continue
             setups.append(_with_imports(linker.script_setup(f.doc), ws, uses))
-    for f in list(ws.files.values()):
+    for f in files:
         if f.kind == "hf_args" and f.path not in linker.linked:
             s = linker.argsfile_setup(f, _same_folder_hf_class(ws, f.path) or "TrainingArguments")
             if s is not None:
                 setups.append(s)
-    for f in list(ws.files.values()):
+    for f in files:
         if f.kind == "accelerate" and f.path not in linker.linked:
             s = linker.accelerate_setup(f)
             if s is not None:
                 setups.append(s)
-    for f in list(ws.files.values()):
+    for f in files:
         if f.kind == "deepspeed" and f.path not in linker.linked:
             s = linker.deepspeed_setup(f)
             if s is not None:
@@ -1172,8 +1213,13 @@ def site_at_revision(setup: Setup, site: ArgsSite, rev: str) -> tuple[ArgsSite, 
         if kind == "launch":
             from trainlint.sources.shell import markdown_launches, parse_shell
 
-            launches = markdown_launches(text, path) if path.endswith((".md", ".markdown", ".mdx")) \
-                else parse_shell(text, path).launches
+            if path.endswith(".ipynb"):
+                from trainlint.sources.notebook import read_notebook
+
+                launches = read_notebook(path, text).launches
+            else:
+                launches = markdown_launches(text, path) if path.endswith((".md", ".markdown", ".mdx")) \
+                    else parse_shell(text, path).launches
             if index >= len(launches):
                 return None
             base_launch = launches[index]

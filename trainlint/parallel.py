@@ -112,13 +112,13 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     texts: dict[str, str] = {}
     for p, explicit in walk(paths, settings.exclude):
         path = norm(p)
-        if path.lower().endswith(".py"):
+        if path.lower().endswith((".py", ".ipynb")):
             try:
                 text = read_text(path, overlay).text
             except ReadProblem:
                 order.append((path, explicit, None))
                 continue
-            if not explicit and not any(tok in text for tok in PY_PREFILTER):
+            if not explicit and not _prefilter(path, text, PY_PREFILTER):
                 continue  # the plain pipeline drops it too, without a finding
             unit = Unit(path, explicit, text)
             candidates.append(unit)
@@ -132,6 +132,15 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
     blob = "\n".join(others.values())
+    # a notebook's launch lines name scripts (and modules) too: the names each notebook
+    # mentions, gathered once (a notebook's mention of itself does not count)
+    named: dict[str, int] = {}
+    own: dict[str, set[str]] = {}
+    for u in candidates:
+        if u.path.lower().endswith(".ipynb"):
+            own[u.path] = names = _mentioned_names(u.text)
+            for n in names:
+                named[n] = named.get(n, 0) + 1
     # Python files that import one another (``from config import training_args``, a Trainer
     # subclass in ``trainers.py``) are linked across modules: none of them stands alone
     stems = {_module_stem(u.path) for u in candidates}
@@ -140,7 +149,10 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     imported = set().union(*imports.values()) if imports else set()
     for unit in candidates:
         base = os.path.basename(unit.path)
-        stem = base[:-3]
+        stem = os.path.splitext(base)[0]
+        mine = own.get(unit.path, ())
+        if named.get(base, 0) - (base in mine) > 0 or named.get(stem, 0) - (stem in mine) > 0:
+            continue
         parent = os.path.basename(os.path.dirname(unit.path))
         module = f"{parent}.{stem}" if parent and stem else ""  # python -m pkg.train
         if stem == "__main__" and parent and blob and _word(parent).search(blob):
@@ -157,6 +169,27 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> tuple[li
     for u in units:
         texts[u.path] = u.text
     return units, rest, texts
+
+
+_FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
+
+
+def _mentioned_names(text: str) -> set[str]:
+    """Basenames of files (``train.py``, ``ds.json``) and last parts of modules (``-m pkg.run``)
+    a notebook's text names."""
+    out: set[str] = set()
+    for m in _FILE_NAME.finditer(text):
+        name = m.group(1) or m.group(2)
+        out.add(name.rsplit("/", 1)[-1])
+    return out
+
+
+def _prefilter(path: str, text: str, markers: tuple[str, ...]) -> bool:
+    if path.lower().endswith(".ipynb"):
+        from trainlint.sources.notebook import prefilter
+
+        return prefilter(text, markers)
+    return any(tok in text for tok in markers)
 
 
 def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, jobs: int | None = None,
@@ -235,7 +268,7 @@ def lint_split(paths: list[Path], settings: Any, overlay: dict[str, str], *, job
     seen: set[tuple] = set()
     merged = []
     for d in diagnostics:
-        k = (d.path, d.line, d.column, d.code, d.message)
+        k = (d.path, d.cell, d.line, d.column, d.code, d.message)
         if k not in seen:
             seen.add(k)
             merged.append(d)

@@ -134,12 +134,20 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
         if not explicit and not any(tok in tf.text for tok in PY_PREFILTER):
             return None
         pf.doc = _parse_python(ws, path, tf.text)
+    elif kind == "notebook" and not explicit and not _notebook_prefilter(tf.text):
+        return None
     else:
         from trainlint.sources import registry
 
         registry.parse_into(ws, pf)
     ws.files[path] = pf
     return pf
+
+
+def _notebook_prefilter(text: str) -> bool:
+    from trainlint.sources.notebook import prefilter
+
+    return prefilter(text, PY_PREFILTER)
 
 
 def read_workspace(paths: list[Path], settings: Settings, overlay: dict[str, str]) -> Workspace:

@@ -264,7 +264,12 @@ class Setup:
         """The sites whose values a Hugging Face/TRL class reads at the target versions (see
         the class docstring): a site built by code that requires other versions
         (``Consumer.requires``) is not judged against these targets."""
-        return [s for s in self.all_sites if s.judged and (not s.reader.requires or self._satisfied(s.reader.requires))]
+        return [s for s in self.all_sites if self.judges(s)]
+
+    def judges(self, site: ArgsSite) -> bool:
+        """Whether rules judge ``site`` (it is one of ``sites``): for rules that reach a site
+        through a script's calls rather than through ``sites``."""
+        return site.judged and (not site.reader.requires or self._satisfied(site.reader.requires))
 
     def target_of(self, package: str) -> str | None:
         if package == "transformers":

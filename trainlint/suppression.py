@@ -27,6 +27,13 @@ def _codes(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
 
 
+def _source(f) -> str:
+    """The text comments are read from: a notebook's code cells on its virtual lines (the
+    positions findings have until ``to_cells``), else the file's text."""
+    display = getattr(f.doc, "display", None) if f.kind == "notebook" else None
+    return display if isinstance(display, str) else f.text.text
+
+
 class Suppressions:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
@@ -36,15 +43,15 @@ class Suppressions:
     def _lines(self, path: str) -> list[str] | None:
         if path not in self._line_cache:  # once per file: a file can have thousands of findings
             f = self.ws.files.get(path)
-            self._line_cache[path] = None if f is None else f.text.text.splitlines()
+            self._line_cache[path] = None if f is None else _source(f).splitlines()
         return self._line_cache[path]
 
     def _file_level(self, path: str) -> list[str]:
         if path not in self._file_codes:
             codes: list[str] = []
             f = self.ws.files.get(path)
-            if f is not None and "disable-file" in f.text.text:
-                for m in _DISABLE_FILE.finditer(f.text.text):
+            if f is not None and "disable-file" in _source(f):
+                for m in _DISABLE_FILE.finditer(_source(f)):
                     codes.extend(_codes(m.group(1)))
             self._file_codes[path] = codes
         return self._file_codes[path]

@@ -87,6 +87,8 @@ def _kind_from_suffix(path: str) -> str | None:
         return "json"
     if suffix in (".yaml", ".yml"):
         return "yaml"
+    if suffix == ".ipynb":
+        return "notebook"
     return None
 
 
@@ -135,6 +137,10 @@ def parses(path: str, text: str, kind: str | None = None) -> str | None:
                 json.loads(text)
             else:
                 parse_json(text, path)
+        elif kind == "notebook":
+            from trainlint.fixing.notebook import check_notebook
+
+            check_notebook(text, path)
         elif kind in YAML_KINDS:
             try:
                 from trainlint.sources.yamldoc import parse_yaml
@@ -188,6 +194,11 @@ def apply_fix_pass(diagnostics: list[Diagnostic], texts: dict[str, str],
     Inserted text takes the newline style of the file it goes into.
     """
     kinds = kinds or {}
+    originals: dict[int, Diagnostic] = {}
+    if "notebook" in kinds.values():  # cell edits become edits of the notebook's JSON text
+        from trainlint.fixing.notebook import json_fixes
+
+        diagnostics, originals = json_fixes(diagnostics, texts, kinds)
 
     newlines: dict[str, str] = {}
     line_starts: dict[str, list[int]] = {}
@@ -269,6 +280,13 @@ def apply_fix_pass(diagnostics: list[Diagnostic], texts: dict[str, str],
             break
         active = [d for d in active if d is not culprit]
     result.applied = active
+    if originals:
+        def orig(d: Diagnostic) -> Diagnostic:
+            return originals.get(id(d), d)
+
+        result.applied = [orig(d) for d in result.applied]
+        result.deferred = [orig(d) for d in result.deferred]
+        result.reverted = [(orig(d), e) for d, e in result.reverted]
     return result
 
 

@@ -3,7 +3,9 @@ VS Code's SARIF viewer and most CI dashboards).
 
 One run; ``tool.driver.rules`` lists every registered rule with its documentation; each
 finding is a result with its region, the related places and, when it has one, the fix as
-``artifactChanges`` of ``replacements``. Lines and columns are 1-based and columns count
+``artifactChanges`` of ``replacements``. A finding in a notebook points at the place in the
+notebook's JSON where its cell line is written (fix replacements too), names the cell in the
+message (``cell N, line L: ...``) and has ``properties.cell``/``cellLine``/``cellColumn``. Lines and columns are 1-based and columns count
 characters (``columnKind: unicodeCodePoints``), exactly as trainlint's own positions; the end
 column is exclusive in both.
 """
@@ -17,6 +19,7 @@ from urllib.parse import quote
 
 from trainlint import __version__
 from trainlint.diagnostics import Diagnostic
+from trainlint.report.cells import NotebookTexts, where
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/trainlint/trainlint"
@@ -72,32 +75,49 @@ def rule_descriptor(rule: Any) -> dict[str, Any]:
     }
 
 
-def _result(d: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
+def _result(d: Diagnostic, index: dict[str, int], notebooks: NotebookTexts | None = None) -> dict[str, Any]:
+    line, col, end_line, end_col = d.line, d.column, d.end_line, d.end_column
+    if d.cell is not None and notebooks is not None:
+        line, col = notebooks.raw(d.path, d.cell, d.line, d.column)
+        end_line, end_col = notebooks.raw(d.path, d.cell, d.end_line, d.end_column)
+        if (end_line, end_col) <= (line, col):
+            end_line, end_col = line, col + 1
     result: dict[str, Any] = {
         "ruleId": d.code,
         "level": LEVEL[d.severity.value],
-        "message": {"text": d.message},
+        "message": {"text": where(d) + d.message},
         "locations": [{
             "physicalLocation": {
                 "artifactLocation": _location(d.path),
-                "region": _region(d.line, d.column, d.end_line, d.end_column),
+                "region": _region(line, col, end_line, end_col),
             },
         }],
     }
+    props: dict[str, Any] = {}
+    if d.cell is not None:
+        props.update({"cell": d.cell, "cellLine": d.line, "cellColumn": d.column})
     if d.code in index:
         result["ruleIndex"] = index[d.code]
     if d.related:
+        def related_region(r: Any) -> dict[str, int]:
+            if r.cell is not None and notebooks is not None:
+                return _region(*notebooks.raw(r.path, r.cell, r.line, r.column))
+            return _region(r.line, r.column)
+
         result["relatedLocations"] = [
             {
                 "id": i,
-                "message": {"text": r.message},
-                "physicalLocation": {"artifactLocation": _location(r.path), "region": _region(r.line, r.column)},
+                "message": {"text": where(r) + r.message},
+                "physicalLocation": {"artifactLocation": _location(r.path), "region": related_region(r)},
             }
             for i, r in enumerate(d.related, start=1)
         ]
-    if d.fix is not None and d.fix.edits:
+    fix_edits = d.fix.edits if d.fix is not None else []
+    if any(e.cell is not None for e in fix_edits):
+        fix_edits = _raw_edits(d, notebooks)
+    if d.fix is not None and fix_edits:
         by_path: dict[str, list[dict[str, Any]]] = {}
-        for e in d.fix.edits:
+        for e in fix_edits:
             by_path.setdefault(e.path, []).append({
                 "deletedRegion": _region(e.line, e.column, e.end_line, e.end_column),
                 "insertedContent": {"text": e.content},
@@ -107,15 +127,30 @@ def _result(d: Diagnostic, index: dict[str, int]) -> dict[str, Any]:
             "artifactChanges": [{"artifactLocation": _location(p), "replacements": reps}
                                 for p, reps in by_path.items()],
         }]
-        result["properties"] = {"fixApplicability": d.fix.applicability}
+        props["fixApplicability"] = d.fix.applicability
+    if props:
+        result["properties"] = props
     return result
 
 
-def sarif_log(diagnostics: list[Diagnostic]) -> dict[str, Any]:
+def _raw_edits(d: Diagnostic, notebooks: NotebookTexts | None) -> list[Any]:
+    """A notebook fix's edits as replacements of the notebook's JSON text (none when they
+    cannot be placed)."""
+    if notebooks is None:
+        return []
+    from trainlint.fixing.notebook import json_fixes
+
+    kinds = {e.path: "notebook" for e in d.fix.edits if e.cell is not None}  # type: ignore[union-attr]
+    out, _ = json_fixes([d], notebooks.texts, kinds)
+    return out[0].fix.edits if out and out[0].fix is not None else []
+
+
+def sarif_log(diagnostics: list[Diagnostic], texts: dict[str, str] | None = None) -> dict[str, Any]:
     from trainlint.rules import all_rules
 
     rules = list(all_rules())
     index = {r.code: i for i, r in enumerate(rules)}
+    notebooks = NotebookTexts(texts or {})
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
@@ -128,12 +163,12 @@ def sarif_log(diagnostics: list[Diagnostic]) -> dict[str, Any]:
                 "rules": [rule_descriptor(r) for r in rules],
             }},
             "columnKind": "unicodeCodePoints",
-            "results": [_result(d, index) for d in diagnostics],
+            "results": [_result(d, index, notebooks) for d in diagnostics],
         }],
     }
 
 
 def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *, statistics: bool = False,
            color: bool | None = None) -> None:
-    json.dump(sarif_log(diagnostics), out, indent=2)
+    json.dump(sarif_log(diagnostics, texts), out, indent=2)
     out.write("\n")

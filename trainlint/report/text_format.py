@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainlint.diagnostics import Diagnostic
+from trainlint.report.cells import NotebookTexts, label, short
 from trainlint.report.summary import statistics_rows
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
@@ -49,21 +50,26 @@ def render(diagnostics: list[Diagnostic], texts: dict[str, str], out: TextIO, *,
             console.print(f"{count:5d}  [bold]{code}[/]  [{'*' if fixable else ' '}] {name}")
         return
     cache: dict[str, list[str]] = {}
+    notebooks = NotebookTexts(texts)
     for d in diagnostics:
-        if d.path not in cache:
-            cache[d.path] = texts.get(d.path, "").splitlines()
+        if d.cell is not None:  # a notebook: the lines of the finding's cell
+            lines = notebooks.cell_lines(d.path, d.cell)
+        else:
+            if d.path not in cache:
+                cache[d.path] = texts.get(d.path, "").splitlines()
+            lines = cache[d.path]
         mark = " [*]" if d.fix is not None and d.fix.applicability == "safe" else \
             (" [-]" if d.fix is not None else "")
         style = _SEVERITY_STYLE[d.severity.value]
-        console.print(f"[bold]{escape(d.path)}:{d.line}:{d.column}:[/] [{style}]{d.code}[/]{escape(mark)} "
+        console.print(f"[bold]{escape(label(d))}:[/] [{style}]{d.code}[/]{escape(mark)} "
                       f"[bold]{d.name}[/] [dim]({d.severity.value})[/]")
         console.print(f"  {escape(d.message)}")
-        for line in _excerpt(d, cache[d.path]):
+        for line in _excerpt(d, lines):
             console.print("  " + line)
         if d.fix is not None:
             console.print(f"  [green]= fix ({d.fix.applicability}):[/] {escape(d.fix.message or 'available')}")
         for r in d.related:
-            console.print(f"  [blue]= note:[/] {escape(r.path)}:{r.line}: {escape(r.message)}")
+            console.print(f"  [blue]= note:[/] {escape(short(r))}: {escape(r.message)}")
         console.print()
     n = len(diagnostics)
     if n:

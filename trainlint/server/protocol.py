@@ -99,7 +99,19 @@ class TrainlintServer(LanguageServer):
             uri=self.uri_of(path), version=doc.version if doc else None,
             diagnostics=[self.to_lsp(d, lines) for d in found]))
 
+    def _raw(self, d: Diagnostic) -> Diagnostic:
+        """A notebook finding placed in the ``.ipynb`` text the editor shows."""
+        if d.cell is None and not d.related and d.fix is None:
+            return d
+        from trainlint.report.cells import as_raw
+
+        paths = {d.path, *(r.path for r in d.related), *(e.path for e in (d.fix.edits if d.fix else []))}
+        texts = {p: self.texts.get(norm(p)) or self.session.text_of(norm(p)) or "" for p in paths
+                 if p.endswith(".ipynb")}
+        return as_raw(d, texts) if texts else d
+
     def to_lsp(self, d: Diagnostic, lines: LineIndex) -> types.Diagnostic:
+        d = self._raw(d)
         start = lines.position(d.line, d.column)
         end = lines.position(d.end_line, d.end_column)
         if end < start:
@@ -126,8 +138,9 @@ class TrainlintServer(LanguageServer):
 
     def text_edits(self, d: Diagnostic) -> dict[str, list[types.TextEdit]]:
         assert d.fix is not None
+        d = self._raw(d)
         out: dict[str, list[types.TextEdit]] = {}
-        for e in d.fix.edits:
+        for e in (d.fix.edits if d.fix is not None else []):
             ep = norm(e.path)
             text = self.texts.get(ep) or self.session.text_of(ep) or ""
             lines = LineIndex(text)

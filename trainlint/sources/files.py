@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Iterator
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are reported, not read
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024  # notebooks carry their outputs (images, logs)
 
 # What a folder walk picks up. Anything passed explicitly is read whatever its suffix.
 # Markdown: README commands are launch lines that feed scripts and args files to their readers.
-WALK_SUFFIXES = {".py", ".sh", ".bash", ".json", ".yaml", ".yml", ".md"}
+WALK_SUFFIXES = {".py", ".sh", ".bash", ".json", ".yaml", ".yml", ".md", ".ipynb"}
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env", "node_modules",
              ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis",
              "build", "dist", "site-packages", ".trainlint_cache", ".eggs"}
@@ -113,16 +114,17 @@ def read_text(path: str, overlay: dict[str, str] | None = None) -> TextFile:
             raise ReadProblem("cannot read file: it is a directory")
         if not stat.S_ISREG(st.st_mode):
             raise ReadProblem("cannot read file: not a regular file (a FIFO, socket or device)")
-        if st.st_size > MAX_FILE_BYTES:
-            raise ReadProblem(f"file too large to check ({st.st_size} bytes > {MAX_FILE_BYTES})")
+        limit = MAX_NOTEBOOK_BYTES if path.lower().endswith(".ipynb") else MAX_FILE_BYTES
+        if st.st_size > limit:
+            raise ReadProblem(f"file too large to check ({st.st_size} bytes > {limit})")
         # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not hang
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 raise ReadProblem("cannot read file: not a regular file (a FIFO, socket or device)")
-            data = f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise ReadProblem(f"file too large to check (> {MAX_FILE_BYTES} bytes)")
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise ReadProblem(f"file too large to check (> {limit} bytes)")
     except ReadProblem:
         raise
     except OSError as e:

@@ -1,6 +1,6 @@
 """Which kind of training file a path is, by its content (the extension is only a hint).
 
-Kinds: ``python``, ``shell``, ``markdown``, ``deepspeed``, ``accelerate``, ``hf_args``,
+Kinds: ``python``, ``notebook``, ``shell``, ``markdown``, ``deepspeed``, ``accelerate``, ``hf_args``,
 ``json``, ``yaml``, ``data`` (JSON Lines, a trainer_state.json dump: never a config),
 ``binary``, ``unknown``. A DeepSpeed config is recognised by its shape (a ``zero_optimization``
 section with ZeRO keys, a micro batch size, an ``fp16``/``bf16`` section with ``enabled``, an
@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import PurePath
 
-KINDS = ("python", "shell", "markdown", "deepspeed", "accelerate", "hf_args", "json", "yaml",
+KINDS = ("python", "notebook", "shell", "markdown", "deepspeed", "accelerate", "hf_args", "json", "yaml",
          "data", "binary", "unknown")
 
 # Keys only DeepSpeed configs have (deepspeed/runtime/constants.py, zero/config.py ...).
@@ -265,6 +265,8 @@ def detect_kind(path: str, text: str | bytes) -> str:
     suffix = PurePath(path).suffix.lower()
     if suffix in _PY_EXT:
         return "python"
+    if suffix == ".ipynb":
+        return "notebook"
     if suffix in _SH_EXT:
         return "shell"
     if suffix in _MD_EXT:

@@ -46,6 +46,12 @@ def _markdown(path: str, text: str) -> MarkdownDoc:
     return MarkdownDoc(path, launches, problems)
 
 
+def _notebook(path: str, text: str):
+    from trainlint.sources.notebook import read_notebook
+
+    return read_notebook(path, text)
+
+
 def _deepspeed(path: str, text: str):
     from trainlint.sources.deepspeed import DeepSpeedConfig
 
@@ -80,6 +86,7 @@ def _yaml(path: str, text: str):
 READERS: dict[str, Callable[[str, str], Any]] = {
     "shell": _shell,
     "markdown": _markdown,
+    "notebook": _notebook,
     "deepspeed": _deepspeed,
     "accelerate": _accelerate,
     "hf_args": _hf_args,
@@ -114,7 +121,7 @@ def invalid_config(path: str, message: str, span=None, line: int = 1, column: in
 
 
 def problem_findings(doc: Any, path: str) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
+    out: list[Diagnostic] = list(getattr(doc, "findings", None) or ())  # a notebook's TL001s
     for p in getattr(doc, "problems", None) or []:
         severity = PROBLEM_SEVERITY.get(p.kind)
         if severity is None:
@@ -133,7 +140,7 @@ MAX_WALKED_GENERIC_JSON = 1024 * 1024
 
 def _what(kind: str) -> str:
     return {"hf_args": "args file", "deepspeed": "DeepSpeed config", "accelerate": "accelerate config",
-            "shell": "shell script", "markdown": "Markdown file"}.get(kind, kind.upper())
+            "shell": "shell script", "markdown": "Markdown file", "notebook": "notebook"}.get(kind, kind.upper())
 
 
 def parse_into(ws: Workspace, pf: ParsedFile) -> None:
@@ -175,6 +182,8 @@ def parse_into(ws: Workspace, pf: ParsedFile) -> None:
         pf.doc = None
         return
     sink.extend(problem_findings(pf.doc, pf.path))
+    if getattr(pf.doc, "broken", False):  # a notebook cell that does not parse: never fixed
+        ws.unparsable.add(pf.path)
 
 
 _JSONC = re.compile(r"^\s*(//|/\*)", re.MULTILINE)

@@ -51,6 +51,11 @@ def verify(script: Path, script_args: tuple[str, ...], gpus: Optional[int], step
     except ImportError:
         raise click.UsageError("verify needs psutil: pip install 'trainlint[verify]'")
 
+    if script.suffix.lower() == ".ipynb":
+        raise click.UsageError(
+            f"{script} is a Jupyter notebook: verify runs a script under its launcher. Export the "
+            f"training cells to a script first (`jupyter nbconvert --to script {script.name}`), then "
+            f"`trainlint verify {script.with_suffix('.py').name}`")
     err = Console(stderr=True)
     script = script.resolve()
     available = 0 if cpu else launch.gpu_count()

@@ -254,9 +254,17 @@ class LrNotScaled(Rule):
 
         rev = self.settings.base
         text = read_at_revision(site.path, rev)
-        if text is None or text == pf.text:
-            return None
         try:
+            if text is not None and site.path.endswith(".ipynb"):  # the notebook's program then
+                from trainlint.sources.errors import ReadError
+                from trainlint.sources.notebook import python_program
+
+                try:
+                    text = python_program(site.path, text)
+                except ReadError:
+                    return None
+            if text is None or text == pf.text:
+                return None
             base = parse_python(site.path, text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None

@@ -39,7 +39,9 @@ class InternalError(Rule):
 class SyntaxErrorRule(Rule):
     """
     ## What it does
-    Reports a Python file that does not parse.
+    Reports a Python file that does not parse; in a Jupyter notebook, a code cell that does
+    not parse (IPython syntax such as `!pip install`, `%time` or `%%bash` is read as IPython
+    runs it, not reported), at that cell: the other cells are still checked.
 
     ## Why is this bad?
     The script will fail at start-up, before any training happens; and trainlint cannot read
@@ -109,17 +111,19 @@ class InvalidConfig(Rule):
     ## What it does
     Reports a configuration file (DeepSpeed or HF args JSON, accelerate or args YAML, a shell
     launch script) that cannot be read as its kind: invalid JSON or YAML, nesting too deep, an
-    alias bomb; problems that a lenient reader would hide: a key written twice in one object,
-    `NaN`/`Infinity` in JSON; and shell the shell itself reads differently from how it is
-    written: an unterminated quote, `$(`, or here-document, and a launch line whose backslash
-    continuation is broken (a space or a comment after the backslash, a comment line in the middle),
-    so that its last flags run as a command of their own.
+    alias bomb; a Jupyter notebook that is not valid JSON or not nbformat 4 (or a config a
+    notebook's `%%writefile` cell writes that cannot be read); problems that a lenient reader
+    would hide: a key written twice in one object, `NaN`/`Infinity` in JSON; and shell the
+    shell itself reads differently from how it is written: an unterminated quote, `$(`, or
+    here-document, and a launch line whose backslash continuation is broken (a space or a
+    comment after the backslash, a comment line in the middle), so that its last flags run as
+    a command of their own.
 
     A JSON or YAML file found by walking a folder that is not recognisably a training config
     (JSON Lines data, a `trainer_state.json` or metrics dump with `NaN`, a dataset card, a
     schema, another tool's settings in JSON with comments) is not judged, unless a launch line
-    or script refers to it as a config; a walked file broken in no known dialect still is. In Markdown, shell problems are warnings, and only in code blocks that
-    hold a launch line.
+    or script refers to it as a config; a walked file broken in no known dialect still is. In
+    Markdown, shell problems are warnings, and only in code blocks that hold a launch line.
 
     ## Why is this bad?
     The launcher or the library fails on it at start-up (DeepSpeed rejects duplicate keys,
@@ -192,8 +196,10 @@ class MissingReference(Rule):
     accelerate's `deepspeed_config_file`, an args file passed to the script, a framework CLI's
     recipe (`trl sft --config x.yaml`, `llamafactory-cli train x.yaml`). Paths are taken
     relative to the file that names them (and to the folders above it, up to the repository
-    root), after the `cd` commands that come before the launch line; the message names the
-    places looked.
+    root), after the `cd` commands that come before the launch line (in a notebook, its
+    folder; a file a `%%writefile` cell wrote counts as existing, and a notebook that
+    downloads, clones or `%cd`s is not asked for files on disk); the message names the places
+    looked.
 
     The severity is how likely it is that the repository should contain the file:
 

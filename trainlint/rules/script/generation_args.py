@@ -104,7 +104,8 @@ class GenerationArgsWithoutSeq2Seq(Rule):
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         for pf in setup.scripts:
             for tac in pf.args_calls:
-                if tac.class_name != "TrainingArguments" or pf.local_classes.get(_callee(tac)) is not None:
+                if tac.class_name != "TrainingArguments" or pf.local_classes.get(_callee(tac)) is not None \
+                        or not setup.judges(tac.args):
                     continue
                 for f in GENERATION_FIELDS:
                     v = tac.args.get(f)

@@ -125,7 +125,7 @@ class ImplicitUseReentrant(Rule):
         # TrainingArguments built without a Trainer in this file still configure one
         covered = {id(s) for c in contexts for s in c.sites or []}
         extra = [TrainerContext(pf, None, None, [site]) for pf in setup.scripts  # type: ignore[arg-type]
-                 for site in pf.sites if id(site) not in covered]
+                 for site in pf.sites if id(site) not in covered and setup.judges(site)]
         for ctx in contexts + extra:
             sources = checkpointing_sources(ctx)
             if not sources or any(s.reentrant is not None for s in sources):

@@ -262,6 +262,8 @@ class Zero3ModelBeforeConfig(Rule):
 
     def _trainer_path(self, setup: Setup, pf: PythonFile, loads: list[CallSite]) -> Iterable[Diagnostic]:
         for tac in pf.args_calls:
+            if not setup.judges(tac.args):
+                continue
             stage, where = zero_stage(setup, pf, tac.args)
             if stage != 3:
                 continue

@@ -1,0 +1,400 @@
+"""Jupyter notebooks: read like scripts (IPython syntax included), located by cell, fixed in
+the cell sources only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import fix_folder, lint_folder, trainlint_cmd
+from trainlint.config import load_settings
+from trainlint.engine import fix_outcome, lint
+from trainlint.sources.notebook import read_notebook
+
+
+def notebook(cells: list[tuple[str, str]], *, as_string: bool = False, language: str = "python") -> str:
+    """A notebook as Jupyter saves it: indent 1, sorted keys, ids, outputs, execution counts."""
+    out = []
+    for i, (kind, src) in enumerate(cells):
+        lines = src.splitlines(keepends=True)
+        cell: dict = {"cell_type": kind, "id": f"c{i:02d}", "metadata": {"tags": []},
+                      "source": src if as_string else lines}
+        if kind == "code":
+            cell["execution_count"] = i + 1
+            cell["outputs"] = [{"name": "stdout", "output_type": "stream", "text": [f"out {i} é\n"]},
+                               {"data": {"image/png": "iVBORw0KGgo=\n", "text/plain": ["<Figure>"]},
+                                "metadata": {}, "output_type": "display_data"}]
+        out.append(cell)
+    doc = {"cells": out,
+           "metadata": {"accelerator": "GPU", "colab": {"provenance": []},
+                        "kernelspec": {"display_name": "Python 3", "language": language, "name": "python3"},
+                        "language_info": {"name": language}},
+           "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+COLAB = [
+    ("markdown", "# Fine-tune BERT on IMDb\nRun on a Colab A100. Uses `Trainer`."),
+    ("code", "!pip install -q transformers datasets evaluate\n%matplotlib inline\n%load_ext autoreload"),
+    ("code", "import torch\nfrom datasets import load_dataset\n"
+             "from transformers import AutoTokenizer, AutoModelForSequenceClassification, TrainingArguments, Trainer\n"
+             "device = torch.device('cuda')\n"
+             "tokenizer = AutoTokenizer.from_pretrained('bert-base-uncased')\n"
+             "model = AutoModelForSequenceClassification.from_pretrained('bert-base-uncased', num_labels=2)\n"
+             "model.to(device)"),
+    ("code", "ds = load_dataset('imdb')\n"
+             "def tokenize(batch):\n"
+             "    return tokenizer(batch['text'], padding='max_length', truncation=True)\n"
+             "ds = ds.map(tokenize, batched=True)\n"
+             "TrainingArguments?"),
+    ("markdown", "## Training"),
+    ("code", "EPOCHS = 3\nargs = TrainingArguments(\n    output_dir='out',\n    evaluation_strategy='epoch',\n"
+             "    save_total_limit=2,\n    num_train_epochs=EPOCHS,\n    logging_steps=1,\n    fp16=True,\n)"),
+    ("code", "%%time\ntrainer = Trainer(model=model, args=args, train_dataset=ds['train'],\n"
+             "                  eval_dataset=ds['test'], tokenizer=tokenizer)\ntrainer.train()"),
+]
+
+# (code, cell, line, column) of what the Colab notebook must give on an A100
+COLAB_EXPECTED = {
+    ("TL101", 3, 7, 1),   # script code: model.to(device) (cell 3, line 7)
+    ("TL102", 4, 3, 45),  # tokenizer padding in a function defined in cell 4
+    ("TL601", 6, 4, 5),   # migration: evaluation_strategy
+    ("TL201", 6, 7, 19),  # TrainingArguments value: logging_steps=1
+    ("TL501", 6, 8, 5),   # hardware: fp16 on an A100
+    ("TL605", 7, 3, 44),  # migration: Trainer(tokenizer=), the Trainer built across cells
+}
+
+
+def _found(result) -> set[tuple]:
+    return {(d.code, d.cell, d.line, d.column) for d in result.diagnostics}
+
+
+def _codes(result, path: str | None = None) -> set[str]:
+    return {d.code for d in result.diagnostics if path is None or d.path == path}
+
+
+@pytest.mark.parametrize("as_string", [False, True], ids=["list-of-lines", "one-string"])
+def test_colab_notebook_each_family_at_its_cell_and_line(tmp_path: Path, as_string: bool):
+    (tmp_path / "nb.ipynb").write_text(notebook(COLAB, as_string=as_string), encoding="utf-8")
+    result = lint_folder(tmp_path, options={"gpu": "A100"})
+    found = _found(result)
+    assert COLAB_EXPECTED <= found, found
+    assert not {d for d in result.diagnostics if d.code in ("TL000", "TL001", "TL003")}
+    assert all(d.cell is not None and d.path.endswith("nb.ipynb") for d in result.diagnostics)
+    # the related place (where the model reaches the Trainer) is located by cell too
+    tl101 = next(d for d in result.diagnostics if d.code == "TL101")
+    assert [(r.cell, r.line) for r in tl101.related] == [(7, 2)]  # after the %%time line
+
+
+def test_ipython_syntax_is_not_a_syntax_error():
+    src = ("files = !ls -la\n%time x = 1\nTrainer?\n??Trainer\n!!ls\nfor i in range(3):\n    !echo {i}\n"
+           "s = '''\n!not a command\n'''\nawait asyncio.sleep(0)\n%timeit -n 10 f(1)\n%env WANDB_MODE=offline\n"
+           "%pip install -q x\nout = %sx ls\n/print 1\n")
+    cells = [("code", src), ("code", "%%capture log\nimport os\n!pip install x"),
+             ("code", "%%bash\nexport A=1\necho $A"), ("code", "%%html\n<b>not python</b>"),
+             ("raw", "def broken(:"), ("markdown", "```python\ndef broken(:\n```")]
+    nb = read_notebook("x.ipynb", notebook(cells))
+    assert nb.findings == [] and not nb.broken
+    assert nb.python is not None
+    lines = nb.python_text.splitlines()
+    assert lines[1] == "if 1: x = 1"  # %time's statement stays Python, in its place
+    assert lines[8] == "!not a command"  # inside a string: not a shell line
+    assert "import os" in lines
+    assert "<b>" not in nb.python_text
+    shell = nb.shell_text.splitlines()
+    assert shell[0] == "         ls -la" and shell[6] == "     echo $__"
+    assert "WANDB_MODE=offline;export WANDB_MODE" in nb.shell_text
+
+
+def test_writefile_script_launched_by_later_cells(tmp_path: Path):
+    cells = [
+        ("code", "!pip install transformers accelerate deepspeed"),
+        ("code", "%%writefile train.py\n"
+                 "from transformers import AutoModelForCausalLM, TrainingArguments, Trainer, HfArgumentParser\n"
+                 "parser = HfArgumentParser((TrainingArguments,))\n"
+                 "(args,) = parser.parse_args_into_dataclasses()\n"
+                 "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                 "model.cuda()\n"
+                 "Trainer(model=model, args=args).train()\n"),
+        ("code", '%%writefile ds_config.json\n{\n  "train_micro_batch_size_per_gpu": 16,\n'
+                 '  "zero_optimization": {"stage": 2}\n}\n'),
+        ("code", "%env CUDA_VISIBLE_DEVICES=0,1\nlr = 3e-5\n"
+                 "!torchrun --nproc_per_node 2 train.py --output_dir out --save_total_limit 2 \\\n"
+                 "    --per_device_train_batch_size 8 --logging_steps 1 --fp16 \\\n"
+                 "    --deepspeed ds_config.json --learning_rate {lr}"),
+        ("code", "%run train.py --output_dir o3 --save_total_limit 1"),
+    ]
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    result = lint_folder(tmp_path, options={"gpu": "A100"})
+    found = _found(result)
+    assert ("TL301", 3, 3, 37) in found  # DeepSpeed JSON written by cell 3 vs the launch flag
+    tl301 = next(d for d in result.diagnostics if d.code == "TL301")
+    assert "nb.ipynb:cell 3:3" in tl301.message and "nb.ipynb:cell 4:4" in tl301.message
+    assert ("TL201", 4, 4, 53) in found  # the flag on the continuation line of the ! launch
+    assert ("TL501", 4, 4, 55) in found
+    assert ("TL101", 2, 6, 1) in found  # the written script's own code, at the writefile cell
+    # %env CUDA_VISIBLE_DEVICES=0,1 reaches %run (one in-process python with 2 GPUs)
+    assert ("TL406", 5, 1, 1) in found
+    # {lr} is a Python value: unknown, never judged as text
+    assert not any("{lr}" in d.message or "$__" in d.message for d in result.diagnostics)
+    assert not (tmp_path / "train.py").exists()
+    assert not _codes(result) & {"TL000", "TL001", "TL003", "TL004"}
+
+
+def test_missing_script_named_in_notebook(tmp_path: Path):
+    (tmp_path / "nb.ipynb").write_text(notebook([("code", "!python run.py --output_dir o --logging_steps 1")]),
+                                       encoding="utf-8")
+    result = lint_folder(tmp_path)
+    assert ("TL004", 1, 1, 9) in _found(result)
+    # a notebook that downloads or clones first: the script may come from there
+    (tmp_path / "nb.ipynb").write_text(notebook([
+        ("code", "!wget https://example.com/run.py"), ("code", "!python run.py --output_dir o")]), encoding="utf-8")
+    assert "TL004" not in _codes(lint_folder(tmp_path))
+
+
+def test_suppression_comments_in_cells(tmp_path: Path):
+    cells = [("code", "from transformers import TrainingArguments\n"
+                      "a = TrainingArguments('o', logging_steps=1, save_total_limit=1)  # trainlint: disable=TL201\n"
+                      "b = TrainingArguments('p', logging_steps=1, save_total_limit=1)\n"
+                      "c = TrainingArguments('q', logging_steps=1, save_total_limit=1, fp16=True)"),
+             ("code", "# trainlint: disable-file=fp16-on-bf16-hardware\n"
+                      "!python x.py --logging_steps 1  # noqa: TL004")]
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    result = lint_folder(tmp_path, options={"gpu": "A100"})
+    tl201 = sorted((d.cell, d.line) for d in result.diagnostics if d.code == "TL201")
+    assert tl201 == [(1, 3), (1, 4)]
+    assert "TL501" not in _codes(result) and "TL004" not in _codes(result)
+
+
+def test_broken_notebooks(tmp_path: Path):
+    good = notebook(COLAB)
+    (tmp_path / "bad_json.ipynb").write_text(good[:400] + "\n oops", encoding="utf-8")
+    v3 = {"metadata": {}, "nbformat": 3, "nbformat_minor": 0, "worksheets": [{"cells": []}]}
+    (tmp_path / "v3.ipynb").write_text(json.dumps(v3), encoding="utf-8")
+    (tmp_path / "not_nb.ipynb").write_text('{"a": 1}', encoding="utf-8")
+    cells = list(COLAB)
+    cells[3] = ("code", "def tokenize(batch:\n    return batch")  # a cell that does not parse
+    (tmp_path / "cell.ipynb").write_text(notebook(cells), encoding="utf-8")
+    result = lint([tmp_path / p for p in ("bad_json.ipynb", "v3.ipynb", "not_nb.ipynb", "cell.ipynb")],
+                  load_settings(tmp_path, {"gpu": "A100"}))
+    by_path = {}
+    for d in result.diagnostics:
+        by_path.setdefault(Path(d.path).name, []).append(d)
+    bad = by_path["bad_json.ipynb"]
+    assert [(d.code, d.cell) for d in bad] == [("TL003", None)]
+    assert "not valid JSON" in bad[0].message and bad[0].line > 1
+    assert [d.code for d in by_path["v3.ipynb"]] == ["TL003"] and "nbformat 3" in by_path["v3.ipynb"][0].message
+    assert "not a Jupyter notebook" in by_path["not_nb.ipynb"][0].message
+    cell_findings = by_path["cell.ipynb"]
+    assert ("TL001", 4, 1) in {(d.code, d.cell, d.line) for d in cell_findings}
+    # the other cells are still checked
+    assert {"TL101", "TL201", "TL501"} <= {d.code for d in cell_findings}
+    # and a notebook with a broken cell is never edited
+    outcome = fix_outcome([tmp_path / "cell.ipynb"], load_settings(tmp_path, {"gpu": "A100"}))
+    assert outcome.fixed == {}
+
+
+def test_non_python_kernel_is_skipped(tmp_path: Path):
+    (tmp_path / "r.ipynb").write_text(notebook([("code", "library(dplyr)\nx <- 1 %>% f()")], language="R"),
+                                      encoding="utf-8")
+    assert lint_folder(tmp_path).diagnostics == []
+
+
+def _strip_sources(text: str) -> str:
+    data = json.loads(text)
+    for c in data["cells"]:
+        c["source"] = None
+    return json.dumps(data, sort_keys=True)
+
+
+@pytest.mark.parametrize("as_string", [False, True], ids=["list-of-lines", "one-string"])
+def test_fix_edits_only_cell_sources_and_is_idempotent(tmp_path: Path, as_string: bool):
+    path = tmp_path / "nb.ipynb"
+    original = notebook(COLAB, as_string=as_string)
+    path.write_text(original, encoding="utf-8")
+    outcome = fix_folder(tmp_path, unsafe=True, options={"gpu": "A100"})
+    new = outcome.fixed[str(path)]
+    fixed_codes = {d.code for d in outcome.applied}
+    assert {"TL101", "TL102", "TL201", "TL501", "TL601", "TL605"} <= fixed_codes
+    # outputs, execution counts, ids, metadata, key order and indentation untouched
+    assert _strip_sources(new) == _strip_sources(original)
+    old_lines, new_lines = original.splitlines(), new.splitlines()
+    changed = [ln for ln in new_lines if ln not in old_lines]
+    assert all(ln.lstrip().startswith('"') for ln in changed)  # only source strings changed
+    data = json.loads(new)
+    shapes = {type(c["source"]) for c in data["cells"]}
+    assert shapes == ({str} if as_string else {list})
+    if not as_string:
+        assert all(s.endswith("\n") for c in data["cells"] for s in c["source"][:-1])
+    src = {i + 1: "".join(c["source"]) for i, c in enumerate(data["cells"])}
+    assert "model.to(device)" not in src[3]
+    assert "padding='max_length'" not in src[4]
+    assert "eval_strategy='epoch'" in src[6] and "bf16=True" in src[6] and "logging_steps=1," not in src[6]
+    assert "processing_class=tokenizer" in src[7] and src[7].startswith("%%time\n")
+    assert src[2].startswith("!pip install")  # IPython lines kept as written
+    # the fixed cells still compile (IPython syntax transformed as the reader does)
+    nb = read_notebook(str(path), new)
+    assert nb.findings == [] and nb.python is not None
+    # a second fix changes nothing
+    path.write_text(new, encoding="utf-8")
+    again = fix_folder(tmp_path, unsafe=True, options={"gpu": "A100"})
+    assert again.fixed == {}
+
+
+def test_fix_in_launch_line_and_written_script(tmp_path: Path):
+    cells = [("code", "%%writefile train.py\nfrom transformers import TrainingArguments, HfArgumentParser\n"
+                      "(args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()\n"),
+             ("code", "!python train.py --output_dir o --save_total_limit 1 --evaluation_strategy no  # go")]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(notebook(cells), encoding="utf-8")
+    outcome = fix_folder(tmp_path)
+    src = "".join(json.loads(outcome.fixed[str(path)])["cells"][1]["source"])
+    assert src == "!python train.py --output_dir o --save_total_limit 1 --eval_strategy no  # go"
+
+
+def test_walk_includes_notebooks_respecting_gitignore_and_exclude(tmp_path: Path):
+    nb = notebook([("code", "from transformers import TrainingArguments\n"
+                            "TrainingArguments('o', logging_steps=1, save_total_limit=1)")])
+    (tmp_path / "a.ipynb").write_text(nb, encoding="utf-8")
+    (tmp_path / "ignored").mkdir()
+    (tmp_path / "ignored" / "b.ipynb").write_text(nb, encoding="utf-8")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "a-checkpoint.ipynb").write_text(nb, encoding="utf-8")
+    (tmp_path / ".gitignore").write_text("ignored/\n.ipynb_checkpoints/\n", encoding="utf-8")
+    # no training marker in any code cell: never parsed (even though it is broken Python)
+    (tmp_path / "plain.ipynb").write_text(notebook([("code", "def f(:\n")]), encoding="utf-8")
+    result = lint_folder(tmp_path)
+    assert {Path(d.path).name for d in result.diagnostics} == {"a.ipynb"}
+    assert str(tmp_path / "plain.ipynb") not in result.files
+    result = lint([tmp_path], load_settings(tmp_path, {"exclude": ["*.ipynb"]}))
+    assert result.diagnostics == []
+
+
+def test_parallel_path_gives_the_same_result(tmp_path: Path):
+    from trainlint.parallel import lint_split
+
+    for i in range(4):
+        (tmp_path / f"n{i}.ipynb").write_text(notebook(COLAB[:4] + [COLAB[5]]), encoding="utf-8")
+    (tmp_path / "launch.ipynb").write_text(notebook([("code", "!python t.py --logging_steps 1 --output_dir o")]),
+                                           encoding="utf-8")
+    (tmp_path / "t.py").write_text("from transformers import TrainingArguments, HfArgumentParser\n"
+                                   "HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()\n",
+                                   encoding="utf-8")
+    settings = load_settings(tmp_path, {"gpu": "A100"})
+    plain = lint([tmp_path], settings)
+    split = lint_split([tmp_path], settings, {}, jobs=2, min_files=0)
+    key = [(d.path, d.cell, d.line, d.column, d.code, d.message) for d in plain.diagnostics]
+    assert key == [(d.path, d.cell, d.line, d.column, d.code, d.message) for d in split.diagnostics]
+    assert any(d.path.endswith("launch.ipynb") and d.code == "TL201" for d in plain.diagnostics)
+
+
+def test_reporters_name_the_cell(tmp_path: Path):
+    import io
+
+    from trainlint.report import render
+
+    path = tmp_path / "nb.ipynb"
+    path.write_text(notebook(COLAB), encoding="utf-8")
+    result = lint_folder(tmp_path, options={"gpu": "A100"}, select=["TL101"])
+    (d,) = result.diagnostics
+
+    def out(fmt: str) -> str:
+        buf = io.StringIO()
+        render(fmt, result.diagnostics, result.texts, buf, color=False)
+        return buf.getvalue()
+
+    assert out("concise").startswith(f"{path}:cell 3:7:1: TL101 [manual-device-placement] ")
+    text = out("text")
+    assert f"{path}:cell 3:7:1:" in text and " 7 | model.to(device)" in text
+    assert f"= note: {path}:cell 7:2: " in text
+    (j,) = json.loads(out("json"))
+    assert (j["cell"], j["line"], j["column"]) == (3, 7, 1)
+    assert j["related"][0]["cell"] == 7 and j["fix"]["edits"][0]["cell"] == 3
+    raw_lines = path.read_text(encoding="utf-8").splitlines()
+    gh = out("github")
+    line_no = int(gh.split("line=")[1].split(",")[0])
+    col = int(gh.split(",col=")[1].split(",")[0])
+    assert raw_lines[line_no - 1][col - 1:].startswith("model.to(device)")
+    assert "::cell 3, line 7: `model.to(device)`" in gh
+    sarif = json.loads(out("sarif"))["runs"][0]["results"][0]
+    region = sarif["locations"][0]["physicalLocation"]["region"]
+    assert raw_lines[region["startLine"] - 1][region["startColumn"] - 1:].startswith("model.to(device)")
+    assert sarif["message"]["text"].startswith("cell 3, line 7: ")
+    assert sarif["properties"]["cell"] == 3 and sarif["properties"]["cellLine"] == 7
+    # the SARIF fix is a replacement of the notebook's JSON text that removes the line
+    rep = sarif["fixes"][0]["artifactChanges"][0]["replacements"][0]
+    assert rep["insertedContent"]["text"] == ""
+    # the language server shows the .ipynb text: the finding at the JSON line, fix edits of the JSON
+    from trainlint.report.cells import as_raw
+
+    r = as_raw(d, result.texts)
+    assert r.cell is None and raw_lines[r.line - 1][r.column - 1:].startswith("model.to(device)")
+    assert r.message.startswith("cell 3, line 7: ") and r.fix is not None and r.fix.edits[0].cell is None
+
+
+def test_precommit_hooks_run_on_notebooks():
+    text = (Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    hooks = [ln for ln in text.splitlines() if ln.strip().startswith("types_or:")]
+    assert len(hooks) == 2 and all("jupyter" in ln for ln in hooks)
+
+
+# -- the installed command ------------------------------------------------------------------------
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([trainlint_cmd(), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_cli_check_fix_diff_and_apply(tmp_path: Path):
+    path = tmp_path / "nb.ipynb"
+    original = notebook(COLAB)
+    path.write_text(original, encoding="utf-8")
+    r = _run("check", "nb.ipynb", "--gpu", "A100", "--format", "concise", "--no-cache", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "nb.ipynb:cell 3:7:1: TL101 [manual-device-placement]" in r.stdout
+    r = _run("fix", "nb.ipynb", "--gpu", "A100", cwd=tmp_path)
+    assert "--- a/nb.ipynb:cell 3\n+++ b/nb.ipynb:cell 3\n" in r.stdout
+    assert "\n-model.to(device)\n" in r.stdout and '\\n"' not in r.stdout  # cell lines, not JSON
+    assert path.read_text(encoding="utf-8") == original  # nothing written without --apply
+    r = _run("fix", "nb.ipynb", "--gpu", "A100", "--apply", cwd=tmp_path)
+    fixed = path.read_text(encoding="utf-8")
+    assert fixed != original and _strip_sources(fixed) == _strip_sources(original)
+    assert "model.to(device)" not in fixed
+    r = _run("fix", "nb.ipynb", "--gpu", "A100", "--apply", cwd=tmp_path)
+    assert path.read_text(encoding="utf-8") == fixed and "Fixed 0 findings" in r.stderr
+
+
+def test_cli_exclude_verify_refused_and_estimate(tmp_path: Path):
+    (tmp_path / "nb.ipynb").write_text(notebook(COLAB), encoding="utf-8")
+    r = _run("check", ".", "--exclude", "*.ipynb", "--no-cache", "--format", "concise", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == ""
+    r = _run("verify", "nb.ipynb", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "jupyter nbconvert --to script nb.ipynb" in r.stderr and "Traceback" not in r.stderr
+    r = _run("estimate", "nb.ipynb", "--gpu", "A100-80GB", "--format", "json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["model"]["name"].endswith("bert-base-uncased") and doc["per_gpu"]["total"] > 0
+    assert doc["script"].endswith("nb.ipynb")
+
+
+def test_automagic_and_doctest_prompts(tmp_path: Path):
+    cells = [("code", "pip install -q transformers\ncd /content\nls -la"),  # automagic: IPython runs these
+             ("code", ">>> from transformers import TrainingArguments\n"
+                      ">>> args = TrainingArguments('o', save_total_limit=1,\n"
+                      "...                          logging_steps=1)\n"),
+             ("code", "time = 3\nls = [time]\ncd = ls  # Python that starts like a magic stays Python")]
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    result = lint_folder(tmp_path)
+    assert not _codes(result) & {"TL000", "TL001"}
+    # the position is the cell's, prompt included
+    assert ("TL201", 2, 3, 44) in _found(result)
+    nb = read_notebook("nb.ipynb", notebook(cells))
+    assert "cd = ls" in nb.python_text and "pip install" not in nb.python_text
+    # a fix in a prompted line lands on the cell's own columns
+    outcome = fix_folder(tmp_path)
+    src = "".join(json.loads(outcome.fixed[str(tmp_path / "nb.ipynb")])["cells"][1]["source"])
+    assert src.splitlines()[2] == "...                          logging_steps=10)"

@@ -1,0 +1,1014 @@
+"""Jupyter notebooks (nbformat 4): code cells read as one program, IPython syntax included.
+
+A notebook is laid out on *virtual lines*: every line of every code cell, in cell order
+(markdown and raw cells take no lines). Three texts share those lines and their columns:
+
+* the **Python program**: code cells with IPython syntax replaced by inert Python of the same
+  place (``!cmd`` and line magics become ``...``; ``x = !cmd`` becomes ``x =
+  get_ipython().getoutput()``; ``%time stmt`` becomes ``if 1: stmt`` with ``stmt`` where it
+  was; ``obj?`` help becomes ``...``); ``%%bash``/``%%writefile``/other non-Python cell bodies
+  are blank. A variable bound in cell 3 reaches the Trainer in cell 7;
+* the **shell text**: ``!cmd``/``!!cmd``/``x = !cmd`` lines (``!`` blanked, IPython's
+  ``{expr}`` turned into an unresolvable ``$___`` of the same width), ``%%bash``/``%%sh``
+  bodies, ``%env X=1`` (an exported variable for later lines) and ``%run script.py args``
+  (a ``python script.py args`` launch); the launch lines of the setup;
+* the **files a cell writes** (``%%writefile train.py``): each on its own text where only its
+  body lines are filled, read with the reader of its kind (a script a later ``!python
+  train.py`` runs, a DeepSpeed JSON ``--deepspeed ds.json`` names).
+
+Every reader therefore gives spans in virtual lines with the notebook's path; ``to_cells``
+turns a finding's lines into *cell* (1-based, counting every cell of the notebook, markdown
+included: ``cells[N-1]`` of the JSON) and *line within the cell*.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Iterable
+
+from trainlint.diagnostics import Diagnostic, Edit, Related
+from trainlint.sources.errors import ReadError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.resolve import ParsedFile
+    from trainlint.sources.python import PythonFile
+    from trainlint.sources.shell import ShellScript
+
+__all__ = ["Notebook", "read_notebook", "prefilter", "to_cells", "cell_sources", "PSEUDO_SEP",
+           "python_program", "NOTEBOOK_MARKERS"]
+
+PSEUDO_SEP = "::"  # "dir/nb.ipynb::train.py": the ParsedFile of a file a cell writes
+
+# A walked notebook is read only when its text mentions one of these (besides the Python
+# markers of ``resolve.PY_PREFILTER``): launch lines and written files.
+NOTEBOOK_MARKERS = ("!python", "!torchrun", "%run", "%%writefile", "%%bash", "%%sh", "!accelerate",
+                    "!deepspeed")
+
+# cell magics whose body is Python (IPython runs it as code)
+_PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "memit", "debug", "mprun"}
+_SHELL_CELL_MAGICS = {"bash", "sh", "!", "sx", "system"}
+_SCRIPT_SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/env bash"}
+_WRITE_CELL_MAGICS = {"writefile", "file"}
+_FETCH = re.compile(r"\b(?:wget|curl|git\s+clone|gdown|unzip|tar|cp|mv|rsync|hf_hub_download|"
+                    r"snapshot_download|urlretrieve|files\.upload|drive\.mount|os\.chdir|kaggle|gsutil|"
+                    r"aws\s+s3|huggingface-cli|hf\s+download)\b|^\s*%(?:cd|pushd)\b|(?:^|[;&|!]\s*)cd\s",
+                    re.M)
+_ASSIGN_SPECIAL = re.compile(
+    r"([A-Za-z_][\w.]*(?:\[[^\]\n]*\])?(?:\s*,\s*[A-Za-z_][\w.]*)*)(\s*=\s*)(!|%(?!%))")
+_HELP_END = re.compile(r"%{0,2}[A-Za-z_*][\w*]*(?:\.[A-Za-z_*][\w*]*|\[[^\]\n]*\])*\s*\?\??$")
+_MAGIC = re.compile(r"%{0,2}([\w!]+)")
+# IPython's automagic: these magics work without their %, on a line that is not Python
+_AUTOMAGIC = re.compile(r"(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|cat|cp|mv|rm|rmdir|load_ext|matplotlib|env|run|"
+                        r"time|timeit|pushd|popd|wget)\s+\S")
+# a cell without any of these is plain Python (no line can be IPython syntax)
+_MAYBE_IPYTHON = re.compile(r"^[ \t]*[!%?/,;]|\?[ \t]*$|=[ \t]*[!%]|^[ \t]*(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|"
+                            r"cat|cp|mv|rm|rmdir|load_ext|matplotlib|env|run|time|timeit|pushd|popd|wget)[ \t]",
+                            re.M)
+_PROMPT = re.compile(r"(?:>>>|\.\.\.)(?: |$)")
+_BRACE = re.compile(r"\{[^{}\n]*\}")
+_TIMEIT_OPT = re.compile(r"(?:-[nrp]\s*\d+\s+|-[tcqo]\s+)*")
+_SIMPLE_WORD = re.compile(r"[\w./:,@%+=-]*")
+
+
+def prefilter(text: str, markers: Iterable[str]) -> bool:
+    """Whether a walked notebook is worth reading (a byte search, no JSON parse)."""
+    return any(tok in text for tok in markers) or any(tok in text for tok in NOTEBOOK_MARKERS)
+
+
+@dataclass(slots=True)
+class VLine:
+    """One virtual line: where it is in the notebook and how the derived texts differ from it."""
+
+    cell: int  # 1-based among all cells
+    line: int  # 1-based within the cell
+    # column ranges (1-based, end exclusive) where a derived text is not the cell's text:
+    # an edit touching them cannot be written back
+    opaque: list[tuple[int, int]] = field(default_factory=list)
+    # (from_col, delta): columns >= from_col of the shell text are ``delta`` to the right of
+    # the cell's (``%run x`` read as ``python x``)
+    shift: tuple[int, int] | None = None
+    length: int = 0  # characters of the cell line, without its newline
+
+
+@dataclass
+class Cell:
+    number: int  # 1-based among all cells
+    cell_type: str
+    source: str
+    first: int = 0  # first virtual line (code cells with lines), else 0
+    lines: int = 0
+
+
+@dataclass
+class Written:
+    """A file a ``%%writefile`` cell writes (one version: a later cell may write it again)."""
+
+    name: str  # normalised, relative to the notebook's folder
+    line: int  # virtual line of the magic
+    pf: Any  # ParsedFile (path: "<notebook>::<name>[#k]", kind, doc with spans in the notebook)
+
+
+@dataclass
+class Notebook:
+    """A read notebook: its cells, virtual lines and what the readers made of them."""
+
+    path: str
+    cells: list[Cell]
+    vlines: list[VLine]
+    display: str  # the cells' own lines on virtual lines (suppression comments are read here)
+    python_text: str
+    shell_text: str
+    language: str = "python"
+    python: PythonFile | None = None
+    shell: ShellScript | None = None
+    written: list[Written] = field(default_factory=list)
+    findings: list[Diagnostic] = field(default_factory=list)  # TL001 per cell, TL003 of written files
+    problems: list = field(default_factory=list)  # reader problems (shell, written configs)
+    broken: bool = False  # a cell does not parse: never fixed
+    _fetches: bool | None = None
+
+    @property
+    def fetches(self) -> bool:
+        """Whether it downloads, clones or changes folder: a missing file may come from there."""
+        if self._fetches is None:
+            self._fetches = bool(_FETCH.search(self.display))
+        return self._fetches
+
+    @property
+    def launches(self) -> list:
+        out = list(self.shell.launches) if self.shell is not None else []
+        return out
+
+    def written_file(self, ref: str, line: int) -> Any:
+        """The ParsedFile of ``ref`` as last written by a cell before virtual ``line``."""
+        if not ref or "$" in ref or "{" in ref:
+            return None
+        name = os.path.normpath(ref)
+        best = None
+        for w in self.written:
+            if w.name == name and w.line < line:
+                best = w
+        return best.pf if best is not None else None
+
+    def parsed_files(self) -> list:
+        """What linking sees: the notebook (its launch lines), its program, the files it writes."""
+        from trainlint.resolve import ParsedFile
+        from trainlint.sources.files import TextFile
+
+        out = []
+        if self.python is not None:
+            out.append(ParsedFile(path=self.path, kind="python", text=TextFile(self.path, self.python_text),
+                                  doc=self.python, explicit=True))
+        out.extend(w.pf for w in self.written)
+        return out
+
+    def locate(self, line: int, column: int) -> tuple[int, int, int] | None:
+        """(cell, line in cell, column in cell) of a virtual position; None outside."""
+        if not self.vlines:
+            return None
+        if line < 1:
+            line, column = 1, 1
+        if line > len(self.vlines):
+            v = self.vlines[-1]
+            return v.cell, v.line, v.length + 1
+        v = self.vlines[line - 1]
+        if v.shift is not None and column >= v.shift[0]:
+            column -= v.shift[1]
+        elif v.shift is not None:
+            column = min(column, v.shift[0] - v.shift[1])
+        return v.cell, v.line, max(1, column)
+
+    def locate_end(self, start_cell: int, line: int, column: int) -> tuple[int, int, int] | None:
+        """Like ``locate`` for an end position: the first column of the next cell's first line
+        is the end of ``start_cell``."""
+        loc = self.locate(line, column)
+        if loc is None:
+            return None
+        if loc[0] != start_cell and column == 1:
+            cell = self.cells[start_cell - 1]
+            return start_cell, cell.lines + 1, 1
+        return loc
+
+    def editable(self, line: int, column: int, end_line: int, end_column: int) -> bool:
+        """Whether an edit of the derived texts over this range is an edit of the cell text."""
+        for ln in range(line, end_line + 1):
+            if not 1 <= ln <= len(self.vlines):
+                return ln == end_line == len(self.vlines) + 1 and end_column == 1
+            v = self.vlines[ln - 1]
+            a = column if ln == line else 1
+            b = end_column if ln == end_line else 10 ** 9
+            if v.shift is not None and a < v.shift[0] and b > 1:
+                return False
+            for oa, ob in v.opaque:
+                if a < ob and oa < b or (a == b and oa <= a < ob):
+                    return False
+        return True
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def _source_text(src: Any) -> str | None:
+    if isinstance(src, str):
+        return src
+    if isinstance(src, list) and all(isinstance(s, str) for s in src):
+        return "".join(src)
+    return None
+
+
+def load_cells(path: str, text: str) -> tuple[dict, list[Cell]]:
+    """The notebook JSON and its cells; ``ReadError`` when it is not an nbformat 4 notebook."""
+    body = text[1:] if text.startswith("\ufeff") else text
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as e:
+        raise ReadError(f"not valid JSON: {e.msg}", e.lineno, e.colno, path) from None
+    except (RecursionError, MemoryError) as e:
+        raise ReadError(f"nesting too deep ({type(e).__name__})", 1, 1, path) from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
+        raise ReadError("not a Jupyter notebook (no top-level `cells` list)", 1, 1, path)
+    major = data.get("nbformat")
+    if "cells" not in data or (major is not None and major != 4):
+        raise ReadError(f"nbformat {major if major is not None else '3'} is not supported (only nbformat 4); "
+                        "upgrade it with `jupyter nbconvert --to notebook --nbformat 4`", 1, 1, path)
+    cells: list[Cell] = []
+    for i, c in enumerate(data["cells"], start=1):
+        if not isinstance(c, dict):
+            raise ReadError(f"cell {i} is not an object", 1, 1, path)
+        src = _source_text(c.get("source", ""))
+        if src is None:
+            raise ReadError(f"cell {i}: `source` is neither a string nor a list of strings", 1, 1, path)
+        cells.append(Cell(number=i, cell_type=str(c.get("cell_type", "")), source=src))
+    return data, cells
+
+
+def _language(data: dict) -> str:
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    for key, sub in (("kernelspec", "language"), ("language_info", "name")):
+        d = meta.get(key)
+        if isinstance(d, dict) and isinstance(d.get(sub), str) and d.get(sub):
+            return d[sub].lower()
+    return "python"
+
+
+def _lines(src: str) -> list[str]:
+    """The cell's lines, each without its ``\\n``."""
+    if not src:
+        return []
+    parts = src.split("\n")
+    if parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+_TOK = re.compile(r"\\.?|'''|\"\"\"|['\"#()\[\]{}]")
+
+
+def _advance(line: str, quote: str | None, depth: int) -> tuple[str | None, int, bool]:
+    """Python lexical state after ``line`` (no newline): open string quote, bracket depth,
+    whether it ends in a backslash continuation."""
+    cont = False
+    for m in _TOK.finditer(line):
+        tok = m.group()
+        c = tok[0]
+        if quote is not None:
+            if c == "\\":
+                continue
+            if tok == quote or (len(quote) == 1 and tok == quote * 3):
+                quote = None  # a one-quote string closed by three quotes: closed, then an empty one
+            continue
+        if c == "\\":
+            cont = m.end() == len(line) and len(tok) == 1
+            continue
+        if c == "#":
+            return None, depth, False
+        if c == '"' or c == "'":
+            quote = tok
+        elif c in "([{":
+            depth += 1
+        else:
+            depth = max(0, depth - 1)
+    if quote is not None:
+        if len(quote) == 1 and not line.endswith("\\"):
+            quote = None  # an unterminated one-line string: Python reports it; go on
+        return quote, depth, False
+    return None, depth, cont
+
+
+class _Builder:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.py: list[str] = []
+        self.sh: list[str] = []
+        self.disp: list[str] = []
+        self.vlines: list[VLine] = []
+        self.writes: list[tuple[str, bool, int, list[str], int]] = []  # name, append, magic line, body, cell
+        self.cell_ranges: list[tuple[int, int, int]] = []  # (cell, first vline, count) of Python cells
+        self.shell_any = False
+
+    def add(self, cell: int, k: int, raw: str, py: str, sh: str, opaque=None, shift=None) -> None:
+        self.disp.append(raw)
+        self.py.append(py)
+        self.sh.append(sh)
+        if sh and not self.shell_any and sh.strip():
+            self.shell_any = True
+        self.vlines.append(VLine(cell, k, opaque or [], shift, len(raw)))
+
+    # -- one code cell
+    def cell(self, cell: Cell) -> None:
+        lines = _lines(cell.source)
+        cell.first = len(self.vlines) + 1 if lines else 0
+        cell.lines = len(lines)
+        first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+        if first is not None and lines[first].startswith("%%"):
+            for i in range(first):
+                self.add(cell.number, i + 1, lines[i], "", "")
+            self.cell_magic(cell, lines, first)
+            return
+        if first is not None and lines[first].startswith(">>>"):
+            self.doctest_lines(cell.number, lines)
+            return
+        if not _MAYBE_IPYTHON.search(cell.source):  # plain Python: every line as it is
+            n = cell.number
+            start = len(self.vlines) + 1
+            self.disp.extend(lines)
+            self.py.extend(lines)
+            self.sh.extend([""] * len(lines))
+            self.vlines.extend(VLine(n, k, [], None, len(ln)) for k, ln in enumerate(lines, start=1))
+            self.cell_ranges.append((n, start, len(lines)))
+            return
+        self.python_lines(cell.number, lines, 0)
+
+    def doctest_lines(self, n: int, lines: list[str]) -> None:
+        """A cell pasted from a doctest: IPython strips the ``>>> ``/``... `` prompts."""
+        stripped = []
+        for ln in lines:
+            m = _PROMPT.match(ln)
+            stripped.append(ln[m.end():] if m else ln)
+        start = len(self.vlines)
+        self.python_lines(n, stripped, 0)
+        for j, ln in enumerate(lines):
+            m = _PROMPT.match(ln)
+            v = self.vlines[start + j]
+            v.length = len(ln)
+            self.disp[start + j] = ln
+            if m:
+                v.shift = (1, -m.end())
+
+    def cell_magic(self, cell: Cell, lines: list[str], at: int) -> None:
+        head = lines[at]
+        m = _MAGIC.match(head)
+        name = m.group(1) if m else ""
+        args = head[m.end():].strip() if m else ""
+        n = cell.number
+        self.add(n, at + 1, head, "", "", opaque=[(1, len(head) + 2)])
+        body = lines[at + 1:]
+        if name in _PY_CELL_MAGICS:
+            self.python_lines(n, body, at + 1)
+        elif name in _SHELL_CELL_MAGICS or (name == "script" and args.split(" ", 1)[0] in _SCRIPT_SHELLS):
+            for i, ln in enumerate(body):
+                self.add(n, at + 2 + i, ln, "", ln)
+        elif name in _WRITE_CELL_MAGICS:
+            try:
+                words = shlex.split(args)
+            except ValueError:
+                words = []
+            append = any(w in ("-a", "--append") for w in words)
+            names = [w for w in words if not w.startswith("-")]
+            start = len(self.vlines) + 1
+            for i, ln in enumerate(body):
+                self.add(n, at + 2 + i, ln, "", "")
+            if len(names) == 1:
+                self.writes.append((names[0], append, start - 1, body, n))
+        else:
+            for i, ln in enumerate(body):
+                self.add(n, at + 2 + i, ln, "", "")
+
+    def python_lines(self, n: int, lines: list[str], base: int) -> None:
+        first_vline = len(self.vlines) + 1
+        quote: str | None = None
+        depth = 0
+        cont = False
+        i = 0
+        while i < len(lines):
+            ln = lines[i]
+            k = base + i + 1
+            if quote is None and depth == 0 and not cont:
+                stripped = ln.lstrip()
+                indent = ln[:len(ln) - len(stripped)]
+                handled = self.special(n, lines, i, k, ln, indent, stripped)
+                if handled:
+                    i += handled
+                    continue
+            quote, depth, cont = _advance(ln, quote, depth)
+            self.add(n, k, ln, ln, "")
+            i += 1
+        self.cell_ranges.append((n, first_vline, len(self.vlines) + 1 - first_vline))
+
+    def _continued(self, lines: list[str], i: int) -> int:
+        """How many lines the special line at ``i`` takes (backslash continuations)."""
+        j = i
+        while j < len(lines) - 1 and lines[j].endswith("\\"):
+            j += 1
+        return j - i + 1
+
+    def special(self, n: int, lines: list[str], i: int, k: int, ln: str, indent: str, stripped: str) -> int:
+        """Handle an IPython line at a logical line start; returns the lines used (0: Python)."""
+        if not stripped:
+            return 0
+        c0 = stripped[0]
+        ind = len(indent)
+        if c0 == "!":
+            bangs = 2 if stripped.startswith("!!") else 1
+            count = self._continued(lines, i)
+            for j in range(count):
+                raw = lines[i + j]
+                cmd_start = ind + bangs if j == 0 else 0
+                sh, opaque = self._shell_words(raw, cmd_start)
+                py = indent + "..." if j == 0 else ""
+                self.add(n, k + j, raw, py, sh, opaque=opaque + ([(1, cmd_start + 1)] if j == 0 else []))
+            return count
+        m = _ASSIGN_SPECIAL.match(stripped)
+        if m is not None:
+            count = self._continued(lines, i)
+            rhs = ind + m.end()  # 0-based column after the ! or %
+            target = ln[:ind + m.end(2)]
+            if m.group(3) == "!":
+                py = target + "get_ipython().getoutput()"
+                for j in range(count):
+                    raw = lines[i + j]
+                    start = rhs if j == 0 else 0
+                    sh, opaque = self._shell_words(raw, start)
+                    self.add(n, k + j, raw, py if j == 0 else "", sh,
+                             opaque=opaque + ([(ind + m.end(2) + 1, len(py) + 2)] if j == 0 else []))
+            else:
+                py = target + "get_ipython().run_line_magic()"
+                for j in range(count):
+                    raw = lines[i + j]
+                    self.add(n, k + j, raw, py if j == 0 else "", "", opaque=[(1, len(raw) + 2)])
+            return count
+        if c0 == "%" or (_AUTOMAGIC.match(stripped) and not _parses(stripped)):
+            return self.line_magic(n, lines, i, k, ln, indent, stripped)
+        if c0 in "?/,;" or (stripped.rstrip().endswith("?") and _HELP_END.fullmatch(stripped.rstrip())):
+            count = self._continued(lines, i)
+            for j in range(count):
+                self.add(n, k + j, lines[i + j], indent + "..." if j == 0 else "", "",
+                         opaque=[(1, len(lines[i + j]) + 2)])
+            return count
+        return 0
+
+    def _shell_words(self, raw: str, start: int) -> tuple[str, list[tuple[int, int]]]:
+        """The shell text of a ``!`` line from column ``start`` (0-based), IPython's ``{expr}``
+        turned into ``$___`` of the same width."""
+        body = raw[start:]
+        opaque: list[tuple[int, int]] = []
+
+        def sub(mt: re.Match) -> str:
+            w = mt.end() - mt.start()
+            opaque.append((start + mt.start() + 1, start + mt.end() + 1))
+            return "$" + "_" * (w - 1) if w > 1 else "$"
+
+        body = _BRACE.sub(sub, body) if "{" in body else body
+        return " " * start + body, opaque
+
+    def line_magic(self, n: int, lines: list[str], i: int, k: int, ln: str, indent: str, stripped: str) -> int:
+        m = _MAGIC.match(stripped)
+        name = m.group(1) if m else ""
+        ind = len(indent)
+        count = self._continued(lines, i)
+        rest_at = ind + (m.end() if m else 1)
+        rest = ln[rest_at:]
+        whole = [(1, len(ln) + 2)]
+        if name in ("env", "set_env") and count == 1:
+            mm = re.match(r"(\s+)([A-Za-z_]\w*)(=|\s+)(\S.*?)\s*$", rest)
+            if mm is not None:
+                name_at = rest_at + mm.start(2)
+                value = mm.group(4)
+                value_sh = value if _SIMPLE_WORD.fullmatch(value) else _quote(value)
+                sh = " " * name_at + mm.group(2) + "=" + value_sh + ";export " + mm.group(2)
+                opaque = [(1, name_at + 1), (name_at + len(mm.group(2)) + 1, name_at + len(mm.group(2)) + 2),
+                          (len(ln) + 1, len(sh) + 2)]
+                if value_sh != value:
+                    opaque.append((rest_at + mm.start(4) + 1, len(ln) + 1))
+                self.add(n, k, ln, indent + "...", sh, opaque=opaque)
+                return 1
+        if name == "run":
+            words = rest.split()
+            pos = rest_at
+            # skip %run's own options (-i, -e, -t, -N n, -p, -d, -G, -n); keep -m
+            script_at = None
+            j = 0
+            while j < len(words):
+                w = words[j]
+                pos = ln.index(w, pos)
+                if w.startswith("-") and w != "-m":
+                    pos += len(w)
+                    j += 1
+                    continue
+                script_at = pos
+                break
+            if script_at is not None:
+                for j in range(count):
+                    raw = lines[i + j]
+                    if j == 0:
+                        gap = script_at - ind
+                        if gap >= 7:
+                            sh = indent + "python" + " " * (gap - 6) + raw[script_at:]
+                            self.add(n, k, raw, indent + "...", sh, opaque=[(1, script_at + 1)])
+                        else:
+                            sh = indent + "python " + raw[script_at:]
+                            delta = 7 - gap
+                            self.add(n, k, raw, indent + "...", sh, opaque=[(1, script_at + 1)],
+                                     shift=(script_at + 1 + delta, delta))
+                    else:
+                        self.add(n, k + j, raw, "", raw)
+                return count
+        if name in ("sx", "system"):
+            for j in range(count):
+                raw = lines[i + j]
+                start = rest_at if j == 0 else 0
+                sh, opaque = self._shell_words(raw, start)
+                self.add(n, k + j, raw, indent + "..." if j == 0 else "", sh,
+                         opaque=opaque + ([(1, start + 1)] if j == 0 else []))
+            return count
+        if name in ("time", "timeit", "prun") and count == 1:
+            stmt_at = rest_at + len(rest) - len(rest.lstrip())
+            if name == "timeit":
+                om = _TIMEIT_OPT.match(ln, stmt_at)
+                stmt_at = om.end() if om else stmt_at
+            stmt = ln[stmt_at:]
+            if stmt.strip() and stmt_at - ind >= 6 and _parses(stmt):
+                py = indent + "if 1:" + " " * (stmt_at - ind - 5) + stmt
+                self.add(n, k, ln, py, "", opaque=[(1, stmt_at + 1)])
+                return 1
+        for j in range(count):
+            self.add(n, k + j, lines[i + j], indent + "..." if j == 0 else "", "",
+                     opaque=[(1, len(lines[i + j]) + 2)])
+        return count
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+def _parses(stmt: str) -> bool:
+    try:
+        ast.parse(stmt.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+_COMPILE_FLAGS = ast.PyCF_ONLY_AST | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+
+
+def compile_program(text: str, path: str) -> ast.Module:
+    """``ast.parse`` as IPython compiles cells (top-level ``await`` allowed)."""
+    return compile(text, path, "exec", _COMPILE_FLAGS, dont_inherit=True)  # type: ignore[return-value]
+
+
+def _join(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def read_notebook(path: str, text: str) -> Notebook:
+    """Read a notebook (``ReadError`` when it is not valid nbformat 4 JSON)."""
+    data, cells = load_cells(path, text)
+    nb = layout(path, cells)
+    nb.language = _language(data)
+    if nb.language not in ("python", "python3", "python2", "ipython", "ipython3"):
+        nb.python = None
+        nb.python_text = ""
+        return nb
+    _parse_python(nb)
+    _parse_shell(nb)
+    return nb
+
+
+def layout(path: str, cells: list[Cell]) -> Notebook:
+    b = _Builder(path)
+    for c in cells:
+        if c.cell_type == "code":
+            b.cell(c)
+    nb = Notebook(path=path, cells=cells, vlines=b.vlines, display=_join(b.disp), python_text=_join(b.py),
+                  shell_text=_join(b.sh) if b.shell_any else "")
+    nb._builder = b  # type: ignore[attr-defined]
+    return nb
+
+
+def python_program(path: str, text: str) -> str:
+    """The Python program of a notebook's JSON text (lr-not-scaled reads an older revision)."""
+    return layout(path, load_cells(path, text)[1]).python_text
+
+
+def _syntax_finding(path: str, e: BaseException, line_base: int = 0) -> Diagnostic:
+    from trainlint.resolve import input_problem
+
+    if isinstance(e, SyntaxError):
+        return input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
+                             line_base + (e.lineno or 1), e.offset or 1)
+    return input_problem("TL001", "syntax-error", path,
+                         f"cannot parse Python: {type(e).__name__}: {e}", line_base + 1, 1)
+
+
+_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+def _parse_python(nb: Notebook) -> None:
+    from trainlint.sources.python import PythonFile
+
+    text = nb.python_text
+    if not text.strip():
+        nb.python = None
+    else:
+        try:
+            tree = compile_program(text, nb.path)
+        except _PARSE_ERRORS as whole_error:
+            # find the cells that do not parse on their own, blank them, read the rest
+            b = nb._builder  # type: ignore[attr-defined]
+            py = list(b.py)
+            bad = 0
+            for cell, first, count in b.cell_ranges:
+                if count == 0:
+                    continue
+                part = _join(py[first - 1:first - 1 + count])
+                try:
+                    compile_program(part, nb.path)
+                except _PARSE_ERRORS as e:
+                    bad += 1
+                    nb.findings.append(_syntax_finding(nb.path, e, first - 1))
+                    for j in range(first - 1, first - 1 + count):
+                        py[j] = ""
+            nb.broken = True
+            text = _join(py)
+            try:
+                tree = compile_program(text, nb.path) if bad else None
+            except _PARSE_ERRORS:
+                tree = None
+            if tree is None:
+                if not bad:
+                    nb.findings.append(_syntax_finding(nb.path, whole_error))
+                nb.python = None
+                tree = None
+            nb.python_text = text
+        if tree is not None:
+            nb.python = PythonFile(nb.path, text, tree)
+    _written(nb)
+
+
+_LAUNCH_WORD = re.compile(r"python|torchrun|accelerate|deepspeed")
+
+
+def _parse_shell(nb: Notebook) -> None:
+    # only launch lines are read from the shell text: without a launcher word there are none
+    if not nb.shell_text or not _LAUNCH_WORD.search(nb.shell_text):
+        return
+    from trainlint.sources.shell import parse_shell
+
+    nb.shell = parse_shell(nb.shell_text, nb.path)
+    nb.problems.extend(nb.shell.problems)
+
+
+def _written(nb: Notebook) -> None:
+    """Read the files ``%%writefile`` cells write, each version on its own padded text."""
+    from trainlint.resolve import ParsedFile
+    from trainlint.sources.files import TextFile
+    from trainlint.sources.kinds import detect_kind
+
+    b = nb._builder  # type: ignore[attr-defined]
+    total = len(nb.vlines)
+    current: dict[str, list[tuple[int, list[str]]]] = {}
+    versions: dict[str, int] = {}
+    for name, append, magic_line, body, _cell in b.writes:
+        if "$" in name or "{" in name:
+            continue
+        key = os.path.normpath(name)
+        parts = (current.get(key, []) if append else []) + [(magic_line + 1, body)]
+        current[key] = parts
+        lines = [""] * total
+        for start, blines in parts:
+            for j, ln in enumerate(blines):
+                lines[start - 1 + j] = ln
+        text = _join(lines)
+        content = _join([ln for _, blines in parts for ln in blines])
+        kind = detect_kind(key, content)
+        if kind not in ("python", "shell", "deepspeed", "accelerate", "hf_args", "json", "yaml"):
+            continue
+        k = versions.get(key, 0)
+        versions[key] = k + 1
+        pseudo = f"{nb.path}{PSEUDO_SEP}" + (f"{k}{PSEUDO_SEP}" if k else "") + key
+        pf = ParsedFile(path=pseudo, kind=kind, text=TextFile(pseudo, text), explicit=True)
+        if kind == "python":
+            from trainlint.sources.python import PythonFile
+
+            try:
+                pf.doc = PythonFile(nb.path, text, compile_program(text, nb.path))
+            except _PARSE_ERRORS as e:
+                nb.findings.append(_syntax_finding(nb.path, e))
+                nb.broken = True
+                continue
+        else:
+            from trainlint.sources.registry import READERS, invalid_config, problem_findings
+
+            try:
+                pf.doc = READERS[kind](nb.path, text)
+            except ReadError as e:
+                nb.findings.append(invalid_config(nb.path, f"cannot read {key} (written by this notebook): "
+                                                  f"{e.message}", line=e.line, column=e.column))
+                nb.broken = True
+                continue
+            except (RecursionError, MemoryError):
+                continue
+            nb.findings.extend(problem_findings(pf.doc, nb.path))
+        nb.written.append(Written(key, magic_line, pf))
+
+
+# -- locations --------------------------------------------------------------------------------
+
+
+def notebook_of(ws: Any, path: str) -> Notebook | None:
+    """The notebook ``path`` (or a pseudo path of a file it writes) belongs to."""
+    nb_path = path.split(PSEUDO_SEP, 1)[0] if PSEUDO_SEP in path else path
+    f = ws.files.get(nb_path)
+    if f is None or f.kind != "notebook" or f.doc is None:
+        return None
+    return f.doc
+
+
+def _map_related(nb: Notebook, r: Related) -> Related:
+    loc = nb.locate(r.line, r.column)
+    if loc is None:
+        return r
+    return replace(r, cell=loc[0], line=loc[1], column=loc[2])
+
+
+def _map_edit(nb: Notebook, e: Edit) -> Edit | None:
+    if not nb.editable(e.line, e.column, e.end_line, e.end_column):
+        return None
+    start = nb.locate(e.line, e.column)
+    if start is None:
+        return None
+    end = nb.locate_end(start[0], e.end_line, e.end_column)
+    if end is None or end[0] != start[0]:
+        return None
+    return replace(e, cell=start[0], line=start[1], column=start[2], end_line=end[1], end_column=end[2])
+
+
+def map_diagnostic(nb: Notebook, d: Diagnostic, notebooks: dict[str, Notebook]) -> Diagnostic:
+    if d.cell is not None or d.code == "TL000":
+        return d
+    start = nb.locate(d.line, d.column)
+    if start is None:
+        return d
+    end = nb.locate_end(start[0], d.end_line, d.end_column) or start
+    if end[0] != start[0]:
+        end = (start[0], start[1], start[2] + 1)
+    fix = d.fix
+    if fix is not None:
+        edits = []
+        for e in fix.edits:
+            other = notebooks.get(e.path)
+            if other is None:
+                edits.append(e)
+                continue
+            me = _map_edit(other, e)
+            if me is None:
+                edits = None
+                break
+            edits.append(me)
+        fix = None if edits is None else replace(fix, edits=edits)
+    related = [_map_related(notebooks[r.path], r) if r.path in notebooks and r.cell is None else r
+               for r in d.related]
+    return replace(d, cell=start[0], line=start[1], column=start[2], end_line=end[1], end_column=end[2],
+                   fix=fix, related=related)
+
+
+def to_cells(diagnostics: list[Diagnostic], ws: Any) -> list[Diagnostic]:
+    """Findings with notebook positions turned into cell + line within the cell (their
+    related places and fix edits too). A fix whose edits cannot be written back to the cell
+    text (IPython syntax the readers saw differently) is dropped."""
+    notebooks = {p: f.doc for p, f in ws.files.items() if f.kind == "notebook" and f.doc is not None}
+    if not notebooks:
+        return diagnostics
+    labels = _label_pattern(notebooks)
+    out = []
+    for d in diagnostics:
+        if labels.search(d.message) or any(labels.search(r.message) for r in d.related):
+            d = _relabel(d, labels, notebooks)
+        path = d.path.split(PSEUDO_SEP, 1)[0] if PSEUDO_SEP in d.path else d.path
+        nb = notebooks.get(path)
+        if nb is None:
+            if any(r.path in notebooks for r in d.related) or (
+                    d.fix is not None and any(e.path in notebooks for e in d.fix.edits)):
+                d = _map_foreign(d, notebooks)
+            out.append(d)
+            continue
+        if path != d.path:
+            d = replace(d, path=path)
+        out.append(map_diagnostic(nb, d, notebooks))
+    return out
+
+
+def _label_pattern(notebooks: dict[str, Notebook]) -> re.Pattern[str]:
+    names = sorted({p for p in notebooks} | {os.path.basename(p) for p in notebooks}, key=len, reverse=True)
+    return re.compile(r"(?<![\w.-])(" + "|".join(re.escape(n) for n in names) + r"):(\d+)(?!\d)(?!:\d)")
+
+
+def _relabel(d: Diagnostic, labels: re.Pattern[str], notebooks: dict[str, Notebook]) -> Diagnostic:
+    """``nb.ipynb:17`` written in a message (a virtual line) becomes ``nb.ipynb:cell 4:2``."""
+    by_name: dict[str, Notebook] = {}
+    for p, nb in notebooks.items():
+        by_name[p] = nb
+        by_name.setdefault(os.path.basename(p), nb)
+
+    def sub(m: re.Match) -> str:
+        loc = by_name[m.group(1)].locate(int(m.group(2)), 1)
+        return m.group(0) if loc is None else f"{m.group(1)}:cell {loc[0]}:{loc[1]}"
+
+    return replace(d, message=labels.sub(sub, d.message),
+                   related=[replace(r, message=labels.sub(sub, r.message)) for r in d.related])
+
+
+def _map_foreign(d: Diagnostic, notebooks: dict[str, Notebook]) -> Diagnostic:
+    related = [_map_related(notebooks[r.path], r) if r.path in notebooks and r.cell is None else r
+               for r in d.related]
+    fix = d.fix
+    if fix is not None:
+        edits = []
+        for e in fix.edits:
+            if e.path in notebooks:
+                me = _map_edit(notebooks[e.path], e)
+                if me is None:
+                    edits = None
+                    break
+                e = me
+            edits.append(e)
+        fix = None if edits is None else replace(fix, edits=edits)
+    return replace(d, related=related, fix=fix)
+
+
+def cell_sources(text: str) -> list[str] | None:
+    """Every cell's source text (index 0 is cell 1), or None when ``text`` is no notebook."""
+    try:
+        return [c.source for c in load_cells("", text)[1]]
+    except ReadError:
+        return None
+
+
+def location_label(d: Any) -> str:
+    """``path:cell N:line:col`` (notebooks) or ``path:line:col``."""
+    cell = getattr(d, "cell", None)
+    if cell is not None:
+        return f"{d.path}:cell {cell}:{d.line}:{d.column}"
+    return f"{d.path}:{d.line}:{d.column}"
+
+
+# -- where cell sources are written in the notebook's JSON text ---------------------------------
+
+_JSON_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass
+class SourceSpan:
+    """Where one cell's ``source`` is written: the value's raw offsets, whether it is a list
+    of lines, and each string literal (raw start, raw end, decoded text)."""
+
+    start: int
+    end: int
+    is_list: bool
+    strings: list[tuple[int, int, str]]
+
+
+class _Shallow:
+    """A walk over the notebook's structure down to the cells' sources; every other value is
+    skipped with the C JSON scanner."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def ws(self, i: int) -> int:
+        return _JSON_WS.match(self.text, i).end()  # type: ignore[union-attr]
+
+    def value_end(self, i: int) -> int:
+        return _DECODER.raw_decode(self.text, i)[1]
+
+    def sources(self) -> list[SourceSpan | None]:
+        t = self.text
+        out: list[SourceSpan | None] = []
+        i = self.ws(1 if t.startswith("\ufeff") else 0)
+
+        def cell_member(holder: dict, key: str, at: int) -> int:
+            end = self.value_end(at)
+            if key == "source":
+                if t[at] == "[":
+                    strings = []
+                    j = self.ws(at + 1)
+                    while t[j] != "]":
+                        s, e = _DECODER.raw_decode(t, j)
+                        strings.append((j, e, s))
+                        j = self.ws(e)
+                        if t[j] == ",":
+                            j = self.ws(j + 1)
+                    holder["span"] = SourceSpan(at, end, True, strings)
+                elif t[at] == '"':
+                    s, e = _DECODER.raw_decode(t, at)
+                    holder["span"] = SourceSpan(at, end, False, [(at, e, s)])
+            return end
+
+        def top_member(key: str, at: int) -> int:
+            if key != "cells" or t[at] != "[":
+                return self.value_end(at)
+            j = self.ws(at + 1)
+            while t[j] != "]":
+                holder: dict = {}
+                end = self._object(j, lambda k, a: cell_member(holder, k, a))
+                out.append(holder.get("span"))
+                j = self.ws(end)
+                if t[j] == ",":
+                    j = self.ws(j + 1)
+            return j + 1
+
+        self._object(i, top_member)
+        return out
+
+    def _object(self, i: int, on_member) -> int:
+        """Walk the object at ``i`` calling ``on_member(key, value offset) -> value end``;
+        returns the offset after its closing brace."""
+        t = self.text
+        if t[i] != "{":
+            raise ValueError("object expected")
+        i = self.ws(i + 1)
+        if t[i] == "}":
+            return i + 1
+        while True:
+            key, i = _DECODER.raw_decode(t, i)
+            i = self.ws(i)
+            if t[i] != ":":
+                raise ValueError("':' expected")
+            i = self.ws(i + 1)
+            i = self.ws(on_member(key, i))
+            if t[i] == ",":
+                i = self.ws(i + 1)
+                continue
+            if t[i] == "}":
+                return i + 1
+            raise ValueError("',' or '}' expected")
+
+
+def source_spans(text: str) -> list[SourceSpan | None] | None:
+    """Each cell's ``SourceSpan`` (index 0 is cell 1), None when the text is not a notebook."""
+    try:
+        return _Shallow(text).sources()
+    except (ValueError, IndexError, RecursionError):
+        return None
+
+
+def raw_offset(literal: str, index: int) -> int:
+    """Offset in a JSON string literal (with its quotes) of decoded character ``index``."""
+    i, k = 1, 0
+    n = len(literal) - 1
+    while i < n and k < index:
+        if literal[i] == "\\":
+            if literal[i + 1] == "u":
+                code = int(literal[i + 2:i + 6], 16)
+                i += 12 if 0xD800 <= code < 0xDC00 and literal[i + 6:i + 8] == "\\u" else 6
+            else:
+                i += 2
+        else:
+            i += 1
+        k += 1
+    return i
+
+
+def raw_position(text: str, spans: list[SourceSpan | None], cell: int, line: int, column: int
+                 ) -> tuple[int, int] | None:
+    """(line, column) in the notebook's JSON text of a cell position (1-based)."""
+    if not 1 <= cell <= len(spans) or spans[cell - 1] is None:
+        return None
+    span = spans[cell - 1]
+    assert span is not None
+    src = "".join(s for _, _, s in span.strings)
+    # decoded offset of (line, column)
+    off, ln = 0, 1
+    while ln < line:
+        nl = src.find("\n", off)
+        if nl == -1:
+            break
+        off, ln = nl + 1, ln + 1
+    off = min(off + column - 1, len(src))
+    raw = span.start
+    acc = 0
+    for a, b, s in span.strings:
+        if off < acc + len(s) or (a, b, s) == span.strings[-1]:
+            raw = a + raw_offset(text[a:b], max(0, off - acc))
+            break
+        acc += len(s)
+    line_no = text.count("\n", 0, raw) + 1
+    col = raw - (text.rfind("\n", 0, raw) + 1) + 1
+    return line_no, col
