@@ -657,8 +657,13 @@ class _Linker:
                 if launch.launcher == "python":
                     return None
             else:
-                loc = locate(ws, pf_shell.path, name, launch, doc)
-                sf = self._read_located(loc)
+                nb = _notebook_of(ws, pf_shell.path)
+                if nb is not None:  # its %%writefile files, its folder, quiet after downloads
+                    sf = load_referenced(ws, pf_shell.path, name, span, "script", launch, doc)
+                    loc = Located(FOUND if sf is not None else UNRESOLVED)
+                else:
+                    loc = locate(ws, pf_shell.path, name, launch, doc)
+                    sf = self._read_located(loc)
                 if sf is not None and isinstance(sf.doc, PythonFile):
                     script_pf = sf.doc
                     setup.scripts.append(script_pf)
