@@ -42,7 +42,8 @@ class TrainlintClient:
         else:
             await self.client.start_io(exe, "server")
         result = await asyncio.wait_for(self.client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
+            capabilities=types.ClientCapabilities(notebook_document=types.NotebookDocumentClientCapabilities(
+                synchronization=types.NotebookDocumentSyncClientCapabilities())), root_uri=root.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)])), TIMEOUT)
         self.client.initialized(types.InitializedParams())
         return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_wheel_install_runs_check_from_another_folder(tmp_path):
     wheels = tmp_path / "wheels"
+    # build from a copy: a `build/` folder left in the checkout by an earlier build would put
+    # modules that no longer exist into the wheel
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info",
+                                                             "__pycache__", ".trainlint_cache", ".pytest_cache"))
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(src)],
         capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     (wheel,) = wheels.glob("trainlint-*.whl")

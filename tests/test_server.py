@@ -278,3 +278,77 @@ def test_watches_settings_and_setup_files_when_the_client_can(workspace: Path) -
         assert "pyproject.toml" in str(reg.register_options)
 
     run(main())
+
+
+NB_CELLS = [
+    (types.NotebookCellKind.Markup, "# Fine-tune BERT\n"),
+    (types.NotebookCellKind.Code, "!pip install transformers\nimport torch\n"
+                                  "from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments\n"
+                                  "model = AutoModelForSequenceClassification.from_pretrained('bert-base-uncased')"),
+    (types.NotebookCellKind.Code, "model.to('cuda')"),
+    (types.NotebookCellKind.Code, "args = TrainingArguments(output_dir='o', logging_steps=1, max_steps=5000)\n"
+                                  "trainer = Trainer(model=model, args=args)\ntrainer.train()"),
+]
+
+
+def _open_notebook(c: TrainlintClient, path: Path, cells=NB_CELLS) -> list[str]:
+    uris = [f"vscode-notebook-cell:{path}#cell{i}" for i in range(len(cells))]
+    c.client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(
+            uri=path.as_uri(), notebook_type="jupyter-notebook", version=1,
+            cells=[types.NotebookCell(kind=k, document=u) for (k, _), u in zip(cells, uris)]),
+        cell_text_documents=[types.TextDocumentItem(uri=u, language_id="python" if k == types.NotebookCellKind.Code
+                                                    else "markdown", version=1, text=t)
+                             for (k, t), u in zip(cells, uris)]))
+    return uris
+
+
+def test_notebook_documents_findings_on_their_cells(tmp_path: Path) -> None:
+    nb_path = tmp_path / "finetune.ipynb"
+    nb_path.write_text("{}")  # the editor's cells are what is checked, not the file
+
+    async def body(c: TrainlintClient, init) -> None:
+        sync = init.capabilities.notebook_document_sync
+        assert sync is not None and sync.notebook_selector
+        uris = _open_notebook(c, nb_path)
+        diags = await c.wait_for(uris[2], lambda d: "TL101" in codes(d))
+        tl101 = next(d for d in diags if d.code == "TL101")
+        assert (tl101.range.start.line, tl101.range.start.character) == (0, 0)
+        assert tl101.range.end.character == len("model.to('cuda')")
+        # the related place is in another cell
+        assert tl101.related_information[0].location.uri == uris[3]
+        low = await c.wait_for(uris[3], lambda d: "TL201" in codes(d))
+        assert next(d for d in low if d.code == "TL201").range.start.line == 0
+        assert len(await c.wait_for(uris[0], lambda d: True)) == 0  # the markdown cell
+        # a quick fix edits the cell's text
+        actions = await c.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uris[2]), range=tl101.range,
+            context=types.CodeActionContext(diagnostics=[tl101], only=[types.CodeActionKind.QuickFix])))
+        (fix,) = [a for a in actions if "TL101" in str(a.diagnostics[0].code)]
+        assert list(fix.edit.changes) == [uris[2]]
+        assert "model.to" not in apply_edits(NB_CELLS[2][1], fix.edit.changes[uris[2]])
+        # hover in the cell
+        hover = await c.client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uris[2]), position=types.Position(line=0, character=2)))
+        assert "TL101" in hover.contents.value
+        # editing the cell (unsaved) re-checks the notebook
+        c.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=nb_path.as_uri(), version=2),
+            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+                types.NotebookDocumentCellContentChanges(
+                    document=types.VersionedTextDocumentIdentifier(uri=uris[2], version=2),
+                    changes=[types.TextDocumentContentChangeWholeDocument(text="print(model)")])]))))
+        await c.wait_for(uris[2], lambda d: "TL101" not in codes(d))
+        # fix-all: safe fixes as whole-cell edits
+        actions = await c.client.text_document_code_action_async(types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uris[3]),
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+            context=types.CodeActionContext(diagnostics=[], only=["source.fixAll.trainlint"])))
+        for a in actions:
+            assert set(a.edit.changes) <= set(uris)
+        c.client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=nb_path.as_uri()),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=u) for u in uris]))
+        await c.wait_for(uris[3], lambda d: len(d) == 0)
+
+    run(_session(tmp_path, body))

@@ -58,6 +58,7 @@ def test_positions_count_utf16_units() -> None:
     # character column 10 (1-based) is after the emoji: one character, two UTF-16 units
     assert idx.position(1, 10) == (0, 10)
     assert idx.offset_chars(0, 10) == (1, 10)
-    assert idx.position(9, 1) == (2, 0)  # clamped to the text
+    assert idx.position(9, 1) == (2, 0)  # clamped to the end of the text
+    assert LineIndex('no newline').position(2, 1) == (0, 10)
     assert uri_to_path("untitled:Untitled-1") is None
     assert uri_to_path("file:///tmp/a%20b.py") == "/tmp/a b.py"

@@ -35,7 +35,9 @@ class LineIndex:
     def position(self, line: int, column: int) -> tuple[int, int]:
         """0-based (line, UTF-16 column) of a 1-based line and 1-based character column,
         clamped to the text."""
-        li = min(max(line - 1, 0), max(len(self.lines) - 1, 0))
+        if line - 1 >= len(self.lines):  # past the last line (an edit that ends the text)
+            return self.end()
+        li = max(line - 1, 0)
         text = self.lines[li] if self.lines else ""
         chars = min(max(column - 1, 0), len(text))
         return li, _utf16_len(text[:chars])

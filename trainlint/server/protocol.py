@@ -1,7 +1,9 @@
 """``trainlint server``: the Language Server Protocol over stdio (pygls).
 
 Diagnostics are published on open, on change (debounced) and on save, from the editor's
-buffers, for the document and every open document of the same setup (editing
+buffers (a notebook open as an LSP 3.17 notebook document is checked from its cells, and its
+findings are published on the cells they are in), for the document and every open document of
+the same setup (editing
 ``ds_config.json`` re-publishes ``run.sh`` and ``train.py``). Each fix is a quick fix;
 ``source.fixAll.trainlint`` applies the document's safe fixes; unsafe fixes are offered with
 their label and never in fix-all. Hover on a finding shows the rule's summary and why; the
@@ -14,6 +16,7 @@ dead server.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +34,9 @@ from trainlint.server.session import Session, norm
 FIX_ALL_KIND = "source.fixAll.trainlint"
 SHOW_RULE = "trainlint.showRule"
 DEBOUNCE_S = 0.05
+# Jupyter notebooks as LSP 3.17 notebook documents: their Python cells are synchronised
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(notebook_selector=[types.NotebookDocumentFilterWithNotebook(
+    notebook="jupyter-notebook", cells=[types.NotebookCellLanguage(language="python")])], save=True)
 WATCHED_GLOB = "**/{pyproject.toml,*.py,*.sh,*.json,*.yaml,*.yml,*.md,*.ipynb}"
 log = logging.getLogger("trainlint.server")
 
@@ -40,13 +46,17 @@ _SEVERITY = {Severity.ERROR: types.DiagnosticSeverity.Error, Severity.WARNING: t
 
 class TrainlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("trainlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("trainlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=NOTEBOOK_SYNC)
         self.session = Session()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainlint-lint")
         self.pending: dict[str, asyncio.Task] = {}
-        self.findings: dict[str, list[Diagnostic]] = {}  # path -> last published findings
-        self.texts: dict[str, str] = {}  # path -> text the findings were computed on
+        # per document URI (a file, or a notebook cell): the findings last published there and
+        # the text they were computed on
+        self.findings: dict[str, list[Diagnostic]] = {}
+        self.texts: dict[str, str] = {}
         self.uris: dict[str, str] = {}  # path -> the URI the editor uses
+        self.notebooks: dict[str, str] = {}  # path of an .ipynb open as a notebook -> notebook URI
 
     # -- running -------------------------------------------------------------------------
 
@@ -91,13 +101,57 @@ class TrainlintServer(LanguageServer):
                                                            message=f"trainlint: {error}"))
 
     def publish(self, path: str, found: list[Diagnostic], text: str) -> None:
-        self.findings[path] = found
-        self.texts[path] = text
+        if path in self.notebooks:
+            self.publish_cells(path, found)
+            return
+        uri = self.uri_of(path)
+        self.findings[uri] = found
+        self.texts[uri] = text
         doc = self.session.documents.get(path)
         lines = LineIndex(text)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=self.uri_of(path), version=doc.version if doc else None,
+            uri=uri, version=doc.version if doc else None,
             diagnostics=[self.to_lsp(d, lines) for d in found]))
+
+    def owner(self, uri: str) -> str | None:
+        """The path of the file (or notebook) whose findings the document ``uri`` shows."""
+        p = uri_to_path(uri)
+        if p is not None:
+            return norm(p)
+        nb = self.workspace.get_notebook_document(cell_uri=uri)
+        if nb is None:
+            return None
+        p = uri_to_path(nb.uri)
+        return norm(p) if p is not None else None
+
+    def cells(self, path: str) -> list[tuple[str, str]]:
+        """(cell URI, cell text) of a notebook open as a notebook document, in order."""
+        nb = self.workspace.get_notebook_document(notebook_uri=self.notebooks[path])
+        if nb is None:
+            return []
+        return [(c.document, self.workspace.get_text_document(c.document).source) for c in nb.cells]
+
+    def publish_cells(self, path: str, found: list[Diagnostic]) -> None:
+        """A notebook's findings on its cells (``cell`` counts every cell, as the notebook
+        lists them); a finding of the whole notebook goes to its first cell."""
+        cells = self.cells(path)
+        for i, (uri, text) in enumerate(cells, 1):
+            mine = [d for d in found if d.cell == i or (d.cell is None and i == 1)]
+            self.findings[uri] = mine
+            self.texts[uri] = text
+            lines = LineIndex(text)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=[self.to_lsp(d, lines, raw=False) for d in mine]))
+
+    def where(self, path: str, cell: int | None) -> tuple[str, str]:
+        """The URI and text a location of ``path`` (in ``cell``) is shown in."""
+        p = norm(path)
+        if cell is not None and p in self.notebooks:
+            cells = self.cells(p)
+            if 1 <= cell <= len(cells):
+                return cells[cell - 1]
+        uri = self.uri_of(p)
+        return uri, self.texts.get(uri) or self.session.text_of(p) or ""
 
     def _raw(self, d: Diagnostic) -> Diagnostic:
         """A notebook finding placed in the ``.ipynb`` text the editor shows."""
@@ -106,23 +160,23 @@ class TrainlintServer(LanguageServer):
         from trainlint.report.cells import as_raw
 
         paths = {d.path, *(r.path for r in d.related), *(e.path for e in (d.fix.edits if d.fix else []))}
-        texts = {p: self.texts.get(norm(p)) or self.session.text_of(norm(p)) or "" for p in paths
-                 if p.endswith(".ipynb")}
+        texts = {p: self.texts.get(self.uri_of(norm(p))) or self.session.text_of(norm(p)) or "" for p in paths
+                 if p.endswith(".ipynb") and norm(p) not in self.notebooks}
         return as_raw(d, texts) if texts else d
 
-    def to_lsp(self, d: Diagnostic, lines: LineIndex) -> types.Diagnostic:
-        d = self._raw(d)
+    def to_lsp(self, d: Diagnostic, lines: LineIndex, raw: bool = True) -> types.Diagnostic:
+        if raw:
+            d = self._raw(d)
         start = lines.position(d.line, d.column)
         end = lines.position(d.end_line, d.end_column)
         if end < start:
             end = start
         related = []
         for r in d.related:
-            rp = norm(r.path)
-            rtext = self.texts.get(rp) or self.session.text_of(rp) or ""
+            ruri, rtext = self.where(r.path, r.cell)
             pos = LineIndex(rtext).position(r.line, r.column)
             related.append(types.DiagnosticRelatedInformation(
-                location=types.Location(uri=self.uri_of(rp), range=types.Range(
+                location=types.Location(uri=ruri, range=types.Range(
                     start=types.Position(line=pos[0], character=pos[1]),
                     end=types.Position(line=pos[0], character=pos[1]))),
                 message=r.message))
@@ -141,12 +195,11 @@ class TrainlintServer(LanguageServer):
         d = self._raw(d)
         out: dict[str, list[types.TextEdit]] = {}
         for e in (d.fix.edits if d.fix is not None else []):
-            ep = norm(e.path)
-            text = self.texts.get(ep) or self.session.text_of(ep) or ""
+            uri, text = self.where(e.path, e.cell)
             lines = LineIndex(text)
             s = lines.position(e.line, e.column)
             t = lines.position(e.end_line, e.end_column)
-            out.setdefault(self.uri_of(ep), []).append(types.TextEdit(
+            out.setdefault(uri, []).append(types.TextEdit(
                 range=types.Range(start=types.Position(line=s[0], character=s[1]),
                                   end=types.Position(line=t[0], character=t[1])),
                 new_text=e.content))
@@ -156,12 +209,45 @@ class TrainlintServer(LanguageServer):
         fixed = self.session.fix_all(path)
         if fixed is None:
             return None
+        if path in self.notebooks:
+            return self._cell_edits(path, fixed)
         current = self.session.text_of(path) or ""
         end = LineIndex(current).end()
         return types.WorkspaceEdit(changes={self.uri_of(path): [types.TextEdit(
             range=types.Range(start=types.Position(line=0, character=0),
                               end=types.Position(line=end[0], character=end[1])),
             new_text=fixed)]})
+
+
+    def _cell_edits(self, path: str, fixed_json: str) -> types.WorkspaceEdit | None:
+        from trainlint.sources.notebook import cell_sources
+
+        fixed = cell_sources(fixed_json)
+        cells = self.cells(path)
+        if fixed is None or len(fixed) != len(cells):
+            return None
+        changes: dict[str, list[types.TextEdit]] = {}
+        for (uri, text), new in zip(cells, fixed):
+            if new != text:
+                end = LineIndex(text).end()
+                changes[uri] = [types.TextEdit(range=types.Range(
+                    start=types.Position(line=0, character=0), end=types.Position(line=end[0], character=end[1])),
+                    new_text=new)]
+        return types.WorkspaceEdit(changes=changes) if changes else None
+
+    def notebook_text(self, nb: types.NotebookDocument) -> str:
+        """The notebook as nbformat 4 JSON, from the editor's cells (unsaved text included)."""
+        cells = []
+        for c in nb.cells:
+            source = self.workspace.get_text_document(c.document).source
+            if c.kind == types.NotebookCellKind.Code:
+                cells.append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                              "source": source})
+            else:
+                cells.append({"cell_type": "markdown", "metadata": {}, "source": source})
+        meta = dict(nb.metadata or {})
+        meta.setdefault("language_info", {"name": "python"})
+        return json.dumps({"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}, indent=1)
 
 
 def _overlaps(d: types.Range, r: types.Range) -> bool:
@@ -244,7 +330,7 @@ def build_server() -> TrainlintServer:
         if task is not None:
             task.cancel()
         ls.session.close(p)
-        ls.findings.pop(p, None)
+        ls.findings.pop(params.text_document.uri, None)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri,
                                                                             diagnostics=[]))
         for affected in ls.session.affected_documents(p)[1:]:
@@ -272,20 +358,22 @@ def build_server() -> TrainlintServer:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]))
     async def code_action(ls: TrainlintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        p = _path(ls, params.text_document.uri)
-        if p is None:
+        uri = params.text_document.uri
+        owner = ls.owner(uri)
+        if owner is None:
             return []
         only = params.context.only
         want_quick = not only or any(str(k).startswith("quickfix") for k in only)
         want_all = not only or any(FIX_ALL_KIND.startswith(str(k)) for k in only)
         actions: list[types.CodeAction] = []
-        found = ls.findings.get(p, [])
-        lines = LineIndex(ls.texts.get(p, ""))
+        found = ls.findings.get(uri, [])
+        lines = LineIndex(ls.texts.get(uri, ""))
+        raw = owner not in ls.notebooks
         if want_quick:
             for d in found:
                 if d.fix is None:
                     continue
-                lsp = ls.to_lsp(d, lines)
+                lsp = ls.to_lsp(d, lines, raw=raw)
                 if not _overlaps(lsp.range, params.range):
                     continue
                 label = d.fix.message or f"Fix {d.code}"
@@ -297,7 +385,7 @@ def build_server() -> TrainlintServer:
                     edit=types.WorkspaceEdit(changes=ls.text_edits(d))))
         if want_all and any(d.fix is not None and d.fix.applicability == "safe" for d in found):
             loop = asyncio.get_running_loop()
-            edit = await loop.run_in_executor(ls.worker, ls.fix_all_edit, p)
+            edit = await loop.run_in_executor(ls.worker, ls.fix_all_edit, owner)
             if edit is not None:
                 actions.append(types.CodeAction(title="trainlint: apply all safe fixes",
                                                 kind=FIX_ALL_KIND, edit=edit))
@@ -305,20 +393,79 @@ def build_server() -> TrainlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: TrainlintServer, params: types.HoverParams) -> types.Hover | None:
-        p = _path(ls, params.text_document.uri)
-        if p is None:
+        uri = params.text_document.uri
+        owner = ls.owner(uri)
+        if owner is None:
             return None
-        lines = LineIndex(ls.texts.get(p, ""))
+        lines = LineIndex(ls.texts.get(uri, ""))
         pos = params.position
         parts = []
-        for d in ls.findings.get(p, []):
-            r = ls.to_lsp(d, lines).range
+        for d in ls.findings.get(uri, []):
+            r = ls.to_lsp(d, lines, raw=owner not in ls.notebooks).range
             if (r.start.line, r.start.character) <= (pos.line, pos.character) <= (r.end.line, r.end.character):
                 parts.append(_hover_text(d))
         if not parts:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                         value="\n\n---\n\n".join(parts)))
+
+    # -- notebooks (LSP 3.17 notebook documents) -----------------------------------------
+
+    def _notebook_opened(ls: TrainlintServer, nb: types.NotebookDocument) -> str | None:
+        p = uri_to_path(nb.uri)
+        if p is None:
+            return None
+        p = norm(p)
+        ls.notebooks[p] = nb.uri
+        ls.uris[p] = nb.uri
+        ls.session.open(p, ls.notebook_text(nb), nb.version)
+        return p
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def nb_open(ls: TrainlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        p = _notebook_opened(ls, params.notebook_document)
+        if p is not None:
+            ls.schedule(p, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def nb_change(ls: TrainlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        nb = ls.workspace.get_notebook_document(notebook_uri=params.notebook_document.uri)
+        if nb is None:
+            return
+        p = _notebook_opened(ls, nb)
+        if p is None:
+            return
+        # cells that went away lose their findings
+        current = {c.document for c in nb.cells}
+        structure = params.change.cells.structure if params.change.cells else None
+        for gone in (structure.did_close or []) if structure else []:
+            if gone.uri not in current:
+                ls.findings.pop(gone.uri, None)
+                ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=gone.uri, diagnostics=[]))
+        for affected in ls.session.affected_documents(p):
+            ls.schedule(affected)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def nb_save(ls: TrainlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        p = uri_to_path(params.notebook_document.uri)
+        if p is not None and norm(p) in ls.notebooks:
+            for affected in ls.session.affected_documents(norm(p)):
+                ls.schedule(affected, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def nb_close(ls: TrainlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        p = uri_to_path(params.notebook_document.uri)
+        if p is None:
+            return
+        p = norm(p)
+        task = ls.pending.pop(p, None)
+        if task is not None:
+            task.cancel()
+        ls.notebooks.pop(p, None)
+        ls.session.close(p)
+        for cell in params.cell_text_documents:
+            ls.findings.pop(cell.uri, None)
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
 
     @server.command(SHOW_RULE)
     def show_rule(ls: TrainlintServer, args: Any = None) -> str:
