@@ -141,24 +141,39 @@ def local_class_accepts_anything(pf: PythonFile, func: ast.AST) -> bool:
     return isinstance(func, ast.Name) and func.id in pf.local_classes and _class_fields(pf, func.id) is None
 
 
-def _parser_extra_fields(setup: Setup) -> set[str] | None:
-    """The fields of every dataclass an ``HfArgumentParser`` of the setup's scripts parses
-    into, besides the library class; None when one of them is not readable or the parser
-    tolerates unknown arguments."""
-    out: set[str] = set()
-    found = False
+def tolerant_parse(setup: Setup) -> tuple[PythonFile, ast.Call, str] | None:
+    """The first call of the setup's scripts that lets unknown arguments through instead of
+    rejecting them: ``parse_args_into_dataclasses(return_remaining_strings=True)``,
+    ``parse_known_args(...)``, ``parse_json_file/parse_yaml_file/parse_dict(allow_extra_keys=True)``
+    (with the call's text, for messages); None when there is none."""
     for pf in setup.scripts:
         for cs in pf.calls:
             func = cs.node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name in ("parse_known_args",):
-                return None
-            if name == "parse_args_into_dataclasses" and any(
-                    k.arg == "return_remaining_strings" for k in cs.node.keywords):
-                return None
-            if name in ("parse_json_file", "parse_yaml_file", "parse_dict") and any(
-                    k.arg == "allow_extra_keys" for k in cs.node.keywords):
-                return None
+            if name == "parse_known_args":
+                return pf, cs.node, f"{name}()"
+            key = "return_remaining_strings" if name == "parse_args_into_dataclasses" else \
+                "allow_extra_keys" if name in ("parse_json_file", "parse_yaml_file", "parse_dict") else None
+            if key is None:
+                continue
+            kw = next((k for k in cs.node.keywords if k.arg == key), None)
+            if kw is not None and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
+                return pf, cs.node, f"{name}({key}={pf.source_of(kw.value)})"
+    return None
+
+
+def _parser_extra_fields(setup: Setup, strict: bool = True) -> set[str] | None:
+    """The fields of every dataclass an ``HfArgumentParser`` of the setup's scripts parses
+    into, besides the library class; None when one of them is not readable or (``strict``)
+    the parser tolerates unknown arguments."""
+    out: set[str] = set()
+    found = False
+    if strict and tolerant_parse(setup) is not None:
+        return None
+    for pf in setup.scripts:
+        for cs in pf.calls:
+            func = cs.node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
             if name != "HfArgumentParser" or not cs.node.args:
                 continue
             found = True
@@ -182,11 +197,13 @@ def _parser_extra_fields(setup: Setup) -> set[str] | None:
     return out if found else None
 
 
-def valid_names(setup: Setup, site: ArgsSite) -> frozenset[str] | None:
+def valid_names(setup: Setup, site: ArgsSite, strict: bool = True) -> frozenset[str] | None:
     """Every name ``site`` may set in the target version, or None when unknowable: the
     class's fields, plus what its consumer accepts besides (a framework's patched fields, the
     parser's other dataclasses); None when the consumer also reads dataclasses whose fields
-    cannot be known (a library's ``ModelConfig``) or tolerates unknown names."""
+    cannot be known (a library's ``ModelConfig``) or tolerates unknown names. With
+    ``strict=False`` a parser that lets unknown flags through still has its names (what it
+    would have accepted had it been strict)."""
     tf, _, trl, _ = target(setup)
     try:
         base, no_flags = _library_names(site.class_name, tf, trl)
@@ -214,7 +231,7 @@ def valid_names(setup: Setup, site: ArgsSite) -> frozenset[str] | None:
         # a parser that is not in the repository: the site holds only fields the class has
         # had (the other keys belong to its other dataclasses), judged against the target
         return base | no_flags
-    extra = _parser_extra_fields(setup)
+    extra = _parser_extra_fields(setup, strict)
     if extra is None:
         return None
     return base | extra | no_flags

@@ -7,8 +7,8 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
 from trainlint.rules._versioned import (
+    target,
     target_text,
-    transformers_at_least,
 )
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.migration._migration_common import (
@@ -16,15 +16,18 @@ from trainlint.rules.migration._migration_common import (
 )
 from trainlint.setup import Setup
 
-CHECKPOINTING_RENAMED_IN = "5.23.0"  # modeling_utils.py: activation_checkpointing_* (5.22.0: absent)
+# The cheap guard: the rule reads the method data only for a file that contains one of these
+# (the deprecated names and their replacements come from data/model_api.json).
+_GUARD = ("checkpointing_enable", "checkpointing_disable", "is_gradient_checkpointing")
 
 
-_CHECKPOINTING_RENAMES = {
-    "gradient_checkpointing_enable": "activation_checkpointing_enable",
-    "gradient_checkpointing_disable": "activation_checkpointing_disable",
-    "is_gradient_checkpointing": "is_activation_checkpointing",
-}
-
+def _common_prefix_swap(old: str, new: str) -> tuple[str, str]:
+    """``gradient_checkpointing_enable`` / ``activation_checkpointing_enable`` ->
+    (``gradient_checkpointing``, ``activation_checkpointing``): what the rename changed."""
+    i = 0
+    while i < min(len(old), len(new)) and old[-1 - i] == new[-1 - i]:
+        i += 1
+    return old[:len(old) - i].rstrip("_"), new[:len(new) - i].rstrip("_")
 
 
 class CheckpointingMethodRenamed(Rule):
@@ -55,9 +58,13 @@ class CheckpointingMethodRenamed(Rule):
     Safe: the old methods are aliases that call the new ones (the keyword
     `gradient_checkpointing_kwargs=` is renamed with them).
 
+    The deprecated names, the methods they hand over to and the releases come from the
+    `PreTrainedModel` methods of every released wheel (data/model_api.json), so the rule follows
+    new releases when the data is regenerated.
+
     ## References
-    - pitfalls catalog R21; transformers 5.23 `PreTrainedModel.gradient_checkpointing_enable`
-      (read in the 5.22.0 and 5.23.0 wheels)
+    - transformers 5.23 `PreTrainedModel.gradient_checkpointing_enable` ("is deprecated and will
+      be removed in v6"), read in the released wheels
     """
 
     code = "TL609"
@@ -93,29 +100,44 @@ class CheckpointingMethodRenamed(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not transformers_at_least(setup, CHECKPOINTING_RENAMED_IN):
-            return
+        tf = target(setup)[0]
         for pf in setup.scripts:
-            if not any(pf.uses_module(m) for m in ("transformers", "peft", "trl")) \
-                    or not any(old in pf.text for old in _CHECKPOINTING_RENAMES):
+            if not any(g in pf.text for g in _GUARD) \
+                    or not any(pf.uses_module(m) for m in ("transformers", "peft", "trl")):
                 continue
-            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in _CHECKPOINTING_RENAMES
-                   for n in pf.nodes):
+            from trainlint.knowledge import model_api  # behind the guard: the data is read from here on
+
+            renames = {}
+            for node in pf.nodes:
+                if isinstance(node, ast.Attribute) and "checkpointing" in node.attr and node.attr not in renames:
+                    m = model_api.method(node.attr, tf)
+                    if m is not None and m.deprecated and m.alias_of and model_api.method(m.alias_of, tf):
+                        renames[node.attr] = m
+            if not renames:
+                continue
+            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in renames for n in pf.nodes):
                 continue
             for node in pf.nodes:
-                if not (isinstance(node, ast.Attribute) and node.attr in _CHECKPOINTING_RENAMES
-                        and isinstance(node.ctx, ast.Load)):
+                if not (isinstance(node, ast.Attribute) and node.attr in renames and isinstance(node.ctx, ast.Load)):
                     continue
-                new = _CHECKPOINTING_RENAMES[node.attr]
+                m = renames[node.attr]
+                new = m.alias_of
+                new_m = model_api.method(new, tf)
+                since = model_api.method_history(node.attr)[1]
                 sp = pf.span(node)
                 attr_span = replace(sp, line=sp.end_line, column=sp.end_column - len(node.attr))
                 edits = [attr_span.edit(new)]
                 call = next((c.node for c in pf.calls if c.node.func is node), None)
-                kw = pf.keyword(call, "gradient_checkpointing_kwargs") if call is not None else None
-                if kw is not None:
-                    edits.append(pf.keyword_name_span(kw).edit("activation_checkpointing_kwargs"))
+                if call is not None:
+                    old_part, new_part = _common_prefix_swap(node.attr, new)
+                    for kw in call.keywords:
+                        if kw.arg and kw.arg not in new_m.params and kw.arg.startswith(old_part):
+                            renamed = new_part + kw.arg[len(old_part):]
+                            if renamed not in new_m.params:
+                                edits = None  # a keyword the new method does not take: no blind rename
+                                break
+                            edits.append(pf.keyword_name_span(kw).edit(renamed))
                 yield self.diagnostic(
-                    attr_span, f"{node.attr} is deprecated since transformers {CHECKPOINTING_RENAMED_IN} "
-                               f"({target_text(setup)}; removed in v6): use {new}",
+                    attr_span, f"{node.attr} is deprecated since transformers {since} "
+                               f"({target_text(setup)}; it warns on every call): use {new}",
                     edits=edits, fix_message=f"rename to {new}")
-

@@ -7,7 +7,10 @@ from typing import Iterable
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
+    fields_for,
+    is_known_class,
     target_text,
+    tolerant_parse,
     valid_names,
 )
 from trainlint.rules.base import Case, Rule
@@ -21,7 +24,7 @@ from trainlint.rules.migration._migration_common import (
     _vkey,
     _written_with_status,
 )
-from trainlint.setup import Setup
+from trainlint.setup import FLAG, ArgsSite, Setup
 
 
 def _removed_in(h: ta.FieldHistory, version: str) -> str | None:
@@ -54,7 +57,12 @@ class RemovedArgument(Rule):
     The dataclass no longer has the field: `TrainingArguments(evaluation_strategy=...)` raises
     `TypeError: __init__() got an unexpected keyword argument`, and `HfArgumentParser` exits
     with "the following arguments are not recognized", usually only after minutes of model
-    and data loading.
+    and data loading. A script that parses with
+    `parse_args_into_dataclasses(return_remaining_strings=True)` or `parse_known_args()` (or
+    `parse_json_file(..., allow_extra_keys=True)` for an args file) does not even fail: the removed
+    flag is left among the remaining strings, nothing reads it, and its setting is silently lost
+    (`--evaluation_strategy steps` then means no evaluation at all). That case is a warning that
+    names the lost setting.
 
     ## Example
     ```python
@@ -155,7 +163,27 @@ class RemovedArgument(Rule):
             """, options=V524,
              fixed='from transformers import TrainingArguments\n'
                    'args = TrainingArguments(output_dir="o", train_sampling_strategy=\'group_by_length\')\n'),
+        Case(files={
+            "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                        "parser = HfArgumentParser(TrainingArguments)\n"
+                        "(args, rest) = parser.parse_args_into_dataclasses(return_remaining_strings=True)\n",
+            "run.sh": "python train.py --output_dir o --evaluation_strategy steps --eval_steps 50\n",
+        }, options=V524, fixed_path="run.sh",
+             fixed="python train.py --output_dir o --eval_strategy steps --eval_steps 50\n",
+             note="a tolerant parser swallows the flag: a warning that says the setting is lost"),
+        Case(files={
+            "train.py": "import argparse\nfrom transformers import HfArgumentParser, TrainingArguments\n"
+                        "parser = HfArgumentParser(TrainingArguments)\n"
+                        "args, unknown = parser.parse_known_args()\n",
+            "run.sh": "python train.py --output_dir o --evaluation_strategy epoch\n",
+        }, options=V524, fixed_path="run.sh", fixed="python train.py --output_dir o --eval_strategy epoch\n"),
         # must not flag
+        Case(files={
+            "train.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                        "parser = HfArgumentParser(TrainingArguments)\n"
+                        "(args, rest) = parser.parse_args_into_dataclasses(return_remaining_strings=True)\n",
+            "run.sh": "python train.py --output_dir o --eval_strategy steps --my_own_flag 3\n",
+        }, options=V524, flags=False, note="a flag no version ever had is the script's own"),
         Case("""
             from transformers import TrainingArguments
             args = TrainingArguments(output_dir="o", evaluation_strategy="epoch", overwrite_output_dir=True)
@@ -185,4 +213,54 @@ class RemovedArgument(Rule):
                 continue
             yield self.diagnostic(span, message, edits=edits, fix_message=fix_message,
                                   applicability=applicability)  # type: ignore[arg-type]
+        tolerant = tolerant_parse(setup)
+        if tolerant is not None:
+            yield from self._swallowed(setup, tolerant)
+
+    def _swallowed(self, setup: Setup, tolerant) -> Iterable[Diagnostic]:
+        """Removed flags/keys that a tolerant parser lets through: the setting is lost."""
+        pf, _, how = tolerant
+        for site in setup.sites:
+            if site.call is not None or not is_known_class(site.class_name):
+                continue
+            if getattr(site.reader, "strict", False):
+                continue  # this site's own reader rejects unknown flags (another script tolerates them)
+            valid = valid_names(setup, site, strict=False)
+            if valid is None:
+                continue
+            for name, value in site.values.items():
+                if name in valid:
+                    continue
+                try:
+                    h = ta.history(site.class_name, name)
+                except ta.UnknownClassError:
+                    continue
+                if not h.known:
+                    continue  # never a field: the script's own flag, which it reads from the rest
+                version = _version_for(setup, h.package)
+                if h.first is not None and _vkey(version) < _vkey(h.first):
+                    continue
+                removed = _removed_in(h, version) or h.removed_in or "a later version"
+                edits, applicability, fix_message, advice = _replacement_fix(setup, site, value, valid)
+                what = "flag" if value.origin == FLAG else "key"
+                message = (f"{_shown(value)} was removed from {site.class_name} in {h.package} {removed} "
+                           f"({target_text(setup, h.package)}), and {pf.path} parses with {how}, so the {what} is "
+                           f"not rejected: it is left over unread and its setting is silently lost"
+                           f"{_lost_effect(setup, site, name)}; {advice}")
+                span = value.key_span or value.span or site.span
+                if span is None:
+                    continue
+                yield self.diagnostic(span, message, edits=edits, fix_message=fix_message,
+                                      applicability=applicability, severity=Severity.WARNING)  # type: ignore[arg-type]
+
+
+def _lost_effect(setup: Setup, site: ArgsSite, name: str) -> str:
+    """`` (eval_strategy stays 'no')``: what the replacement field is left at."""
+    r = ta.rename_for(site.class_name, name)
+    if r is None or not r.new or r.kind not in ("field", "value") or site.get(r.new) is not None:
+        return ""
+    f = (fields_for(setup, site.class_name) or {}).get(r.new)
+    if f is None or not f.default_is_literal:
+        return ""
+    return f" ({r.new} stays {f.default!r})"
 

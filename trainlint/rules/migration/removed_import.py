@@ -1,0 +1,356 @@
+"""TL611 removed-import: a name the target transformers / trl / peft no longer exports"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Iterable
+
+from trainlint.diagnostics import Diagnostic, Edit, Severity, Span
+from trainlint.knowledge import training_args as ta
+from trainlint.rules._versioned import target, target_text
+from trainlint.rules.base import Case, Rule
+from trainlint.setup import Setup
+from trainlint.sources.python import PythonFile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.knowledge import public_names
+
+_PACKAGES = ("transformers", "trl", "peft")  # the packages whose names the data covers
+
+
+def _pn():
+    """The names data (imported, and its file read, only for a file that imports from one of
+    the packages)."""
+    from trainlint.knowledge import public_names
+
+    return public_names
+
+_GUARDS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "AttributeError"}
+
+
+def _target_version(setup: Setup, package: str) -> tuple[str, str]:
+    """(version, words) of the target ``package``: transformers and trl from the setup's target;
+    peft has no target setting: its installed version, else a pin of the project (as for
+    transformers), else the newest the data knows."""
+    tf, _, trl, _ = target(setup)
+    if package == "transformers":
+        return tf, target_text(setup)
+    if package == "trl":
+        return trl, target_text(setup, "trl")
+    from trainlint.knowledge.versions import find_pin, installed_version
+
+    v = installed_version("peft")
+    if v:
+        return v, f"target peft {v} from the installed package"
+    pin = find_pin("peft", setup.root, _pn().known_versions("peft")) if setup.root else None
+    if pin is not None:
+        return pin.version, f"target peft {pin.version} from {pin.source}"
+    newest = _pn().known_versions("peft")[-1]
+    return newest, f"target peft {newest} from the newest the data knows"
+
+
+def _guarded(pf: PythonFile, node: ast.AST) -> bool:
+    """Whether ``node`` sits in a ``try`` that catches ImportError (a fallback import), or under
+    an ``if`` that tests a version or an availability helper (a version-gated import)."""
+    parents = _parents(pf)
+    cur = node
+    while id(cur) in parents:
+        parent = parents[id(cur)]
+        if isinstance(parent, ast.Try) and cur in parent.body:
+            for h in parent.handlers:
+                names = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(h.type)
+                         if isinstance(n, (ast.Name, ast.Attribute))} if h.type is not None else {"BaseException"}
+                if names & _GUARDS:
+                    return True
+        if isinstance(parent, ast.If):
+            test = ast.unparse(parent.test).lower()
+            if "version" in test or "available" in test:
+                return True
+        cur = parent
+    return False
+
+
+def _parents(pf: PythonFile) -> dict[int, ast.AST]:
+    cached = getattr(pf, "_tl611_parents", None)
+    if cached is None:
+        cached = {}
+        for n in pf.nodes:
+            for child in ast.iter_child_nodes(n):
+                cached[id(child)] = n
+        pf._tl611_parents = cached  # type: ignore[attr-defined]
+    return cached
+
+
+class RemovedImport(Rule):
+    """
+    ## What it does
+    Flags `from transformers import X` / `from trl import X` / `from peft import X` (and
+    `transformers.X` after `import transformers`) when the target version of that package no
+    longer exports `X`, but an earlier release did: `AdamW`, `TextDataset`,
+    `LineByLineTextDataset`, `AutoModelWithLMHead`, `is_torch_tpu_available` (transformers),
+    `DataCollatorForCompletionOnlyLM`, `pack_examples`, `AlignPropTrainer`, `DDPOTrainer` and
+    the trainers that moved to `trl.experimental` (`BCOTrainer`, `CPOTrainer`, `GKDTrainer`,
+    `NashMDTrainer`, `OnlineDPOTrainer`, `ORPOTrainer`, `PPOTrainer`, `PRMTrainer`,
+    `XPOTrainer`, ...), `prepare_model_for_int8_training` (peft). It also flags, as a warning,
+    a TRL trainer whose top-level import is a deprecation stub in the target release. Imports in
+    a `try` that catches `ImportError`, or under an `if` on a version or an `is_*_available()`
+    helper, are left alone. The names of every release are read from the released wheels (the
+    lazy `_import_structure` included); the target transformers/TRL version is the usual one, the
+    peft version the installed one, else the newest known.
+
+    ## Why is this bad?
+    `ImportError: cannot import name 'AdamW' from 'transformers'` stops the script before
+    anything runs, typically on a machine that installed a newer release than the one the
+    script was written for.
+
+    ## Example
+    ```python
+    from transformers import AdamW
+    from trl import ORPOTrainer
+    from peft import prepare_model_for_int8_training
+    ```
+
+    ## Use instead
+    ```python
+    from torch.optim import AdamW  # weight_decay defaults to 0.01 here
+    from trl.experimental.orpo import ORPOTrainer
+    from peft import prepare_model_for_kbit_training
+    ```
+
+    ## Fix safety
+    A move within the same package (`trl` -> `trl.experimental.orpo`) and a former alias
+    (`prepare_model_for_int8_training` -> `prepare_model_for_kbit_training`) are safe: the same
+    object. `AdamW` -> `torch.optim.AdamW` is unsafe (other `weight_decay` default; no fix when
+    `correct_bias=` is passed), so is `is_torch_tpu_available` -> `is_torch_xla_available` (true
+    for any XLA device). The others have no one-line replacement: the message says what to use.
+    A plain `from X import Name` is rewritten (uses of the name are kept by importing the new
+    object under the old local name when the name changes).
+
+    ## References
+    - huggingface/transformers#36177 (AdamW removed in 4.50)
+    - huggingface/trl#3704 (`DataCollatorForCompletionOnlyLM`, `pack_examples`); trl 0.26-0.28
+      `trl/trainer/*_trainer.py` stubs ("is now located in `trl.experimental`")
+    - huggingface/peft#1583 (`prepare_model_for_int8_training`)
+    - sentence-transformers/ColBERT#390, CogStack/MedCAT#523, yuh-zha/AlignScore#23 (breakage seen
+      in public repositories)
+    """
+
+    code = "TL611"
+    name = "removed-import"
+    severity = Severity.ERROR
+    fix_safety = "safe"
+    summary = "an import of a name the target transformers/trl/peft release no longer exports"
+
+    cases = [
+        Case("""
+            from transformers import AdamW, get_scheduler
+            opt = AdamW(model.parameters(), lr=1e-4)
+            """, options={"transformers_version": "4.50.0"}, unsafe=True,
+             fixed="from transformers import get_scheduler\nfrom torch.optim import AdamW\n"
+                   "opt = AdamW(model.parameters(), lr=1e-4)\n"),
+        Case("""
+            from transformers import AdamW
+            opt = AdamW(model.parameters(), lr=1e-4, correct_bias=False)
+            """, options={"transformers_version": "5.24.0"}, fixed=None, unsafe=True,
+             note="correct_bias has no torch equivalent: no fix"),
+        Case("""
+            import transformers
+            ds = transformers.TextDataset(tokenizer=tok, file_path="a.txt", block_size=128)
+            """, options={"transformers_version": "5.0.0"}),
+        Case("""
+            from trl import ORPOConfig, ORPOTrainer
+            """, options={"trl_version": "0.29.0"},
+             fixed="from trl.experimental.orpo import ORPOConfig, ORPOTrainer\n"),
+        Case("""
+            from trl import SFTTrainer, DataCollatorForCompletionOnlyLM
+            """, options={"trl_version": "0.20.0"}),
+        Case("""
+            from trl import BCOTrainer
+            """, options={"trl_version": "0.27.0"}, note="a deprecation stub in 0.26-0.28: a warning",
+             fixed="from trl.experimental.bco import BCOTrainer\n"),
+        Case("""
+            from peft import LoraConfig, prepare_model_for_int8_training
+            model = prepare_model_for_int8_training(model)
+            """, fixed="from peft import LoraConfig, prepare_model_for_kbit_training\n"
+                       "model = prepare_model_for_kbit_training(model)\n"),
+        # must not flag
+        Case("""
+            from transformers import AdamW
+            """, options={"transformers_version": "4.49.0"}, flags=False),
+        Case("""
+            try:
+                from transformers import AdamW
+            except ImportError:
+                from torch.optim import AdamW
+            """, options={"transformers_version": "5.24.0"}, flags=False, note="a fallback import"),
+        Case("""
+            from trl import SFTTrainer, DPOTrainer
+            from peft import prepare_model_for_kbit_training
+            """, options={"trl_version": "1.16.0"}, flags=False),
+        Case("""
+            from trl import ORPOTrainer
+            """, options={"trl_version": "0.25.0"}, flags=False),
+    ]
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        for pf in setup.scripts:
+            imported = [n for n in pf.nodes if isinstance(n, ast.ImportFrom) and n.level == 0
+                        and n.module in _PACKAGES]
+            modules = {local for local, qn in pf.imports.items() if qn in _PACKAGES}
+            if not imported and not modules:
+                continue
+            for node in imported:
+                yield from self._import_from(setup, pf, node)
+            if modules:
+                yield from self._attributes(setup, pf, modules)
+
+    # -- from X import Name ------------------------------------------------------------------
+
+    def _import_from(self, setup: Setup, pf: PythonFile, node: ast.ImportFrom) -> Iterable[Diagnostic]:
+        package = node.module or ""
+        version, where = _target_version(setup, package)
+        for alias in node.names:
+            status = self._status(package, alias.name, version)
+            if status is None or _guarded(pf, node):
+                continue
+            kind, h, moved_to = status
+            sp = pf.span(alias)
+            name_span = Span(path=pf.path, line=sp.line, column=sp.column, end_line=sp.line,
+                             end_column=sp.column + len(alias.name))
+            message, severity = self._message(package, alias.name, kind, h, moved_to, where)
+            edits, applicability, fix_message = self._fix(pf, node, alias, package, moved_to)
+            yield self.diagnostic(name_span, message, edits=edits, fix_message=fix_message,
+                                  applicability=applicability, severity=severity)  # type: ignore[arg-type]
+
+    def _status(self, package: str, name: str, version: str
+                ) -> tuple[str, public_names.NameHistory, str | None] | None:
+        """("removed" | "stub", history, where it lives now) or None."""
+        h = _pn().removed(package, name)
+        if h is not None and not h.present_in(version) and h.first is not None \
+                and ta.vkey(version) > ta.vkey(h.first):
+            return "removed", h, _pn().import_path(package, name, version)
+        if package == "trl" and name.endswith("Trainer"):
+            from trainlint.knowledge import trl_trainers
+
+            sig = trl_trainers.signature(name, version)
+            if sig is not None and sig.stub and not sig.module.startswith("trl.experimental"):
+                h = _pn().removed(package, name)
+                later = _pn().import_path(package, name, h.removed_in) if h and h.removed_in else None
+                hist = h or _pn().NameHistory(package, name, (), None, None)
+                return "stub", hist, later or _stub_path(sig.stub, name)
+        return None
+
+    def _message(self, package: str, name: str, kind: str, h: public_names.NameHistory, moved_to: str | None,
+                 where: str) -> tuple[str, Severity]:
+        rep = _pn().replacement(package, name)
+        if moved_to:
+            advice = f"import it from {moved_to}"
+        elif rep and rep.get("import"):
+            mod, _, new = rep["import"].rpartition(".")
+            advice = f"use {new} from {mod}" + (f" ({rep['note']})" if rep.get("note") else "")
+        elif rep and rep.get("advice"):
+            advice = rep["advice"]
+        else:
+            advice = f"it is not exported by {package} any more"
+        if kind == "stub":
+            gone = f", removed from the top level in {package} {h.removed_in}" if h.removed_in else ""
+            return (f"`from {package} import {name}` is a deprecated re-export in the target release{gone} "
+                    f"({where}): {advice}", Severity.WARNING)
+        return (f"{package} {h.removed_in} removed {name} from its top level ({where}): ImportError at start-up; "
+                f"{advice}", Severity.ERROR)
+
+    def _fix(self, pf: PythonFile, node: ast.ImportFrom, alias: ast.alias, package: str, moved_to: str | None
+             ) -> tuple[list[Edit] | None, str | None, str]:
+        rep = _pn().replacement(package, alias.name)
+        if moved_to:
+            module, new_name, safety = moved_to, alias.name, "safe"
+        elif rep and rep.get("import"):
+            module, _, new_name = rep["import"].rpartition(".")
+            safety = rep.get("safety", "unsafe")
+            refuse = set(rep.get("refuse_keywords", ()))
+            local = alias.asname or alias.name
+            if refuse and any(isinstance(c.node.func, ast.Name) and c.node.func.id == local
+                              and any(k.arg in refuse for k in c.node.keywords) for c in pf.calls):
+                return None, None, ""
+        else:
+            return None, None, ""
+        if any(a.name == "*" for a in node.names) or ";" in pf.lines[node.lineno - 1]:
+            return None, None, ""
+        local = alias.asname or alias.name
+        edits: list[Edit] = []
+        if new_name != alias.name and alias.asname is None:
+            # rename the uses too, when the name is bound only by this import
+            if len(pf.module_scope.bindings.get(alias.name, [])) != 1:
+                return None, None, ""
+            for n in pf.nodes:
+                if isinstance(n, ast.Name) and n.id == alias.name:
+                    edits.append(pf.span(n).edit(new_name))
+            text_alias = new_name
+        else:
+            text_alias = f"{new_name} as {local}" if new_name != local else new_name
+        stmt_span = pf.span(node)
+        if module == package:
+            # same module: rename in place
+            sp = pf.span(alias)
+            edits.append(Span(path=pf.path, line=sp.line, column=sp.column, end_line=sp.line,
+                              end_column=sp.column + len(alias.name)).edit(new_name))
+        elif len(node.names) == 1 or all(
+                (_pn().import_path(package, a.name, None) or "") == module
+                or self._moves_with(package, a.name, module) for a in node.names):
+            # every name goes to the same place: rewrite the module of the statement
+            names_text = pf.source_of(node)[pf.source_of(node).index(" import ") + len(" import "):]
+            if len(node.names) == 1:
+                names_text = text_alias if not pf.source_of(node).rstrip().endswith(")") else f"({text_alias})"
+            edits = [e for e in edits]
+            edits.append(stmt_span.edit(f"from {module} import {names_text}"))
+        else:
+            from trainlint.fixing.python_edits import remove_item
+
+            spans = [pf.span(a) for a in node.names]
+            i = node.names.index(alias)
+            edits.append(remove_item(pf, spans, i))
+            edits.append(Edit(path=pf.path, line=stmt_span.end_line + 1, column=1, end_line=stmt_span.end_line + 1,
+                              end_column=1, content=f"from {module} import {text_alias}\n"))
+        return edits, safety, f"import {new_name} from {module}"
+
+    def _moves_with(self, package: str, name: str, module: str) -> bool:
+        """Whether ``name`` of the same statement moves to ``module`` too (ORPOConfig with
+        ORPOTrainer): its history ends where the other's does."""
+        h = _pn().removed(package, name)
+        return h is not None and h.removed_in is not None and _pn().import_path(package, name, h.removed_in) \
+            == module
+
+    # -- transformers.Name after import transformers ------------------------------------------
+
+    def _attributes(self, setup: Setup, pf: PythonFile, modules: set[str]) -> Iterable[Diagnostic]:
+        for node in pf.nodes:
+            if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                    and isinstance(node.ctx, ast.Load)):
+                continue
+            package = pf.imports[node.value.id]
+            version, where = _target_version(setup, package)
+            status = self._status(package, node.attr, version)
+            if status is None or _guarded(pf, node):
+                continue
+            kind, h, moved_to = status
+            sp = pf.span(node)
+            attr_span = Span(path=pf.path, line=sp.end_line, column=sp.end_column - len(node.attr),
+                             end_line=sp.end_line, end_column=sp.end_column)
+            message, severity = self._message(package, node.attr, kind, h, moved_to, where)
+            message = message.replace("ImportError at start-up", "AttributeError when it runs")
+            rep = _pn().replacement(package, node.attr)
+            edits, applicability, fix_message = None, None, ""
+            if moved_to is None and rep and rep.get("import", "").rpartition(".")[0] == package:
+                new = rep["import"].rpartition(".")[2]
+                edits, applicability = [attr_span.edit(new)], rep.get("safety", "unsafe")
+                fix_message = f"use {package}.{new}"
+            yield self.diagnostic(attr_span, message, edits=edits, fix_message=fix_message,
+                                  applicability=applicability, severity=severity)  # type: ignore[arg-type]
+
+
+def _stub_path(text: str, name: str) -> str | None:
+    """``from trl.experimental.bco import BCOTrainer`` quoted in a stub's warning."""
+    import re
+
+    m = re.search(r"from (trl\.experimental(?:\.\w+)*) import " + re.escape(name), text)
+    return m.group(1) if m else None
