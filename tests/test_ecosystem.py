@@ -194,7 +194,8 @@ def _mixed_project(root: Path, n: int = 70) -> None:
 
 
 def test_parallel_equals_serial(tmp_path):
-    from trainlint.parallel import lint_split
+    def lint_split(paths, settings, overlay, jobs, min_files=50):
+        return lint(paths, settings, overlay, jobs=jobs, min_files=min_files)
 
     root = tmp_path / "proj"
     _mixed_project(root)
@@ -215,12 +216,13 @@ def test_parallel_equals_serial(tmp_path):
 
 
 def test_standalone_split(tmp_path):
-    from trainlint.parallel import split
+    from trainlint.partition import split
 
     root = tmp_path / "proj"
     _mixed_project(root, n=3)
     settings = load_settings(root)
-    units, rest, _ = split([root], settings, {})
+    plan = split([root], settings, {})
+    units, rest = plan.units, plan.rest
     alone = {os.path.relpath(u.path, root) for u in units}
     rest_names = {os.path.relpath(p, root) for p, _ in rest}
     assert os.path.join("launch", "train.py") in rest_names  # named by run.sh and README.md

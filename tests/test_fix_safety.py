@@ -149,7 +149,9 @@ class _Breaking(Rule):
 
 
 def _with_rules(monkeypatch, *rules):
-    monkeypatch.setattr(engine, "select_rules", lambda select, ignore: list(rules))
+    import trainlint.checking as checking
+
+    monkeypatch.setattr(checking, "make_rules", lambda settings: [cls(settings) for cls in rules])
 
 
 def test_conflicting_fixes_are_applied_in_passes(tmp_path, monkeypatch):

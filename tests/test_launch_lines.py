@@ -4,6 +4,7 @@ files that are not configs. Each case is written as the pattern appears in real 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from helpers import run_cli, settings_for, write_files
@@ -415,11 +416,10 @@ def test_cli_broken_continuation_fails_the_run(tmp_path):
 
 
 def test_parallel_equals_serial_with_module_launches(tmp_path):
-    from trainlint.parallel import lint_split
-
     files = {f"pkg/m{i}.py": TRAIN_PY.replace("Trainer\n", f"Trainer\nX{i} = 1\n") for i in range(6)}
     files.update({"pkg/__init__.py": "", "run.sh": "torchrun -m pkg.m1 --evaluation_strategy steps\n",
-                  "README.md": "```bash\npython -m pkg.m2 --bf16 --fp16\n```\n"})
+                  "README.md": "```bash\npython -m pkg.m2 --bf16 --fp16\n```\n",
+                  "tool/__main__.py": TRAIN_PY, "other.sh": "python -m tool --evaluation_strategy steps\n"})
     root = _repo(tmp_path, files)
     settings = settings_for(root, options=V5)
 
@@ -428,9 +428,13 @@ def test_parallel_equals_serial_with_module_launches(tmp_path):
 
     serial = lint([root], settings, jobs=1)
     assert any(d.code == "TL601" for d in serial.diagnostics)
-    assert dump(lint_split([root], settings, {}, jobs=2, min_files=0)) == dump(serial)
-    from trainlint.parallel import split
+    assert dump(lint([root], settings, jobs=2, min_files=0)) == dump(serial)
+    from trainlint.partition import split
 
-    units, rest, _ = split([root], settings, {})
-    alone = {Path(u.path).name for u in units}
-    assert "m1.py" not in alone and "m2.py" not in alone and "m3.py" in alone  # -m pkg.m1 names it
+    plan = split([root], settings, {})
+    alone = {os.path.relpath(u.path, root) for u in plan.units}
+    assert {"pkg/m1.py", "pkg/m2.py", "tool/__main__.py"}.isdisjoint(alone)  # -m pkg.m1, -m tool name them
+    assert "pkg/m3.py" in alone
+    group_of = {os.path.relpath(p, root): i for i, g in enumerate(plan.groups) for p, _ in g}
+    assert group_of["pkg/m1.py"] == group_of["run.sh"] and group_of["pkg/m2.py"] == group_of["README.md"]
+    assert group_of["tool/__main__.py"] == group_of["other.sh"]

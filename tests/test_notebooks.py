@@ -274,8 +274,6 @@ def test_walk_includes_notebooks_respecting_gitignore_and_exclude(tmp_path: Path
 
 
 def test_parallel_path_gives_the_same_result(tmp_path: Path):
-    from trainlint.parallel import lint_split
-
     for i in range(4):
         (tmp_path / f"n{i}.ipynb").write_text(notebook(COLAB[:4] + [COLAB[5]]), encoding="utf-8")
     (tmp_path / "launch.ipynb").write_text(notebook([("code", "!python t.py --logging_steps 1 --output_dir o")]),
@@ -285,7 +283,7 @@ def test_parallel_path_gives_the_same_result(tmp_path: Path):
                                    encoding="utf-8")
     settings = load_settings(tmp_path, {"gpu": "A100"})
     plain = lint([tmp_path], settings)
-    split = lint_split([tmp_path], settings, {}, jobs=2, min_files=0)
+    split = lint([tmp_path], settings, jobs=2, min_files=0)  # the pool
     key = [(d.path, d.cell, d.line, d.column, d.code, d.message) for d in plain.diagnostics]
     assert key == [(d.path, d.cell, d.line, d.column, d.code, d.message) for d in split.diagnostics]
     assert any(d.path.endswith("launch.ipynb") and d.code == "TL201" for d in plain.diagnostics)

@@ -343,6 +343,16 @@ def _block_ids(scope: Scope) -> set[int]:
     return {id(s) for s in body} if isinstance(body, list) else set()
 
 
+def _block_ids_of(pf: PythonFile, scope: Scope) -> set[int]:
+    """``_block_ids`` once per scope of the file (a file with thousands of Trainer calls asks
+    for the module's block once per traced name)."""
+    cache = pf.__dict__.setdefault("_block_ids", {})
+    found = cache.get(id(scope))
+    if found is None:
+        found = cache[id(scope)] = _block_ids(scope)
+    return found
+
+
 def reaching_bindings(pf: PythonFile, name: str, scope: Scope, use: ast.AST | None
                       ) -> tuple[Scope, list[Binding]] | None:
     """The bindings of ``name`` that can reach a use at statement ``use``: in straight-line code
@@ -358,7 +368,7 @@ def reaching_bindings(pf: PythonFile, name: str, scope: Scope, use: ast.AST | No
     before = [b for b in bindings if _pos(b.node) < upos]
     if not before:
         return owner, list(bindings)
-    top = _block_ids(owner)
+    top = _block_ids_of(pf, owner)
     uncond = [b for b in before if id(b.node) in top]
     if uncond:
         last = max(uncond, key=lambda b: _pos(b.node))
@@ -507,6 +517,42 @@ def _root_name(expr: ast.AST) -> ast.Name | None:
     return expr if isinstance(expr, ast.Name) else None
 
 
+def _flow_index(pf: PythonFile) -> tuple[dict[str, list[int]], list, dict[str, list[int]]]:
+    """Once per file, for ``model_flows``: the calls by the names they could act on (the root
+    of a method call, a first positional argument, the object of a device move), each call's
+    device move, and the assignments to attributes by their root name."""
+    cached = pf.__dict__.get("_flow_index")
+    if cached is not None:
+        return cached
+    by_name: dict[str, list[int]] = {}
+    moves: list = []
+    for i, cs in enumerate(pf.calls):
+        names: set[str] = set()
+        func = cs.node.func
+        if isinstance(func, ast.Attribute):
+            root = _root_name(func.value)
+            if root is not None:
+                names.add(root.id)
+        first = cs.node.args[0] if cs.node.args else None
+        if isinstance(first, ast.Name):
+            names.add(first.id)
+        mv = device_move(pf, cs.node, cs.scope)
+        moves.append(mv)
+        if mv is not None and isinstance(mv[0], ast.Name):
+            names.add(mv[0].id)
+        for n in names:
+            by_name.setdefault(n, []).append(i)
+    assigns: dict[str, list[int]] = {}
+    for j, (stmt, _) in enumerate(pf.statements):
+        if isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                root = _root_name(t) if isinstance(t, ast.Attribute) else None
+                if root is not None and (not assigns.get(root.id) or assigns[root.id][-1] != j):
+                    assigns.setdefault(root.id, []).append(j)
+    pf.__dict__["_flow_index"] = (by_name, moves, assigns)
+    return by_name, moves, assigns
+
+
 def model_flows(pf: PythonFile) -> list[ModelFlow]:
     """For each Trainer call: the model that reaches it, how it was created and changed."""
     cached = getattr(pf, "_model_flows", None)
@@ -529,7 +575,10 @@ def model_flows(pf: PythonFile) -> list[ModelFlow]:
             found = scope.lookup(name.id)
             return found is not None and (id(found[0]), name.id) in flow.names
 
-        for cs in pf.calls:
+        by_name, moves, assigns = _flow_index(pf)
+        names = {n for _, n in flow.names}
+        for i in sorted({i for n in names for i in by_name.get(n, ())}):
+            cs = pf.calls[i]  # only calls that name one of the model's names can be on the model
             if cs.node is model or not before_trainer(cs.stmt):
                 continue
             func = cs.node.func
@@ -543,7 +592,7 @@ def model_flows(pf: PythonFile) -> list[ModelFlow]:
                 if froot is None or not on_model(froot, cs.scope):
                     flow.calls.append(ModelCall(cs, _dotted(func).split(".")[-1], ""))
             # statement-level device moves: ``model.to(device)``, ``model = model.cuda()``
-            mv = device_move(pf, cs.node, cs.scope)
+            mv = moves[i]
             if mv is None or not isinstance(mv[0], ast.Name) or not on_model(mv[0], cs.scope):
                 continue
             if any(m.call is cs.node for m in flow.moves):
@@ -551,21 +600,27 @@ def model_flows(pf: PythonFile) -> list[ModelFlow]:
             if isinstance(cs.stmt, ast.Expr) and cs.stmt.value is cs.node or _is_self_assign(cs.stmt, cs.node):
                 flow.moves.append(DeviceMove(cs.node, mv[0], cs.stmt, cs.scope, mv[1],
                                              pf.source_of(cs.node.func).split(".")[-1]))
-        for stmt, scope in pf.statements:
+        for j in sorted({j for n in names for j in assigns.get(n, ())}):
+            stmt, scope = pf.statements[j]
             if not isinstance(stmt, ast.Assign) or not before_trainer(stmt):
                 continue
-            for t in stmt.targets:
+            for t in stmt.targets:  # type: ignore[attr-defined]
                 if isinstance(t, ast.Attribute):
                     root = _root_name(t)
                     if root is not None and on_model(root, scope):
-                        flow.attr_sets.append((stmt, _dotted(t), stmt.value))
+                        flow.attr_sets.append((stmt, _dotted(t), stmt.value))  # type: ignore[attr-defined]
         flows.append(flow)
     pf._model_flows = flows  # type: ignore[attr-defined]
+    pf._model_flow_of = {id(f.trainer): f for f in flows}  # type: ignore[attr-defined]
     return flows
 
 
 def flow_for(pf: PythonFile, tc: TrainerCall) -> ModelFlow | None:
-    return next((f for f in model_flows(pf) if f.trainer is tc), None)
+    flows = model_flows(pf)
+    by_trainer = pf.__dict__.get("_flow_by_trainer")
+    if by_trainer is None or by_trainer[0] is not flows:
+        by_trainer = pf.__dict__["_flow_by_trainer"] = (flows, {id(f.trainer): f for f in reversed(flows)})
+    return by_trainer[1].get(id(tc))
 
 
 # --- what else reaches the Trainer ---------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The findings cache: per-file results of files that provably stand alone.
+"""The findings cache: the results of stand-alone scripts and of groups of linked files.
 
 A cached entry is the list of (already filtered) findings of one Python file whose setup is that
 file alone. Its key is a SHA-256 over everything the result can depend on:
@@ -16,8 +16,11 @@ file alone. Its key is a SHA-256 over everything the result can depend on:
 - the files the setup declared besides the script (``Setup.files``): their paths and content
   hashes are stored with the entry and checked on every hit.
 
-Files that mention other files (``.json``, ``.yaml``, ``.yml``, ``.sh``, ``.toml``, ``.cfg``)
-are never cached; neither is anything when the target GPU is ``auto`` (read from
+A group of files that link to each other (``partition``: launch scripts, configs, the scripts
+they run) is keyed on every path of the group with its text; the files it read from outside
+the run are its dependencies, hashed as above; a group with a missing reference (TL004) is not
+stored. Stand-alone scripts that mention other files (``.json``, ``.yaml``, ``.yml``, ``.sh``,
+``.toml``, ``.cfg``) are never cached; neither is anything when the target GPU is ``auto`` (read from
 ``nvidia-smi``). A run reads one JSON file per namespace and writes it back atomically when it
 learned something; concurrent runs can only lose entries, never make one stale.
 
@@ -30,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,47 +113,22 @@ def mentions_other_files(text: str) -> bool:
 
 
 class _GitBase:
-    """The commit ``rev`` names in the repository holding a file (one git call per repository)."""
+    """The commit ``rev`` names in the repository holding a file (asked once per repository,
+    of the run's one git process for it: ``trainlint.vcs``)."""
 
     def __init__(self, rev: str) -> None:
         self.rev = rev
-        self._root_of_dir: dict[str, str | None] = {}
         self._commit_of_root: dict[str, str] = {}
 
-    def _root(self, folder: str) -> str | None:
-        if folder in self._root_of_dir:
-            return self._root_of_dir[folder]
-        found: str | None = None
-        d = folder
-        seen: list[str] = []
-        while True:
-            if d in self._root_of_dir:
-                found = self._root_of_dir[d]
-                break
-            seen.append(d)
-            if os.path.exists(os.path.join(d, ".git")):
-                found = d
-                break
-            parent = os.path.dirname(d)
-            if parent == d:
-                break
-            d = parent
-        for s in seen:
-            self._root_of_dir[s] = found
-        return found
-
     def commit_for(self, path: str) -> str:
-        root = self._root(os.path.dirname(os.path.abspath(path)))
+        from trainlint.vcs import commit_at, repository_root
+
+        root = repository_root(os.path.dirname(os.path.abspath(path)))
         if root is None:
             return "no-repository"
         if root not in self._commit_of_root:
-            try:
-                out = subprocess.run(["git", "-C", root, "rev-parse", "--verify", "-q", f"{self.rev}^{{commit}}"],
-                                     capture_output=True, text=True, timeout=10, check=False)
-                commit = out.stdout.strip() if out.returncode == 0 else f"unresolved:{out.returncode}"
-            except (OSError, subprocess.SubprocessError) as e:
-                commit = f"no-git:{type(e).__name__}"
-            self._commit_of_root[root] = f"{root}@{commit}"
+            commit = commit_at(root, self.rev)
+            self._commit_of_root[root] = f"{root}@{commit or 'unresolved'}"
         return self._commit_of_root[root]
 
 
@@ -195,8 +172,19 @@ class FindingsCache:
     def file(self) -> Path:
         return self.folder / f"v{FORMAT}" / f"{self.namespace}.json"
 
+    def cacheable(self, text: str) -> bool:
+        """Whether a stand-alone script's findings may be stored (it names no config file)."""
+        return not mentions_other_files(text)
+
     def key(self, path: str, explicit: bool, text: str) -> str:
         return _sha("\0".join((path, "1" if explicit else "0", self.git.commit_for(path), text)))
+
+    def group_key(self, group: list[tuple[str, bool]], texts: dict[str, str]) -> str:
+        """The key of a group of linked files: every path, how it was given and its text."""
+        parts = ["group"]
+        for path, explicit in group:
+            parts += [path, "1" if explicit else "0", self.git.commit_for(path), _sha(texts[path])]
+        return _sha("\0".join(parts))
 
     def get(self, key: str) -> dict[str, Any] | None:
         entry = self.entries.get(key)

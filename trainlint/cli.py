@@ -6,6 +6,7 @@ transformers, accelerate or deepspeed, ever).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -232,6 +233,10 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
             sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
     not_written: set[str] = set()
     if apply_:
+        from trainlint.fixing.apply import remove_stale_temps
+
+        # what a killed earlier run left next to the files it was writing
+        remove_stale_temps(sorted({os.path.dirname(os.path.realpath(p)) for p in outcome.original}))
         for path, text in sorted(outcome.fixed.items()):
             problem = write_fixed(path, outcome.original[path], text)
             if problem is not None:
@@ -241,12 +246,19 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, *
         at = f"{d.path}:cell {d.cell}:{d.line}" if d.cell is not None else f"{d.path}:{d.line}"
         click.echo(f"trainlint: fix for {d.code} at {at} was not applied: the result did not parse "
                    f"({error})", err=True)
+    for d, away in outcome.outside:
+        real = os.path.realpath(away)
+        where = away if real == os.path.abspath(away) else f"{away} (resolved: {real})"
+        click.echo(f"trainlint: fix for {d.code} at {d.path}:{d.line} was not applied: it edits {where}, which is "
+                   f"outside the paths given to fix; pass that path too to fix it", err=True)
 
-    n = len(outcome.applied)
+    # count only what was (or would be) written
+    written = {p for p in outcome.fixed if p not in not_written}
+    n = sum(1 for d in outcome.applied if d.fix is not None and all(e.path in written for e in d.fix.edits))
     verb = "Fixed" if apply_ else "Would fix"
     remaining = outcome.remaining
     hidden = sum(1 for d in remaining if d.fix is not None and d.fix.applicability == "unsafe")
-    msg = f"{verb} {n} finding{'s' if n != 1 else ''} in {len(outcome.fixed)} file{'s' if len(outcome.fixed) != 1 else ''}"
+    msg = f"{verb} {n} finding{'s' if n != 1 else ''} in {len(written)} file{'s' if len(written) != 1 else ''}"
     msg += f" ({len(remaining)} remaining"
     if hidden and not unsafe_fixes:
         msg += f"; {hidden} fixable with --unsafe-fixes"

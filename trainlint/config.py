@@ -119,13 +119,13 @@ def load_settings(start: Path | None = None, overrides: dict[str, Any] | None = 
     rule_options: dict[str, dict[str, Any]] = {}
     if path is not None:
         table = tomllib.loads(path.read_text(encoding="utf-8"))["tool"]["trainlint"]
-        from trainlint.rules import get_rule
+        from trainlint.rule_index import lookup
 
         for key, value in table.items():
             if key in _TOP_KEYS:
                 data[key] = value
-            elif isinstance(value, dict) and get_rule(key) is not None:
-                rule_options[get_rule(key).name] = value  # type: ignore[union-attr]
+            elif isinstance(value, dict) and lookup(key) is not None:
+                rule_options[lookup(key)["name"]] = value  # type: ignore[index]
             else:
                 raise ConfigError(f"{path}: unknown key [tool.trainlint] {key!r}")
         data["project_root"] = path.parent

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Literal
 
-__all__ = ["Applicability", "Diagnostic", "Edit", "Fix", "Related", "Severity", "Span", "replace"]
+__all__ = ["Applicability", "Diagnostic", "Edit", "Fix", "Related", "Severity", "Span", "input_problem", "internal_error", "replace"]
 
 
 class Severity(str, Enum):
@@ -167,3 +167,29 @@ class Span:
 
     def label(self) -> str:
         return f"{self.path}:{self.line}"
+
+
+REPORT_URL = "https://github.com/trainlint/trainlint/issues"
+
+
+def internal_error(path: str, where: str, exc: BaseException) -> Diagnostic:
+    """TL000: a bug in trainlint (a reader, linking, a rule), reported for ``path`` so that the
+    run goes on with everything else."""
+    import traceback
+    from pathlib import Path
+
+    tb = traceback.extract_tb(exc.__traceback__)
+    at = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+    return Diagnostic(
+        code="TL000", name="internal-error", severity=Severity.ERROR,
+        message=f"internal error in {where}: {type(exc).__name__}: {exc}{at}. "
+                f"This is a trainlint bug; please report it at {REPORT_URL}",
+        path=path, line=1, column=1, end_line=1, end_column=1,
+    )
+
+
+def input_problem(code: str, name: str, path: str, message: str, line: int = 1, column: int = 1,
+                  severity: Severity = Severity.ERROR) -> Diagnostic:
+    return Diagnostic(code=code, name=name, severity=severity, message=message, path=path,
+                      line=max(1, line), column=max(1, column), end_line=max(1, line),
+                      end_column=max(1, column) + 1)

@@ -1,4 +1,11 @@
-"""The pipeline: find files, read them, resolve setups, run rules, filter, fix.
+"""The pipeline, on top of the stages: walk and partition the files (``partition``), resolve
+what the run shares once (``resolve.run_context``), check each group (``checking``: workspace,
+linking, setups, rules, filter), merge.
+
+One pipeline, two schedulers: the plan's tasks (stand-alone scripts, groups of linked files) are
+checked in this process or by a pool of worker processes (``parallel``), each by
+``checking.run_task``; the findings cache (``cache``) answers for unchanged scripts in both. The result is the same
+whichever runs (a test compares default, ``-j 1``, ``-j 2`` and the warm cache).
 
 ``lint`` is what ``trainlint check`` runs; ``fix_in_memory`` is what ``fix`` and ``verify``
 run. Neither imports torch, transformers, accelerate or deepspeed, nor executes user code.
@@ -6,66 +13,24 @@ run. Neither imports torch, transformers, accelerate or deepspeed, nor executes 
 
 from __future__ import annotations
 
-import sys
+import gc
 import threading
-import traceback
-from dataclasses import dataclass, field, replace
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Iterator
 
-from trainlint.config import ConfigError, Settings
-from trainlint.consumers import with_consumer
-from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.resolve import Workspace, build_setups, read_workspace
-from trainlint.rules import all_rules, is_selected, select_rules
-from trainlint.suppression import Suppressions
+from trainlint import checking
+from trainlint.checking import Outcome, check_group, run_task
+from trainlint.config import Settings
+from trainlint.diagnostics import Diagnostic, internal_error  # noqa: F401 - internal_error re-exported
+from trainlint.partition import split, walk_order
+from trainlint.resolve import run_context, run_root
+from trainlint.rules import all_rules
+from trainlint.stack import with_deep_stack
 
 MAX_FIX_PASSES = 8
-REPORT_URL = "https://github.com/trainlint/trainlint/issues"
-
-# Deeply nested but valid code (a 900-term string concatenation, a long method chain) makes
-# ast's recursive structures deep; the analysis and the rules walk them recursively. The
-# pipeline therefore runs in a thread with a large stack and a raised recursion limit, so such
-# files are analysed instead of failing, and anything deeper ends in a RecursionError that is
-# reported per file (never a crash of the interpreter).
-DEEP_STACK_BYTES = 512 * 1024 * 1024
-DEEP_RECURSION_LIMIT = 20_000
-_deep = threading.local()
-_T = TypeVar("_T")
-
-
-def with_deep_stack(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-    """Call ``fn(*args, **kwargs)`` in a thread with a large stack and a raised recursion
-    limit; exceptions propagate to the caller. Nested calls run directly."""
-    if getattr(_deep, "active", False):
-        return fn(*args, **kwargs)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        _deep.active = True
-        try:
-            box["result"] = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
-            box["error"] = exc
-
-    old_limit = sys.getrecursionlimit()
-    try:
-        old_size = threading.stack_size(DEEP_STACK_BYTES)
-    except (ValueError, RuntimeError):  # platform without settable thread stacks
-        return fn(*args, **kwargs)
-    sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
-    try:
-        try:
-            thread = threading.Thread(target=target, name="trainlint", daemon=True)
-            thread.start()
-        finally:
-            threading.stack_size(old_size)
-        thread.join()
-    finally:
-        sys.setrecursionlimit(old_limit)
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+MIN_POOL_FILES = 50  # the pool starts above this many files to check
 
 
 @dataclass
@@ -77,124 +42,37 @@ class LintResult:
     texts: dict[str, str] = field(default_factory=dict)
     unparsable: set[str] = field(default_factory=set)  # never edited by fix
     kinds: dict[str, str] = field(default_factory=dict)  # path -> reader kind
+    cache_stats: tuple[int, int] | None = None  # (hits, misses) when the cache was used
 
     @property
     def internal_errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.code == "TL000"]
 
 
-def internal_error(path: str, where: str, exc: BaseException) -> Diagnostic:
-    tb = traceback.extract_tb(exc.__traceback__)
-    at = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
-    return Diagnostic(
-        code="TL000", name="internal-error", severity=Severity.ERROR,
-        message=f"internal error in {where}: {type(exc).__name__}: {exc}{at}. "
-                f"This is a trainlint bug; please report it at {REPORT_URL}",
-        path=path, line=1, column=1, end_line=1, end_column=1,
-    )
+_gc_lock = threading.Lock()
+_gc_runs = [0, (700, 10, 10)]  # runs in progress (the language server runs several), thresholds before
 
 
-def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = None) -> list[Diagnostic]:
-    """Every rule on every setup; ``declared`` (when given) collects the setups' files."""
-    rules = [cls(settings, settings.options_for(cls))
-             for cls in select_rules(settings.select + settings.extend_select, settings.ignore)
-             if not cls.produced_by_engine]
-    linking_error: Diagnostic | None = None
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic collector walks every tracked object on each full collection; while
+    thousands of parsed trees come and go, that was a third of a repository run. What exists
+    before the run (modules, knowledge tables) is frozen out of its sight, and it runs rarely
+    during the run; afterwards it is as before."""
+    with _gc_lock:
+        if _gc_runs[0] == 0:
+            _gc_runs[1] = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(20_000, 50, 1000)
+        _gc_runs[0] += 1
     try:
-        setups = build_setups(ws, settings)  # linking may read more files and add input problems
-    except ConfigError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - linking failed: check each script on its own
-        first = sorted(ws.files)[0] if ws.files else "."
-        linking_error = internal_error(first, "linking the files of the setup", exc)
-        setups = _single_file_setups(ws, settings)
-    out: list[Diagnostic] = list(ws.problems)
-    if linking_error is not None:
-        out.append(linking_error)
-    for setup in setups:
-        if declared is not None:
-            declared.update(str(f) for f in setup.files)
-        assumed = [s for s in setup.sites if s.assumed]
-        docs = str(setup.extra.get("launch_file", "")).lower().endswith((".md", ".markdown", ".mdx"))
-        for rule in rules:
-            try:
-                found = with_consumer(setup, list(rule.check(setup)))
-                if assumed:
-                    found = _say_assumed(found, assumed)
-                if docs:  # a README command is documentation: at most a warning
-                    found = [replace(d, severity=Severity.WARNING) if d.severity is Severity.ERROR
-                             and d.path.lower().endswith((".md", ".markdown", ".mdx")) else d for d in found]
-                out.extend(found)
-            except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
-                path = setup.files[0] if setup.files else str(setup.root)
-                out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
-    return _without_walked_markdown(ws, out)
-
-
-def _without_walked_markdown(ws: Workspace, found: list[Diagnostic]) -> list[Diagnostic]:
-    """A Markdown file found by a folder walk is read for its commands, which tell who reads
-    a script or an args file (a README's ``accelerate launch sft.py --config recipe.yaml``);
-    findings in the Markdown itself are reported only when it is named explicitly."""
-    quiet = {p for p, f in ws.files.items() if f.kind == "markdown" and not f.explicit}
-    if not quiet:
-        return found
-    return [d for d in found if d.path not in quiet]
-
-
-def _say_assumed(found: list[Diagnostic], sites: list) -> list[Diagnostic]:
-    """Findings on a site whose consumer is assumed (a script not in this repository, a
-    framework CLI) say so; when the parser is only a guess, they are at most warnings."""
-    out = []
-    for d in found:
-        site = next((s for s in sites if s.span is not None and s.span.path == d.path
-                     and s.span.line <= d.line <= s.span.end_line), None)
-        if site is None:
-            out.append(d)
-            continue
-        severity = d.severity
-        if not site.assumed_certain and severity is Severity.ERROR:
-            severity = Severity.WARNING
-        out.append(replace(d, message=f"{d.message} ({site.assumed})", severity=severity))
-    return out
-
-
-def _single_file_setups(ws: Workspace, settings: Settings) -> list:
-    from trainlint.resolve import target_gpu
-    from trainlint.setup import Setup
-
-    gpu = target_gpu(settings)
-    docs = [(f.path, f.doc) for f in ws.files.values() if f.kind == "python" and f.doc is not None]
-    docs += [(f.path, f.doc.python) for f in ws.files.values()  # a notebook's program
-             if f.kind == "notebook" and f.doc is not None and f.doc.python is not None]
-    return [Setup(root=Path(path).parent, scripts=[doc], sites=doc.sites, files=[path], gpu=gpu)
-            for path, doc in docs]
-
-
-def _filter(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) -> list[Diagnostic]:
-    selectors = settings.select + settings.extend_select
-    sup = Suppressions(ws)
-    seen: set[tuple] = set()
-    kept: list[Diagnostic] = []
-    for d in diagnostics:
-        if d.code != "TL000":
-            if not is_selected(d.code, d.name, selectors) or is_selected(d.code, d.name, settings.ignore):
-                continue
-            ignored = settings.ignored_for(d.path)
-            if ignored and is_selected(d.code, d.name, ignored):
-                continue
-            if sup.suppressed(d):
-                continue
-        key = (d.path, d.line, d.column, d.code, d.message)
-        if key in seen:
-            continue
-        seen.add(key)
-        kept.append(d)
-    if any(f.kind == "notebook" for f in ws.files.values()):
-        from trainlint.sources.notebook import to_cells
-
-        kept = to_cells(kept, ws)  # notebook findings: cell + line within the cell
-    kept.sort(key=lambda d: d.sort_key())
-    return kept
+        yield
+    finally:
+        with _gc_lock:
+            _gc_runs[0] -= 1
+            if _gc_runs[0] == 0:
+                gc.set_threshold(*_gc_runs[1])
+                gc.unfreeze()
 
 
 def with_target_root(settings: Settings, paths: list[Path]) -> Settings:
@@ -210,27 +88,174 @@ def with_target_root(settings: Settings, paths: list[Path]) -> Settings:
 
 
 def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None = None,
-         only: set[str] | None = None, *, jobs: int | None = 1, cache: bool = False) -> LintResult:
+         only: set[str] | None = None, *, jobs: int | None = 1, cache: bool = False,
+         min_files: int = MIN_POOL_FILES, memo: dict | None = None) -> LintResult:
     """Check ``paths``. ``overlay`` replaces file contents (fixes in memory, stdin).
 
-    ``jobs`` other than 1 (None: one per core) or ``cache`` take the fast path of
-    ``trainlint.parallel`` (same result: stand-alone scripts one by one, in a process pool when
-    there are many, from the findings cache when unchanged)."""
+    ``jobs``: processes (None: one per core); the pool is used above ``min_files`` files to
+    check. ``cache``: unchanged stand-alone scripts come from the findings cache. The result
+    does not depend on either. ``memo`` (a dict kept across calls, as ``fix`` does between
+    passes) remembers each task's outcome by its texts, so an unchanged task is not redone."""
     settings = with_target_root(settings, paths)
-    if jobs != 1 or cache:
-        from trainlint.parallel import lint_split
+    try:
+        with _collector_paused():
+            return _lint(paths, settings, overlay or {}, jobs, cache, min_files, memo)
+    finally:
+        from trainlint.vcs import close_all
 
-        return lint_split(paths, settings, overlay or {}, jobs=jobs, use_cache=cache)
-    return with_deep_stack(_lint, paths, settings, overlay, only)
+        close_all()
 
 
-def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None,
-          only: set[str] | None) -> LintResult:
-    ws = read_workspace(paths, settings, overlay or {})
-    diagnostics = run_rules(ws, settings)
-    return LintResult(diagnostics=_filter(diagnostics, ws, settings), files=sorted(ws.files),
-                      texts={p: f.text.text for p, f in ws.files.items()},
-                      unparsable=set(ws.unparsable), kinds={p: f.kind for p, f in ws.files.items()})
+def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: int | None,
+          use_cache: bool, min_files: int, memo: dict | None) -> LintResult:
+    plan = split(paths, settings, overlay)
+    ctx = run_context(settings, run_root(paths))
+    store = None
+    if use_cache:
+        from trainlint.cache import FindingsCache
+
+        store = FindingsCache.open(settings)
+
+    diagnostics: list[Diagnostic] = []
+    texts: dict[str, str] = dict(plan.texts)
+    kept: list[str] = []
+    kinds: dict[str, str] = {}
+    unparsable: set[str] = set()
+    todo: list[tuple[Any, str | None]] = []
+    outcomes_cached: list[Outcome] = []
+    for u in plan.units:
+        key = None
+        if store is not None and store.cacheable(u.text):
+            key = store.key(u.path, u.explicit, u.text)
+            entry = store.get(key)
+            if entry is not None:
+                diagnostics.extend(Diagnostic.from_json(d) for d in entry["diagnostics"])
+                if entry["kept"]:
+                    kept.append(u.path)
+                    kinds[u.path] = entry["kind"]
+                if entry["unparsable"]:
+                    unparsable.add(u.path)
+                continue
+        todo.append((u, key))
+
+    # groups of linked files come from the cache too, keyed on all their texts
+    group_todo: list[tuple[list[tuple[str, bool]], int, str | None]] = []
+    for group, size in zip(plan.groups, plan.sizes):
+        key = None
+        if store is not None and all(p in plan.group_texts for p, _ in group):
+            key = store.group_key(group, plan.group_texts)
+            entry = store.get(key)
+            if entry is not None:
+                cached = _from_cache_entry(entry, plan.group_texts)
+                if cached is not None:
+                    outcomes_cached.append(cached)
+                    continue
+        group_todo.append((group, size, key))
+
+    tasks: list[Any] = [u for u, _ in todo] + [g for g, _, _ in group_todo]
+    sizes = [len(u.text) for u, _ in todo] + [n for _, n, _ in group_todo]
+    # within one ``fix``, a task whose files did not change since the last pass is not redone
+    keys = [_memo_key(t, plan) for t in tasks] if memo is not None else []
+    remembered = {i: memo[k] for i, k in enumerate(keys) if k is not None and k in memo} if memo is not None else {}
+    pending = [i for i in range(len(tasks)) if i not in remembered]
+    run_tasks = [tasks[i] for i in pending]
+    n_files = sum(1 if not isinstance(t, list) else len(t) for t in run_tasks)
+    n_jobs = jobs if jobs is not None else _default_jobs()
+    if n_jobs > 1 and n_files > min_files and len(run_tasks) > 1:
+        from trainlint.parallel import PoolRun
+
+        fresh = PoolRun(run_tasks, [sizes[i] for i in pending], settings, ctx, overlay, n_jobs).results()
+    else:
+        def here() -> list[Outcome]:
+            rules = checking.make_rules(settings)
+            return [run_task(t, settings, overlay, ctx, rules) for t in run_tasks]
+
+        fresh = with_deep_stack(here)
+    results: list[Outcome] = [remembered.get(i) for i in range(len(tasks))]  # type: ignore[misc]
+    for i, out in zip(pending, fresh):
+        results[i] = out
+        if memo is not None and keys[i] is not None:
+            memo[keys[i]] = out
+
+    known = {u.path for u in plan.units} | {p for p, _ in plan.rest}
+    outcomes: list[Outcome] = []
+    redo = False
+    for task, out in zip(tasks, results):
+        own = {task.path} if not isinstance(task, list) else {p for p, _ in task}
+        if any(d in known and d not in own for d in out.deps) or \
+                any(p in known and p not in own for p in out.texts):
+            redo = True  # a group reads a file of another after all: check everything at once
+        outcomes.append(out)
+    for (u, key), out in zip(todo, outcomes):
+        if store is not None and key is not None and set(out.texts) <= {u.path} \
+                and set(out.unparsable) <= {u.path} and not redo:
+            store.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
+                            "unparsable": u.path in out.unparsable,
+                            "diagnostics": [d.to_json() for d in out.diagnostics]}, out.deps)
+    for (group, _, key), out in zip(group_todo, outcomes[len(todo):]):
+        # a missing reference depends on a file that does not exist: not cached
+        if store is not None and key is not None and not redo and not any(d.code == "TL004" for d in out.diagnostics):
+            store.put(key, {"group": True, "files": sorted(out.texts), "kinds": out.kinds,
+                            "unparsable": out.unparsable,
+                            "diagnostics": [d.to_json() for d in out.diagnostics]},
+                      sorted(p for p in out.texts if p not in plan.group_texts) + out.deps)
+    outcomes.extend(outcomes_cached)
+    if store is not None:
+        store.save()
+    if redo:
+        diagnostics, kept, kinds, unparsable = [], [], {}, set()
+        outcomes = [with_deep_stack(check_group, walk_order(paths, settings), settings, overlay, ctx)]
+    for out in outcomes:
+        diagnostics.extend(out.diagnostics)
+        kept.extend(out.texts)
+        texts.update(out.texts)
+        kinds.update(out.kinds)
+        unparsable.update(out.unparsable)
+
+    seen: set[tuple] = set()
+    merged = []
+    for d in diagnostics:
+        k = (d.path, d.cell, d.line, d.column, d.code, d.message)
+        if k not in seen:
+            seen.add(k)
+            merged.append(d)
+    merged.sort(key=lambda d: d.sort_key())
+    files = sorted(set(kept))
+    return LintResult(diagnostics=merged, files=files, texts={p: texts[p] for p in files if p in texts},
+                      unparsable=unparsable, kinds={p: kinds[p] for p in files if p in kinds},
+                      cache_stats=(store.hits, store.misses) if store is not None else None)
+
+
+def _from_cache_entry(entry: dict[str, Any], texts: dict[str, str]) -> Outcome | None:
+    """A cached group's outcome; the texts of files it pulled in from outside the run are read
+    again (the cache checked their hashes)."""
+    from trainlint.sources.files import ReadProblem, read_text
+
+    got: dict[str, str] = {}
+    for p in entry["files"]:
+        if p in texts:
+            got[p] = texts[p]
+            continue
+        try:
+            got[p] = read_text(p).text
+        except ReadProblem:
+            return None
+    return Outcome([Diagnostic.from_json(d) for d in entry["diagnostics"]], got, dict(entry["kinds"]),
+                   list(entry["unparsable"]), [])
+
+
+def _memo_key(task: Any, plan: Any) -> tuple | None:
+    if not isinstance(task, list):
+        return ("unit", task.path, task.explicit, task.text)
+    if not all(p in plan.group_texts for p, _ in task):
+        return None
+    return ("group", tuple((p, e, plan.group_texts[p]) for p, e in task))
+
+
+def _default_jobs() -> int:
+    from trainlint.parallel import default_jobs
+
+    return default_jobs()
 
 
 @dataclass
@@ -242,6 +267,8 @@ class FixOutcome:
     applied: list[Diagnostic]
     reverted: list[tuple[Diagnostic, str]]
     remaining: list[Diagnostic]  # what is still reported after fixing
+    # fixes left alone because they edit a file outside the given paths: (finding, that file)
+    outside: list[tuple[Diagnostic, str]] = field(default_factory=list)
 
 
 def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,
@@ -263,13 +290,34 @@ def _fix_key(d: Diagnostic) -> tuple:
                                  for e in d.fix.edits)))
 
 
+def inside_paths(paths: list[Path]) -> Callable[[str], bool]:
+    """Whether a file is under one of ``paths`` once both are resolved (symbolic links
+    followed, ``..`` removed): ``fix`` edits only such files. A launch line's
+    ``--deepspeed ../shared/ds.json`` or a link to a file elsewhere is outside."""
+    import os
+
+    roots = [os.path.realpath(p) for p in paths] or [os.path.realpath(".")]
+    cache: dict[str, bool] = {}
+
+    def inside(path: str) -> bool:
+        if path not in cache:
+            real = os.path.realpath(path)
+            cache[path] = any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+        return cache[path]
+
+    return inside
+
+
 def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
                  overlay: dict[str, str] | None) -> FixOutcome:
+    inside = inside_paths(paths)
+    outside: dict[tuple, tuple[Diagnostic, str]] = {}
     current: dict[str, str] = dict(overlay or {})
     applied: list[Diagnostic] = []
     reverted: list[tuple[Diagnostic, str]] = []
     refused: set[tuple] = set()  # fixes that broke a file: never tried again
-    result = lint(paths, settings, current)
+    memo: dict = {}  # tasks a pass leaves unchanged are not checked again
+    result = lint(paths, settings, current, memo=memo)
     original = dict(result.texts)
     # never edit a file that did not parse, even when its finding is ignored or suppressed
     unparsable = set(result.unparsable) | {d.path for d in result.diagnostics
@@ -277,10 +325,16 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
     seen_states: set[int] = set()
     for _ in range(MAX_FIX_PASSES):
         texts = {**result.texts, **current}
-        fixable = [d for d in result.diagnostics
-                   if d.fix is not None and (d.fix.applicability == "safe" or unsafe)
-                   and not any(e.path in unparsable for e in d.fix.edits)
-                   and _fix_key(d) not in refused]
+        fixable = []
+        for d in result.diagnostics:
+            if d.fix is None or not (d.fix.applicability == "safe" or unsafe) \
+                    or any(e.path in unparsable for e in d.fix.edits) or _fix_key(d) in refused:
+                continue
+            away = next((e.path for e in d.fix.edits if not inside(e.path)), None)
+            if away is not None:
+                outside.setdefault((d.code, d.path, d.line, d.column), (d, away))
+                continue
+            fixable.append(d)
         if not fixable:
             break
         from trainlint.fixing.apply import apply_fix_pass
@@ -299,11 +353,11 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
         seen_states.add(state)
         applied.extend(pr.applied)
         current.update(pr.texts)
-        result = lint(paths, settings, current)
+        result = lint(paths, settings, current, memo=memo)
     fixed = {p: t for p, t in current.items() if original.get(p) is not None and t != original[p]
              and p not in unparsable}
     return FixOutcome(original=original, fixed=fixed, applied=applied, reverted=reverted,
-                      remaining=result.diagnostics)
+                      remaining=result.diagnostics, outside=list(outside.values()))
 
 
 def fix_in_memory(paths: list[Path], *, unsafe: bool = False, settings: Settings | None = None

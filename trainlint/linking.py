@@ -49,10 +49,15 @@ from trainlint.setup import (
     project_consumer,
     unknown_consumer,
 )
+from trainlint.workspace import (  # noqa: F401 - re-exported
+    MAX_REFERENCE_LEVELS,
+    reference_folders,
+    repository_root,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.config import Settings
-    from trainlint.resolve import ParsedFile, Workspace
+    from trainlint.workspace import ParsedFile, Workspace
     from trainlint.sources.python import PythonFile
     from trainlint.sources.shell import Flag, LaunchCommand
 
@@ -78,7 +83,7 @@ def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str],
              looked_for: str = "") -> None:
     """A TL004 finding: ``why`` says why the path is clearly run from elsewhere (info) or
     what else is known (a file of that name elsewhere); ``then`` what trainlint does instead."""
-    from trainlint.resolve import input_problem
+    from trainlint.workspace import input_problem
 
     from trainlint.sources.shell import SCRIPT_DIR
 
@@ -97,54 +102,7 @@ def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str],
     ws.problems.append(replace(d, end_line=span.end_line, end_column=span.end_column))
 
 
-MAX_REFERENCE_LEVELS = 8
-_ROOT_MARKERS = (".git", "pyproject.toml", "setup.py")
-
-
-def _is_root(folder: str) -> bool:
-    return any(os.path.exists(os.path.join(folder, m)) for m in _ROOT_MARKERS)
-
-
-def repository_root(base_file: str) -> str | None:
-    """The nearest folder at or above ``base_file``'s with ``.git``, ``pyproject.toml`` or
-    ``setup.py`` (at most ``MAX_REFERENCE_LEVELS`` up), absolute; None when there is none."""
-    current = os.path.abspath(os.path.dirname(base_file) or ".")
-    for _ in range(MAX_REFERENCE_LEVELS + 1):
-        if _is_root(current):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-    return None
-
-
-def reference_folders(base_file: str) -> list[str]:
-    """Where a relative path written in ``base_file`` may start: its folder, then each folder
-    above it up to the repository root (the nearest folder with ``.git``, ``pyproject.toml`` or
-    ``setup.py``). Launch scripts are usually run from the repository root (``bash
-    scripts/train.sh`` naming ``src/train.py``), sometimes from their own folder. Without a
-    repository root above the file, only the working directory is added (when the file is
-    below it), so that no unrelated folder is searched."""
-    folder = os.path.dirname(base_file)
-    start = os.path.abspath(folder or ".")
-    ancestors: list[str] = []
-    current = start
-    root_found = _is_root(current)
-    for _ in range(MAX_REFERENCE_LEVELS):
-        if root_found:
-            break
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-        ancestors.append(current)
-        root_found = _is_root(current)
-    if not root_found:
-        cwd = os.getcwd()
-        ancestors = [cwd] if cwd != start and start.startswith(cwd.rstrip(os.sep) + os.sep) else []
-    shown = (lambda p: p) if os.path.isabs(base_file) else os.path.relpath
-    return [folder, *(shown(a) for a in ancestors)]
+# (``reference_folders`` and ``repository_root`` live in ``workspace``: module lookup uses them too)
 
 
 # -- where a referenced path is ---------------------------------------------------------------
@@ -190,7 +148,7 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
     """Find the file ``ref`` written in ``base_file`` (by ``launch``, after its ``cd``s;
     ``doc`` the shell document that may write the file itself), and when it is not there,
     how likely it is that the repository should contain it."""
-    from trainlint.resolve import norm
+    from trainlint.workspace import norm
 
     if not ref:
         return Located(UNRESOLVED)
@@ -347,7 +305,7 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str,
     ``launch``); read once; a TL004 finding at ``span`` when it exists in none of them, at
     the severity its likelihood deserves (``locate``). Paths with unresolved shell
     variables, and files the script writes itself, are not reported."""
-    from trainlint.resolve import read_file
+    from trainlint.workspace import read_file
 
     quiet = False
     nb = _notebook_of(ws, base_file)
@@ -737,7 +695,7 @@ class _Linker:
         return setup
 
     def _read_located(self, loc: Located) -> ParsedFile | None:
-        from trainlint.resolve import read_file
+        from trainlint.workspace import read_file
 
         if loc.verdict != FOUND or loc.path is None:
             return None
@@ -919,7 +877,7 @@ class _Linker:
         import os
 
         from trainlint.consumers import project_readers
-        from trainlint.resolve import norm
+        from trainlint.workspace import norm
 
         readers = project_readers(pf)
         via = f"{readers[0]} in {os.path.basename(pf.path)}" if readers else f"{os.path.basename(pf.path)}'s own code"
@@ -996,7 +954,7 @@ class _Linker:
 
         if path in self.project_files:
             return self.project_files[path]
-        from trainlint.resolve import norm
+        from trainlint.workspace import norm
 
         kind = "json" if path.endswith(".json") else "yaml"
         folder = os.path.dirname(path)
@@ -1113,6 +1071,11 @@ def accelerate_world_size(acc) -> Value | None:
         g = acc.gpu_ids
         return Value(value=len(ids), origin=ACCELERATE, span=g.span, key_span=g.key_span, name="gpu_ids")
     return None
+
+
+# What in a Python file makes linking look at the args files beside it (the two functions below);
+# ``partition`` keeps such a file with the rest of the run when its folder holds one.
+SAME_FOLDER_NAMES = ("HfArgumentParser", "TrlParser", "parse_yaml_file", "parse_json_file")
 
 
 def same_folder_args_readers(ws: Workspace, path: str) -> frozenset[str]:

@@ -25,7 +25,7 @@ import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.resolve import Workspace
+    from trainlint.workspace import Workspace
     from trainlint.sources.python import PythonFile, TrainingArgsCall
 
 MAX_DEPTH = 6
@@ -39,7 +39,7 @@ class Modules:
         self._cache: dict[tuple[str, str, int], PythonFile | None] = {}
 
     def _roots(self, from_file: str) -> list[str]:
-        from trainlint.linking import reference_folders
+        from trainlint.workspace import reference_folders
 
         folders = reference_folders(from_file)
         out = []
@@ -79,7 +79,7 @@ class Modules:
         return found
 
     def _load(self, path: str) -> PythonFile | None:
-        from trainlint.resolve import norm, read_file
+        from trainlint.workspace import norm, read_file
 
         path = norm(path)
         f = self.ws.files.get(path)

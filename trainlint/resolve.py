@@ -1,171 +1,71 @@
-"""From paths to resolved setups.
+"""Resolved setups: the stage after linking.
 
-``read_workspace`` reads and parses every file once (reporting input problems as TL0xx
-findings and going on with the others); ``build_setups`` groups what belongs to one training
-run and attaches the target hardware.
+``build_setups`` groups what belongs to one training run (``linking``) and attaches what the
+whole run shares: the target hardware and the targeted library versions. ``run_context``
+resolves those once per run (the project root, the versions, the GPU), and every part of the
+run (in this process or in a worker) gets the same context, so that ``-j 1`` and ``-j N`` agree.
+
+(The workspace names are re-exported for callers that read a workspace and build its setups.)
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainlint.config import ConfigError, Settings
-from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.setup import OPTION, Setup, Value
-from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
-from trainlint.sources.python import PythonFile, parse_python
-
-# A walked (not explicitly named) Python file is parsed only if it mentions one of these: a
-# byte search is ~free, a parse is not (shared/perf-anchors.md).
-PY_PREFILTER = ("Trainer", "TrainingArguments", "Config", "transformers", "trl", "peft", "accelerate",
-                "deepspeed", "from_pretrained", "tokenizer")
-
-
-@dataclass
-class ParsedFile:
-    """A file read for the run, with its kind and parsed document."""
-
-    path: str
-    kind: str  # python, shell, markdown, deepspeed, accelerate, hf_args, json, yaml, unknown
-    text: TextFile
-    doc: Any = None  # PythonFile, or the reader's document for other kinds
-    explicit: bool = False
+from trainlint.sources.python import PythonFile
+from trainlint.workspace import (  # noqa: F401 - re-exported
+    PY_PREFILTER,
+    ParsedFile,
+    Workspace,
+    input_problem,
+    norm,
+    read_entry,
+    read_file,
+    read_workspace,
+)
 
 
-@dataclass
-class Workspace:
-    """Every file of a run, parsed once, with the input problems found while reading them."""
+@dataclass(frozen=True)
+class RunContext:
+    """What every setup of one run shares, resolved once (``run_context``)."""
 
-    settings: Settings
-    overlay: dict[str, str]
-    files: dict[str, ParsedFile] = field(default_factory=dict)
-    problems: list[Diagnostic] = field(default_factory=list)
-    # files that could not be read or parsed (TL001-TL003, TL000 in a reader): no rule sees
-    # their content and ``fix`` never edits them
-    unparsable: set[str] = field(default_factory=set)
-    # problems of walked generic JSON/YAML files, reported only if something references them
-    deferred_problems: dict[str, list[Diagnostic]] = field(default_factory=dict)
-
-    @property
-    def python_files(self) -> list[PythonFile]:
-        return [f.doc for f in self.files.values() if f.kind == "python" and f.doc is not None]
+    gpu: Any
+    transformers_version: Value
+    trl_version: Value
+    world_size: Value | None
 
 
-def input_problem(code: str, name: str, path: str, message: str, line: int = 1, column: int = 1,
-                  severity: Severity = Severity.ERROR) -> Diagnostic:
-    return Diagnostic(code=code, name=name, severity=severity, message=message, path=path,
-                      line=max(1, line), column=max(1, column), end_line=max(1, line),
-                      end_column=max(1, column) + 1)
+def run_context(settings: Settings, root: Path | None) -> RunContext:
+    """The run's target GPU, library versions and world size. ``root`` is the project whose
+    declared versions are the targets when the settings do not say (``Settings.target_root``,
+    else the pyproject.toml's folder)."""
+    if settings.target_root is not None:
+        root = settings.target_root
+    elif settings.project_root is not None:
+        root = settings.project_root
+    tf_version, trl_version = _target_versions(settings, root)
+    world = Value(value=settings.gpus, origin=OPTION, name="--gpus", note="--gpus") if settings.gpus else None
+    return RunContext(gpu=target_gpu(settings), transformers_version=tf_version, trl_version=trl_version,
+                      world_size=world)
 
 
-def norm(path: Path | str) -> str:
-    p = os.path.normpath(str(path))
-    return p
+def workspace_context(ws: Workspace, settings: Settings) -> RunContext:
+    """The context of a workspace read on its own (not through ``engine.lint``): pins are
+    looked for in the folder of its first file."""
+    return run_context(settings, _project_root(ws, settings))
 
 
-def _kind_of(path: str, text: str) -> str:
-    suffix = Path(path).suffix.lower()
-    if suffix in (".py", ".pyw", ".pyi"):
-        return "python"
-    try:
-        from trainlint.sources.kinds import detect_kind
-    except ImportError:  # readers for other kinds not installed in this build
-        return "unknown"
-    try:
-        return detect_kind(path, text)
-    except (RecursionError, MemoryError, ValueError):
-        # absurd nesting: fall back on the suffix; the reader reports the problem
-        return {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
-                ".bash": "shell"}.get(suffix, "unknown")
-
-
-def _parse_python(ws: Workspace, path: str, text: str) -> PythonFile | None:
-    """``parse_python`` with every way a hostile file can make it fail turned into TL001."""
-    try:
-        return parse_python(path, text)
-    except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
-        line = e.lineno or 1
-        column = e.offset or 1
-        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
-                                         line, column))
-    except (RecursionError, MemoryError) as e:
-        # the parser's own stack limit (MemoryError "Parser stack overflowed") or the depth of
-        # ast construction/analysis: Python itself would refuse to compile this
-        ws.problems.append(input_problem(
-            "TL001", "syntax-error", path,
-            f"cannot parse Python: expressions nested too deeply ({type(e).__name__})"))
-    except ValueError as e:  # "source code string cannot contain null bytes"
-        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e}"))
-    ws.unparsable.add(path)
+def run_root(paths: list[Path]) -> Path | None:
+    """The folder a run is about when no pyproject.toml says: the first path given (its
+    folder when it is a file)."""
+    for p in paths:
+        p = Path(p)
+        return p if p.is_dir() else p.parent
     return None
-
-
-def read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
-    """Read and parse one file; input problems become findings, never exceptions. A bug in
-    a reader is reported as TL000 for this file and the run goes on with the others."""
-    from trainlint.engine import internal_error
-
-    try:
-        return _read_file(ws, path, explicit)
-    except Exception as exc:  # noqa: BLE001 - a reader bug is reported per file
-        ws.problems.append(internal_error(path, "reading this file", exc))
-        ws.unparsable.add(path)
-        ws.files.pop(path, None)
-        return None
-
-
-def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
-    try:
-        tf = read_text(path, ws.overlay)
-    except ReadProblem as e:
-        ws.problems.append(input_problem("TL002", "unreadable-file", path, e.message, e.line, e.column))
-        ws.unparsable.add(path)
-        return None
-    kind = _kind_of(path, tf.text)
-    if kind == "binary":
-        ws.problems.append(input_problem("TL002", "unreadable-file", path, "binary file"))
-        ws.unparsable.add(path)
-        return None
-    pf = ParsedFile(path=path, kind=kind, text=tf, explicit=explicit)
-    if kind == "python":
-        if not explicit and not any(tok in tf.text for tok in PY_PREFILTER):
-            return None
-        pf.doc = _parse_python(ws, path, tf.text)
-    elif kind == "notebook" and not explicit and not _notebook_prefilter(tf.text):
-        return None
-    else:
-        from trainlint.sources import registry
-
-        registry.parse_into(ws, pf)
-    ws.files[path] = pf
-    return pf
-
-
-def _notebook_prefilter(text: str) -> bool:
-    from trainlint.sources.notebook import prefilter
-
-    return prefilter(text, PY_PREFILTER)
-
-
-def read_workspace(paths: list[Path], settings: Settings, overlay: dict[str, str]) -> Workspace:
-    ws = Workspace(settings=settings, overlay=overlay)
-    for p, explicit in walk(paths, settings.exclude):
-        read_entry(ws, norm(p), explicit)
-    return ws
-
-
-def read_entry(ws: Workspace, path: str, explicit: bool) -> None:
-    """One walked or named path into the workspace (a named one that is missing is a finding)."""
-    if not explicit and path in ws.files:
-        return
-    if explicit and not os.path.lexists(path) and path not in ws.overlay:
-        ws.problems.append(input_problem("TL002", "unreadable-file", path, "no such file or directory"))
-        ws.unparsable.add(path)
-        return
-    read_file(ws, path, explicit)
 
 
 def target_gpu(settings: Settings):
@@ -200,10 +100,14 @@ def _project_root(ws: Workspace, settings: Settings) -> Path | None:
 
 def target_versions(ws: Workspace, settings: Settings) -> tuple[Value, Value]:
     """The transformers and TRL versions the check targets, as Values whose ``note`` says where
-    each came from (see ``knowledge.versions``). Resolved once per run; nothing is imported."""
+    each came from (see ``knowledge.versions``); nothing is imported. A run resolves them once
+    (``run_context``); this is for a workspace on its own."""
+    return _target_versions(settings, _project_root(ws, settings))
+
+
+def _target_versions(settings: Settings, root: Path | None) -> tuple[Value, Value]:
     from trainlint.knowledge.versions import resolve_transformers_version, resolve_trl_version
 
-    root = _project_root(ws, settings)
     out = []
     for explicit, flag, key, resolver in (
         (settings.transformers_version, "--transformers-version", "transformers-version",
@@ -245,28 +149,29 @@ def _configured(path: Path, key: str) -> str | None:
     return str(value) if value is not None else None
 
 
-def build_setups(ws: Workspace, settings: Settings) -> list[Setup]:
-    gpu = target_gpu(settings)
-    tf_version, trl_version = target_versions(ws, settings)
-    world = Value(value=settings.gpus, origin=OPTION, name="--gpus", note="--gpus") if settings.gpus else None
+def build_setups(ws: Workspace, settings: Settings, ctx: RunContext | None = None) -> list[Setup]:
+    """The setups of ``ws``: the linked ones, then each script nothing links on its own."""
+    if ctx is None:
+        ctx = workspace_context(ws, settings)
+    from trainlint import linking
+
     setups: list[Setup] = []
-    try:
-        from trainlint import linking
-    except ImportError:  # pragma: no cover - linking of launch lines/configs not in this build
-        linking = None  # type: ignore[assignment]
     linked: set[str] = set()
-    if linking is not None:
-        for s in linking.link_setups(ws, settings):
-            s.gpu = gpu
-            s.transformers_version, s.trl_version = tf_version, trl_version
-            if s.world_size is None:
-                s.world_size = world
-            setups.append(s)
-            linked.update(sc.path for sc in s.scripts)
+    for s in linking.link_setups(ws, settings):
+        s.gpu = ctx.gpu
+        s.transformers_version, s.trl_version = ctx.transformers_version, ctx.trl_version
+        if s.world_size is None:
+            s.world_size = ctx.world_size
+        setups.append(s)
+        linked.update(sc.path for sc in s.scripts)
     for f in ws.files.values():
         if f.kind != "python" or f.doc is None or f.path in linked:
             continue
-        pf: PythonFile = f.doc
-        setups.append(Setup(root=Path(f.path).parent, scripts=[pf], sites=pf.sites, world_size=world, gpu=gpu,
-                            files=[f.path], transformers_version=tf_version, trl_version=trl_version))
+        setups.append(single_file_setup(f.path, f.doc, ctx))
     return setups
+
+
+def single_file_setup(path: str, pf: PythonFile, ctx: RunContext) -> Setup:
+    """The setup of a script nothing links: the script alone."""
+    return Setup(root=Path(path).parent, scripts=[pf], sites=pf.sites, world_size=ctx.world_size, gpu=ctx.gpu,
+                 files=[path], transformers_version=ctx.transformers_version, trl_version=ctx.trl_version)

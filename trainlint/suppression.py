@@ -13,10 +13,10 @@ import re
 from typing import TYPE_CHECKING
 
 from trainlint.diagnostics import Diagnostic
-from trainlint.rules import is_selected
+from trainlint.rule_index import is_selected
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.resolve import Workspace
+    from trainlint.workspace import Workspace
 
 _DISABLE = re.compile(r"#\s*trainlint:\s*disable=([\w\-, ]+)", re.IGNORECASE)
 _DISABLE_FILE = re.compile(r"#\s*trainlint:\s*disable-file=([\w\-, ]+)", re.IGNORECASE)

@@ -25,40 +25,7 @@ from typing import Callable
 from trainlint.diagnostics import Diagnostic, Edit
 
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def _line_starts(text: str) -> list[int]:
-    """Offsets where each line starts (``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line)."""
-    starts = [0]
-    starts.extend(m.end() for m in _LINE_END.finditer(text))
-    return starts
-
-
-def offset(starts: list[int], text_len: int, line: int, column: int) -> int:
-    if line - 1 >= len(starts):
-        return text_len
-    return min(starts[line - 1] + column - 1, text_len)
-
-
-def apply_edits(text: str, edits: list[Edit], starts: list[int] | None = None) -> str:
-    """Apply non-overlapping edits (all for one file) to ``text``."""
-    starts = starts if starts is not None else _line_starts(text)
-    spans = sorted(
-        ((offset(starts, len(text), e.line, e.column), offset(starts, len(text), e.end_line, e.end_column), e.content)
-         for e in edits),
-        key=lambda t: (t[0], t[1]),
-    )
-    out = []
-    pos = 0
-    for a, b, content in spans:
-        if a < pos:
-            raise ValueError("overlapping edits")
-        out.append(text[pos:a])
-        out.append(content)
-        pos = max(b, a)
-    out.append(text[pos:])
-    return "".join(out)
+from trainlint.fixing.text_edits import _line_starts, apply_edits, offset  # noqa: F401 - used here and re-exported
 
 
 def _ranges(text: str, edits: list[Edit], starts: list[int] | None = None) -> list[tuple[int, int]]:
@@ -107,20 +74,51 @@ def _conflicts(accepted: list[tuple[int, int]], r: tuple[int, int]) -> bool:
     return False
 
 
-def _libcst_roundtrip(text: str) -> None:
+LIBCST_CHUNK_CHARS = 8 * 1024
+
+
+def _top_level_chunks(text: str, tree: ast.Module | None) -> list[str]:
+    """``text`` cut between top-level statements into pieces of about ``LIBCST_CHUNK_CHARS``
+    (each a valid module on its own; their concatenation is ``text``)."""
+    if tree is None or len(text) <= LIBCST_CHUNK_CHARS or not tree.body:
+        return [text]
+    starts = _line_starts(text)
+    cuts = [0]
+    for stmt in tree.body[1:]:
+        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+        at = starts[first - 1] if first - 1 < len(starts) else len(text)
+        if at - cuts[-1] >= LIBCST_CHUNK_CHARS:
+            cuts.append(at)
+    cuts.append(len(text))
+    return [text[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def _libcst_roundtrip(text: str, chunks: list[str] | None = None, before: str | None = None) -> None:
     """A fixed Python file must also be accepted by libcst, the formatting-preserving parser
-    that codemod tools (and users' own refactorings) read it with, and must print back to the
-    same text. Only fixes pay for the import, never ``check``."""
+    that codemod tools (and users' own refactorings) read it with. Only fixes pay for the
+    import, never ``check``. libcst needs about 1 GB and several seconds per MB of source, so
+    the file is read in pieces cut between top-level statements (each a module of its own),
+    and only the pieces a fix changed (not found as they are in ``before``, the text the
+    fixes were applied to): memory is bounded by a piece and time grows with what changed."""
     import libcst
 
-    if libcst.parse_module(text).code != text:
-        raise ValueError("libcst does not reproduce the fixed text")
+    slack = abs(len(text) - len(before)) + 1024 if before is not None else 0
+    at = 0  # where in ``before`` the previous piece ended (pieces come in file order)
+    for chunk in chunks if chunks is not None else [text]:
+        if before is not None:
+            found = before.find(chunk, max(0, at - slack), at + len(chunk) + slack)
+            if found != -1:
+                at = found + len(chunk)
+                continue  # the user's own text, unchanged by any fix
+            at += len(chunk)
+        libcst.parse_module(chunk)
 
 
-def parses(path: str, text: str, kind: str | None = None) -> str | None:
+def parses(path: str, text: str, kind: str | None = None, before: str | None = None) -> str | None:
     """None when ``text`` is valid for the file's kind (from the reader's detection, else the
     suffix), else the error message. Kinds without a strict grammar (shell, markdown) are
-    not checked."""
+    not checked. ``before``: the text the fixes were applied to (Python: libcst reads only
+    the changed statements)."""
     if kind is None or kind == "unknown":
         kind = _kind_from_suffix(path)
     if kind in ("accelerate", "hf_args"):
@@ -128,8 +126,10 @@ def parses(path: str, text: str, kind: str | None = None) -> str | None:
             else "yaml"
     try:
         if kind == "python":
-            ast.parse(text)
-            _libcst_roundtrip(text)
+            tree = ast.parse(text)
+            chunks = _top_level_chunks(text, tree)
+            del tree  # the syntax tree is not needed while libcst reads the pieces
+            _libcst_roundtrip(text, chunks, before)
         elif kind in JSON_KINDS:
             try:
                 from trainlint.sources.jsondoc import parse_json
@@ -298,7 +298,7 @@ def _try(path: str, text: str, fixes: list[Diagnostic], edits_in: Callable[[Diag
         new_text = apply_edits(text, [e for d in fixes for e in edits_in(d, path)], starts)
     except ValueError as exc:  # overlapping edits
         return str(exc), text
-    return parses(path, new_text, kind), new_text
+    return parses(path, new_text, kind, before=text), new_text
 
 
 def _culprit(path: str, text: str, fixes: list[Diagnostic], edits_in: Callable[[Diagnostic, str], list[Edit]],
@@ -344,6 +344,48 @@ def write_fixed(path: str, original: str, new_text: str) -> str | None:
     return None
 
 
+TEMP_SUFFIX = ".trainlint.tmp"
+# ``.<file name>.<pid of the writer>.<random>.trainlint.tmp``
+_TEMP_NAME = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]+" + re.escape(TEMP_SUFFIX) + r"$")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists (another user's), or cannot tell: keep its file
+    return True
+
+
+def remove_stale_temps(folders: list[str]) -> list[str]:
+    """Remove the temporary files a killed ``fix --apply`` left in ``folders`` (its pid is in
+    the name and no longer runs); returns what was removed. A file of a writer that still runs
+    is kept."""
+    removed = []
+    for folder in dict.fromkeys(folders):
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(TEMP_SUFFIX):
+                continue
+            m = _TEMP_NAME.match(name)
+            if m is None or _alive(int(m.group(1))):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
 def write_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically: a temporary file in the same folder, flushed
     to disk, then ``os.replace``. The permission bits (and, when allowed, the owner) are kept;
@@ -354,7 +396,7 @@ def write_atomic(path: str, data: bytes) -> None:
         st: os.stat_result | None = os.stat(target)
     except OSError:
         st = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".trainlint.tmp", dir=str(target.parent))
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=str(target.parent))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

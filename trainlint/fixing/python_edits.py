@@ -225,13 +225,58 @@ def ensure_import(pf: PythonFile, module: str, name: str) -> Edit | None:
                 content=f"from {module} import {name}\n")
 
 
-def python_literal(value: object) -> str:
-    """Source text for a number, preferring the short scientific form users write (4e-5)."""
+def python_literal(value: object, like: str | None = None) -> str:
+    """Source text for a number as a person writes it: ``1e-4``, ``2e-5``, ``3.5e-6`` for
+    small and large floats, ``0.01``/``10.0`` otherwise, never ``0.0001e0``. ``like`` is how the
+    file already writes the number being replaced: a decimal (``0.00002``) is answered with a
+    decimal, an exponent (``2E-5``) with an exponent in the same case. At most 6 significant
+    digits."""
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, float):
-        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
-            mant, exp = f"{value:.3g}".split("e") if "e" in f"{value:.3g}" else (f"{value:.3g}", "0")
-            return f"{mant}e{int(exp)}"
-        return f"{value:.6g}" if "." in f"{value:.6g}" or "e" in f"{value:.6g}" else f"{value:.6g}.0"
+        if value != value or value in (float("inf"), float("-inf")):
+            return repr(value)
+        like = (like or "").strip().lstrip("+-")
+        exponent_style = "e" in like.lower() if like else (value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6))
+        if like and not exponent_style and "." not in like and value != int(value):
+            exponent_style = abs(value) < 1e-3  # an integer was written: a decimal unless tiny
+        if exponent_style and value != 0:
+            mant, exp = f"{value:.5e}".split("e")
+            mant = mant.rstrip("0").rstrip(".") if "." in mant else mant
+            letter = "E" if "E" in like else "e"
+            return f"{mant}{letter}{int(exp)}"
+        text = f"{value:.6g}"
+        if "e" in text:  # a decimal was asked for but %g chose an exponent
+            text = f"{value:.15f}".rstrip("0")
+            digits = len(text.split(".")[1]) if "." in text else 0
+            text = f"{round(value, max(digits, 1)):.{min(max(digits, 1), 15)}f}"
+        if "." not in text and "e" not in text and "inf" not in text and "nan" not in text:
+            text += ".0"
+        return text
     return repr(value)
+
+
+def rewrite_node(pf: PythonFile, node: ast.AST, edits: list[Edit]) -> Edit:
+    """One edit that replaces all of ``node``'s text with ``edits`` (all inside it) applied.
+
+    A fix whose edits only make sense together with the rest of a call (renaming the method
+    changes which keywords are valid) claims the whole call this way: any other fix that edits
+    the same call overlaps it, waits for the next pass and is computed again on the renamed
+    call (``trainlint.fixing.apply``: overlapping fixes never apply in the same pass)."""
+    sp = pf.span(node)
+    lines = pf.lines[sp.line - 1:sp.end_line]
+    local = "".join(lines)
+    shift = sp.column - 1
+
+    def rel(e: Edit) -> Edit:
+        # whole lines are kept, so only the line numbers move
+        return Edit(path=e.path, line=e.line - sp.line + 1, column=e.column,
+                    end_line=e.end_line - sp.line + 1, end_column=e.end_column, content=e.content)
+
+    from trainlint.fixing.text_edits import apply_edits
+
+    rewritten = apply_edits(local, [rel(e) for e in edits])
+    # the node's own text: from its start column on the first line to its end on the last
+    tail = len(lines[-1]) - (sp.end_column - 1)
+    body = rewritten[shift:len(rewritten) - tail if tail else None]
+    return sp.edit(body)

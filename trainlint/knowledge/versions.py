@@ -576,7 +576,7 @@ def _old_find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion
     return None
 
 
-def _pyproject_specs(data: dict, package: str, main: bool = False) -> list[SpecifierSet]:
+def _pyproject_specs(data: dict, package: str, main: bool = False, unpinned: bool = False) -> list[SpecifierSet]:
     from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
 
@@ -590,7 +590,7 @@ def _pyproject_specs(data: dict, package: str, main: bool = False) -> list[Speci
             reqs += [r for r in (group or []) if isinstance(r, str)]
     for r in reqs:
         req = _matches(str(r), package) if isinstance(r, str) else None
-        if req is not None and len(req.specifier):
+        if req is not None and (len(req.specifier) or unpinned):
             out.append(req.specifier)
     poetry = data.get("tool", {}).get("poetry", {})
     tables = [poetry.get("dependencies", {})]
@@ -647,3 +647,82 @@ def _line_of(text: str, package: str) -> int:
         if pat.search(line):
             return i
     return 1
+
+
+def oldest_allowed(package: str, root: Path, known: list[str]) -> ResolvedVersion | None:
+    """The oldest known version the project at ``root`` declares it supports, with where:
+    the lowest known version in the range of its declared requirement
+    (:func:`declared_requirement`); else, from requirement files, pyproject.toml and
+    setup.py, the lowest known version every requirement on ``package`` allows (an unpinned
+    one allows every version). None when nothing is declared. A fix that writes a name newer
+    than this breaks the project on versions it says it supports, whatever is installed."""
+    from packaging.version import InvalidVersion, Version
+
+    declared = declared_requirement(package, root)
+    if declared is not None:
+        spec, where = declared
+        allowed = []
+        for v in known:
+            try:
+                if spec.contains(Version(v), prereleases=False):
+                    allowed.append(Version(v))
+            except InvalidVersion:
+                continue
+        if allowed:
+            return ResolvedVersion(str(min(allowed)), where)
+    return _oldest_scanned(package, root, known)
+
+
+def _oldest_scanned(package: str, root: Path, known: list[str]) -> ResolvedVersion | None:
+    """The oldest known version the project at ``root`` declares it supports: the lowest
+    known version that satisfies every requirement on ``package`` it writes (requirements
+    files and pyproject.toml, extras included: an install with extras must satisfy them all),
+    with where its lower bound is written; None when nothing is declared. A fix that writes a
+    name newer than this breaks the project on versions it says it supports, whatever version
+    is installed."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    specs: list[tuple[SpecifierSet, str]] = []
+    for path in _requirement_files(root):
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for lineno, raw in enumerate(lines, 1):
+            text = _requirement_line(raw)
+            req = _matches(text, package) if text and not text.startswith("-") else None
+            if req is not None:  # unpinned: every version is allowed
+                specs.append((req.specifier, f"{path.relative_to(root).as_posix()}:{lineno}"))
+    pyproject = root / "pyproject.toml"
+    data = _read_toml(pyproject)
+    if data:
+        text = pyproject.read_text(encoding="utf-8")
+        for spec in _pyproject_specs(data, package, unpinned=True):
+            specs.append((spec, f"pyproject.toml:{_line_of(text, package)}"))
+    setup_py = root / "setup.py"
+    if setup_py.is_file():  # install_requires strings, read as text (never run)
+        try:
+            text = setup_py.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        for m in re.finditer(r"[\"']\s*(" + re.escape(package) + r"\b[^\"']*)[\"']", text):
+            req = _matches(m.group(1), package)
+            if req is not None:
+                specs.append((req.specifier, f"setup.py:{text.count(chr(10), 0, m.start()) + 1}"))
+    if not specs:
+        return None
+
+    def ok(v: str, sets: list[SpecifierSet]) -> bool:
+        try:
+            return all(s.contains(Version(v), prereleases=False) for s in sets)
+        except InvalidVersion:
+            return False
+
+    allowed = [v for v in known if ok(v, [s for s, _ in specs])]
+    if not allowed:
+        return None
+    low = min(allowed, key=Version)
+    # where: the requirement that sets the lower end (the one that refuses the version before)
+    where = next((w for s, w in specs if any(op in str(s) for op in (">", "~="))), specs[0][1])
+    return ResolvedVersion(low, where)

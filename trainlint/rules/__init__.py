@@ -3,8 +3,11 @@
 The rules live in one sub-package per family (``inputs`` TL0xx, ``script`` TL1xx, ``args`` TL2xx,
 ``deepspeed`` TL3xx, ``launch`` TL4xx, ``hardware`` TL5xx, ``migration`` TL6xx); each module holds
 one rule (or a tight pair); modules whose name starts with ``_`` are helpers of their family.
-Rules are discovered, not listed, so adding a rule is adding a module. ``all_rules()`` is ordered
-by code.
+Rules are discovered, not listed
+(``discover_rules``), so adding a rule is adding a module and regenerating the index
+(``python scripts/gen_rule_index.py``; a test fails while the index misses a rule). A run
+imports the modules the index names (``all_rules``, ordered by code); ``rules_for`` imports
+only the modules of the selected rules.
 """
 
 from __future__ import annotations
@@ -13,17 +16,20 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
+from trainlint.rule_index import entries, is_selected, matches
 from trainlint.rules.base import Case, NoOptions, Rule
 
-__all__ = ["Case", "NoOptions", "Rule", "all_rules", "get_rule", "select_rules"]
+__all__ = ["Case", "NoOptions", "Rule", "all_rules", "discover_rules", "get_rule", "is_selected",
+           "rules_for", "select_rules"]
 
 
-@lru_cache(maxsize=1)
-def all_rules() -> tuple[type[Rule], ...]:
+def discover_rules() -> tuple[type[Rule], ...]:
+    """Every rule class defined in this package or a sub-package, found by importing them all
+    (for the index generator and its test), ordered by code."""
     found: dict[str, type[Rule]] = {}
     for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
-        leaf = info.name.rsplit(".", 1)[1]
-        if info.ispkg or leaf in ("base", "docs") or leaf.startswith("_"):
+        leaf = info.name.rsplit(".", 1)[-1]
+        if info.ispkg or leaf in ("base", "docs") or leaf.startswith("_") or "._" in info.name[len(__name__):]:
             continue
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
@@ -39,30 +45,32 @@ def all_rules() -> tuple[type[Rule], ...]:
     return tuple(sorted(found.values(), key=lambda r: r.code))
 
 
+def _load(entry: dict) -> type[Rule]:
+    return getattr(importlib.import_module(entry["module"]), entry["class"])
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule of the index, ordered by code."""
+    return tuple(_load(e) for e in entries())
+
+
+def rules_for(select: list[str], ignore: list[str]) -> list[type[Rule]]:
+    """The rules ``select_rules`` picks, importing only their modules."""
+    return [_load(e) for e in entries()
+            if any(matches(e["code"], e["name"], s) for s in select)
+            and not any(matches(e["code"], e["name"], s) for s in ignore)]
+
+
 def get_rule(code_or_name: str) -> type[Rule] | None:
     key = code_or_name.strip()
-    for r in all_rules():
-        if r.code.upper() == key.upper() or r.name == key.lower():
-            return r
+    for e in entries():
+        if e["code"].upper() == key.upper() or e["name"] == key.lower():
+            return _load(e)
     return None
-
-
-def _matches(rule: type[Rule], selector: str) -> bool:
-    s = selector.strip()
-    if not s:
-        return False
-    if s.upper() == "ALL":
-        return True
-    return rule.code.upper().startswith(s.upper()) or rule.name == s.lower()
 
 
 def select_rules(select: list[str], ignore: list[str]) -> list[type[Rule]]:
     """Rules matched by any selector in ``select`` (code prefixes like ``TL2``, full codes or
     names) and by none in ``ignore``."""
-    return [r for r in all_rules()
-            if any(_matches(r, s) for s in select) and not any(_matches(r, s) for s in ignore)]
-
-
-def is_selected(code: str, name: str, selectors: list[str]) -> bool:
-    return any(s.strip().upper() == "ALL" or code.upper().startswith(s.strip().upper())
-               or name == s.strip().lower() for s in selectors if s.strip())
+    return rules_for(select, ignore)

@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from trainlint.diagnostics import Edit
-from trainlint.setup import ACCELERATE, ARGSFILE, DEEPSPEED, FLAG, PYTHON, ArgsSite, Setup, Value
+from trainlint.setup import (
+    ACCELERATE,
+    ARGSFILE,
+    DEEPSPEED,
+    FLAG,
+    PYTHON,
+    ArgsSite,
+    Setup,
+    Value,
+)
 
 # TrainingArguments defaults, transformers 4.40 .. 5.24 (training_args.py, read with ast)
 TA_DEFAULTS: dict[str, Any] = {

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator
 
 from trainlint.diagnostics import Diagnostic, Edit, Span
 from trainlint.knowledge import training_args as ta
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Rule
 from trainlint.setup import ARGSFILE, FLAG, PYTHON, UNKNOWN, ArgsSite, Setup, Value
 from trainlint.sources.python import PythonFile
@@ -500,6 +501,8 @@ class SiteRule(Rule):
     """A rule that looks at each TrainingArguments-like site of a known class (one whose
     fields the versioned data knows); subclasses implement ``site_check``."""
 
+    triggers = SETUP_NAMES  # a site is a call of (or a parser for) a TrainingArguments-like class
+
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         for site in setup.sites:
             if not is_known_class(site.class_name) or fields_for(setup, site.class_name) is None:
@@ -511,3 +514,48 @@ class SiteRule(Rule):
 
     def eff(self, setup: Setup, site: ArgsSite, name: str) -> Any:
         return effective(setup, site, name)
+
+
+def project_allows_before(setup: Setup, version: str, path: str | None = None) -> tuple[str, str] | None:
+    """(oldest allowed version, where it is declared) when the checked project declares
+    support for a transformers older than ``version`` (its requirement's lower end, from the
+    nearest folder above ``path`` or the setup's root holding requirements or a
+    pyproject.toml); else None. A renaming fix to a name added in ``version`` would break the
+    project on those versions, whatever the target version is."""
+    from pathlib import Path
+
+    start = Path(path).resolve().parent if path else Path(setup.root).resolve()
+    low = None
+    for folder in (start, *start.parents):
+        files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob("requirements*.txt")]
+        if any(p.is_file() for p in files):
+            stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in files if p.is_file()))
+            low = _oldest_cached(str(folder), stamp)
+            # an example's own requirements may not name transformers: the project's do
+            if low is not None or (folder / "pyproject.toml").is_file() or (folder / "setup.py").is_file():
+                break
+        if (folder / ".git").exists():
+            break
+    if low is None or ta.vkey(low[0]) >= ta.vkey(version):
+        return None
+    return low
+
+
+@lru_cache(maxsize=64)
+def _oldest_cached(root: str, _stamp: tuple) -> tuple[str, str] | None:
+    from pathlib import Path
+
+    from trainlint.knowledge import versions
+
+    found = versions.oldest_allowed("transformers", Path(root), ta.known_versions())
+    return (found.version, found.source) if found is not None else None
+
+
+def older_support(setup: Setup, since: str, new_name: str, path: str | None) -> tuple[str, str]:
+    """(applicability, message note) of a fix that writes ``new_name`` (added in transformers
+    ``since``): unsafe, with the reason, when the project declares support for older versions."""
+    low = project_allows_before(setup, since, path)
+    if low is None:
+        return "safe", ""
+    return "unsafe", (f" (the fix is unsafe: the project allows transformers {low[0]} ({low[1]}), which has no "
+                      f"{new_name}, added in {since})")

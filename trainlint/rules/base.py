@@ -69,6 +69,13 @@ class Rule:
     Options: ClassVar[type[BaseModel]] = NoOptions
     cases: ClassVar[list[Case]] = []
     produced_by_engine: ClassVar[bool] = False  # input problems (TL0xx) come from the readers
+    # The names (substrings) of which a walked Python file that nothing links must contain one
+    # for this rule to report on it (``trainlint.rules._triggers``). A walked file that holds no
+    # trigger of any selected rule is read, never parsed; a one-file run imports only the rules
+    # it can trigger. None: not declared (every file the broad pre-filter lets through).
+    # ``needs``: settings without which the rule never reports (``gpu``).
+    triggers: ClassVar[tuple[str, ...] | None] = None
+    needs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Settings, options: BaseModel | None = None) -> None:
         self.settings = settings

@@ -14,7 +14,7 @@ import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are reported, not read
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024  # notebooks carry their outputs (images, logs)
@@ -54,6 +54,18 @@ class TextFile:
 
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+@dataclass
+class ParsedFile:
+    """A file read for the run, with its kind and parsed document."""
+
+    path: str
+    kind: str  # python, shell, markdown, deepspeed, accelerate, hf_args, json, yaml, unknown
+    text: TextFile
+    doc: Any = None  # PythonFile, or the reader's document for other kinds
+    explicit: bool = False
+
 
 
 def decode(path: str, data: bytes, python: bool) -> TextFile:
@@ -111,6 +123,10 @@ def read_text(path: str, overlay: dict[str, str] | None = None) -> TextFile:
     try:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
+            try:
+                os.listdir(path)
+            except OSError as e:  # a folder the walk could not list
+                raise ReadProblem(f"cannot read folder: {e.strerror or e}; the files in it are not checked") from None
             raise ReadProblem("cannot read file: it is a directory")
         if not stat.S_ISREG(st.st_mode):
             raise ReadProblem("cannot read file: not a regular file (a FIFO, socket or device)")
@@ -151,6 +167,14 @@ def _gitignore_spec(root: Path):
     return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
 
 
+def _walk_reporting(root: Path, errors: list[OSError]) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk`` that records the folders it cannot list in ``errors`` (and still yields a
+    last empty step, so errors found after the last listed folder are reported too)."""
+    yield from os.walk(root, onerror=errors.append, followlinks=False)
+    if errors:
+        yield str(root), [], []
+
+
 def walk(paths: list[Path], exclude: list[str] | None = None) -> Iterator[tuple[Path, bool]]:
     """Files to check: (path, explicitly given). Folders are walked recursively, skipping VCS
     folders, virtualenvs, caches and what the folder's ``.gitignore`` ignores. Symlinked
@@ -166,7 +190,15 @@ def walk(paths: list[Path], exclude: list[str] | None = None) -> Iterator[tuple[
                 yield p, True
             continue
         spec = _gitignore_spec(p)
-        for dirpath, dirnames, filenames in os.walk(p, followlinks=False):
+        unlistable: list[OSError] = []
+        for dirpath, dirnames, filenames in _walk_reporting(p, unlistable):
+            while unlistable:  # a folder that cannot be listed is a finding, not silence
+                e = unlistable.pop(0)
+                where = Path(e.filename) if e.filename else p
+                key = os.path.abspath(where)
+                if key not in seen:
+                    seen.add(key)
+                    yield where, True
             rel_dir = os.path.relpath(dirpath, p)
             keep = []
             for d in sorted(dirnames):

@@ -11,6 +11,8 @@ It also builds minimal text edits that keep the file's layout: replace a value, 
 
 from __future__ import annotations
 
+import sys
+
 import re
 from typing import Any
 
@@ -67,6 +69,9 @@ class JsonNode(TreeNode):
     def __init__(self, kind: str, doc: JsonDocument, start: int, value: Any = None) -> None:
         super().__init__(kind, doc, start, start, value)
 
+
+
+_INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
 
 
 def _err(doc: JsonDocument, msg: str, pos: int) -> ReadError:
@@ -132,6 +137,11 @@ def _scalar(doc: JsonDocument, pos: int) -> JsonNode:
     m = _NUMBER.match(text, pos)
     if m is not None:
         integer, frac, exp = m.groups()
+        if not (frac or exp) and len(integer.lstrip("-")) > _INT_DIGITS:
+            # Python refuses to convert it (sys.get_int_max_str_digits), so json.load, and with
+            # it HfArgumentParser, accelerate and DeepSpeed, cannot read this file either
+            raise _err(doc, f"an integer with {len(integer.lstrip('-'))} digits: Python reads at most "
+                            f"{_INT_DIGITS} (json.load fails on it)", pos)
         value: Any = float(integer + (frac or "") + (exp or "")) if frac or exp else int(integer)
         node = JsonNode("number", doc, pos, value)
         node.end = m.end()

@@ -35,7 +35,7 @@ from trainlint.diagnostics import Diagnostic, Edit, Related
 from trainlint.sources.errors import ReadError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.resolve import ParsedFile
+    from trainlint.sources.files import ParsedFile
     from trainlint.sources.python import PythonFile
     from trainlint.sources.shell import ShellScript
 
@@ -157,7 +157,7 @@ class Notebook:
 
     def parsed_files(self) -> list:
         """What linking sees: the notebook (its launch lines), its program, the files it writes."""
-        from trainlint.resolve import ParsedFile
+        from trainlint.sources.files import ParsedFile
         from trainlint.sources.files import TextFile
 
         out = []
@@ -607,7 +607,7 @@ def python_program(path: str, text: str) -> str:
 
 
 def _syntax_finding(path: str, e: BaseException, line_base: int = 0) -> Diagnostic:
-    from trainlint.resolve import input_problem
+    from trainlint.diagnostics import input_problem
 
     if isinstance(e, SyntaxError):
         return input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
@@ -676,7 +676,7 @@ def _parse_shell(nb: Notebook) -> None:
 
 def _written(nb: Notebook) -> None:
     """Read the files ``%%writefile`` cells write, each version on its own padded text."""
-    from trainlint.resolve import ParsedFile
+    from trainlint.sources.files import ParsedFile
     from trainlint.sources.files import TextFile
     from trainlint.sources.kinds import detect_kind
 

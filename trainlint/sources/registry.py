@@ -1,4 +1,4 @@
-"""Which reader parses which file kind (all but Python, which ``trainlint.resolve`` parses).
+"""Which reader parses which file kind (all but Python, which ``trainlint.workspace`` parses).
 
 ``READERS`` maps a kind (``trainlint.sources.kinds``) to ``function(path, text) -> document``;
 the document is stored in ``ParsedFile.doc``. A reader raises ``ReadError`` on input it cannot
@@ -10,13 +10,10 @@ keys, NaN/Infinity in JSON) becomes a finding too.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from trainlint.diagnostics import Diagnostic, Severity
-
-if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.resolve import ParsedFile, Workspace
 
 
 @dataclass
@@ -143,47 +140,62 @@ def _what(kind: str) -> str:
             "shell": "shell script", "markdown": "Markdown file", "notebook": "notebook"}.get(kind, kind.upper())
 
 
-def parse_into(ws: Workspace, pf: ParsedFile) -> None:
-    """Parse ``pf`` with its kind's reader. Bad input never raises: a ``ReadError``, or the
+@dataclass
+class ReadResult:
+    """What reading one file gave: its document (None when unreadable), the findings about it,
+    and whether it is unparsable (``fix`` never edits it). A read may give findings to two
+    destinations: ``problems`` are reported, ``deferred`` ones are held back and reported only
+    if a launch line or script references the file as a config (``linking.load_referenced``)."""
+
+    doc: Any = None
+    problems: list[Diagnostic] = field(default_factory=list)
+    unparsable: bool = False
+    deferred: list[Diagnostic] = field(default_factory=list)
+
+
+def read_document(kind: str, path: str, text: str, explicit: bool) -> ReadResult:
+    """Parse ``text`` with ``kind``'s reader. Bad input never raises: a ``ReadError``, or the
     ``RecursionError``/``MemoryError`` of absurd nesting, is a TL003 finding, and the file is
-    marked unparsable (``fix`` never edits it). Any other exception is a reader bug, which
-    ``resolve.read_file`` reports as TL000 for this file."""
+    unparsable. Any other exception is a reader bug, which ``workspace.read_file`` reports
+    as TL000 for this file."""
     from trainlint.sources.errors import ReadError
 
-    reader = READERS.get(pf.kind)
+    reader = READERS.get(kind)
     if reader is None:
-        return
+        return ReadResult()
+    out = ReadResult()
     # A walked ``*.json``/``*.yaml`` that is not recognisably a training config (a dataset, a
     # metrics dump with NaN or duplicate keys, a dataset card, a schema, another tool's
     # settings in JSON with comments, a Helm/Jinja template) is not ours to judge: its problems
     # are kept aside and reported only if a launch line or script references it
     # (``linking.load_referenced``). Files named on the command line, and broken files in no
     # known dialect, are always reported.
-    generic = pf.kind in ("json", "yaml") and not pf.explicit
-    sink = ws.deferred_problems.setdefault(pf.path, []) if generic else ws.problems
+    generic = kind in ("json", "yaml") and not explicit
+    sink = out.deferred if generic else out.problems
     # a file broken in no known dialect (not JSON with comments, not a template) is reported
     # even when walked: it is not data that merely looks odd to a config reader
-    broken_sink = sink if not generic or _other_dialect(pf.text.text) else ws.problems
-    if pf.kind == "json" and not pf.explicit and len(pf.text.text) > MAX_WALKED_GENERIC_JSON:
-        _check_json_quickly(ws, pf, broken_sink)
-        return
+    broken_sink = sink if not generic or _other_dialect(text) else out.problems
+    if kind == "json" and not explicit and len(text) > MAX_WALKED_GENERIC_JSON:
+        _check_json_quickly(out, broken_sink, path, text)
+        return out
     try:
-        pf.doc = reader(pf.path, pf.text.text)
+        out.doc = reader(path, text)
     except ReadError as e:
-        broken_sink.append(invalid_config(pf.path, f"cannot read this {_what(pf.kind)}: {e.message}",
-                                   line=e.line, column=e.column))
-        ws.unparsable.add(pf.path)
-        pf.doc = None
-        return
+        broken_sink.append(invalid_config(path, f"cannot read this {_what(kind)}: {e.message}",
+                                          line=e.line, column=e.column))
+        out.unparsable = True
+        out.doc = None
+        return out
     except (RecursionError, MemoryError) as e:
         broken_sink.append(invalid_config(
-            pf.path, f"cannot read this {_what(pf.kind)}: nesting too deep ({type(e).__name__})"))
-        ws.unparsable.add(pf.path)
-        pf.doc = None
-        return
-    sink.extend(problem_findings(pf.doc, pf.path))
-    if getattr(pf.doc, "broken", False):  # a notebook cell that does not parse: never fixed
-        ws.unparsable.add(pf.path)
+            path, f"cannot read this {_what(kind)}: nesting too deep ({type(e).__name__})"))
+        out.unparsable = True
+        out.doc = None
+        return out
+    sink.extend(problem_findings(out.doc, path))
+    if getattr(out.doc, "broken", False):  # a notebook cell that does not parse: never fixed
+        out.unparsable = True
+    return out
 
 
 _JSONC = re.compile(r"^\s*(//|/\*)", re.MULTILINE)
@@ -194,15 +206,14 @@ def _other_dialect(text: str) -> bool:
     return bool(_JSONC.search(text)) or "{{" in text or "{%" in text
 
 
-def _check_json_quickly(ws: Workspace, pf: ParsedFile, sink: list[Diagnostic]) -> None:
+def _check_json_quickly(out: ReadResult, sink: list[Diagnostic], path: str, text: str) -> None:
     import json
 
-    text = pf.text.text
     try:
         json.loads(text[1:] if text.startswith("\ufeff") else text)
     except json.JSONDecodeError as e:
-        sink.append(invalid_config(pf.path, f"cannot read this JSON: {e.msg}", line=e.lineno, column=e.colno))
-        ws.unparsable.add(pf.path)
+        sink.append(invalid_config(path, f"cannot read this JSON: {e.msg}", line=e.lineno, column=e.colno))
+        out.unparsable = True
     except (RecursionError, MemoryError) as e:
-        broken_sink.append(invalid_config(pf.path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
-        ws.unparsable.add(pf.path)
+        sink.append(invalid_config(path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
+        out.unparsable = True

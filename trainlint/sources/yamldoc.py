@@ -14,6 +14,8 @@ edits, so comments and layout stay as they are.
 
 from __future__ import annotations
 
+import sys
+
 import json
 import re
 from typing import Any
@@ -354,12 +356,19 @@ def _build(doc: YamlDocument, top: Any, max_nodes: int) -> YamlNode:
             if cnode.style in ("|", ">"):
                 node.end = _trimmed_end(text, start, end)
             explicit = text[start:start + 1] == "!"
-            if explicit:
-                node.value = _explicit(cnode.tag, cnode.value)
-            elif cnode.style is None:
-                node.value = resolve_plain(cnode.value)
-            else:
-                node.value = cnode.value
+            try:
+                if explicit:
+                    node.value = _explicit(cnode.tag, cnode.value)
+                elif cnode.style is None:
+                    node.value = resolve_plain(cnode.value)
+                else:
+                    node.value = cnode.value
+            except ValueError as exc:  # an integer past Python's digit limit (4300)
+                line, col = doc.index.position(start)
+                digits = sum(ch.isdigit() for ch in cnode.value)
+                raise ReadError(f"an integer with {digits} digits: Python reads at most "
+                                f"{getattr(sys, 'get_int_max_str_digits', lambda: 4300)()} ({exc.__class__.__name__}"
+                                f" in yaml.safe_load too)", line, col, doc.path) from None
         elif isinstance(cnode, MappingNode):
             node = YamlNode("mapping", doc, start, end)
             node.flow = bool(cnode.flow_style)
@@ -396,7 +405,10 @@ def _build(doc: YamlDocument, top: Any, max_nodes: int) -> YamlNode:
                 ks, ke = knode.start_mark.index, knode.end_mark.index
                 merge = knode.tag == _TAG + "merge"
                 if isinstance(knode, ScalarNode):
-                    key = resolve_plain(knode.value) if knode.style is None else knode.value
+                    try:
+                        key = resolve_plain(knode.value) if knode.style is None else knode.value
+                    except ValueError:  # an integer key past the digit limit: keep its text
+                        key = knode.value
                     key = key if isinstance(key, str) else str(knode.value)
                 else:
                     key = text[ks:ke]

@@ -83,6 +83,7 @@ def verify(script: Path, script_args: tuple[str, ...], gpus: Optional[int], step
     except launch.LaunchError as exc:
         raise click.UsageError(str(exc))
 
+    _signals_as_interrupt()
     root = Path(tempfile.mkdtemp(prefix="trainlint-verify-"))
     notes: list[str] = []
     runs = []
@@ -114,7 +115,8 @@ def verify(script: Path, script_args: tuple[str, ...], gpus: Optional[int], step
                 fspec = launch.RunSpec(**{**spec.__dict__, "script": fc.path})
                 runs.append(launch.run_smoke(fspec, "fixed", root / "fixed", on_tick=tick))
     except KeyboardInterrupt:
-        err.print("[red]interrupted[/]: all smoke processes were ended")
+        why = f" by {_RECEIVED[-1]}" if _RECEIVED else ""
+        err.print(f"[red]interrupted{why}[/]: all smoke processes were ended")
         shutil.rmtree(root, ignore_errors=True)
         sys.exit(1)
 
@@ -147,3 +149,29 @@ def verify(script: Path, script_args: tuple[str, ...], gpus: Optional[int], step
 
 if __name__ == "__main__":  # pragma: no cover
     verify()
+
+
+_RECEIVED: list[str] = []
+
+
+def _signals_as_interrupt() -> None:
+    """SIGTERM and SIGHUP (a closed terminal, ``kill``, a CI job cancelled) end ``verify`` the
+    way Ctrl-C does: the smoke run's whole process tree is ended, the hidden fixed copy and
+    the temporary folder are removed (the KeyboardInterrupt unwinds through the same
+    clean-up)."""
+    import signal
+
+    def handler(signum: int, _frame) -> None:
+        _RECEIVED.append(signal.Signals(signum).name)
+        for other in ("SIGTERM", "SIGHUP"):  # a second signal must not cut the clean-up short
+            if hasattr(signal, other):
+                signal.signal(getattr(signal, other), signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError):  # not the main thread
+                pass

@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.args._args_checks_common import (
     _kw_span,
     _trainer_calls,
@@ -46,6 +47,7 @@ class BatchEvalMetricsSignature(Rule):
     code = "TL222"
     name = "batch-eval-metrics-signature"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     summary = "batch_eval_metrics with a compute_metrics that lacks compute_result"
     cases = [
         Case("from transformers import Trainer, TrainingArguments\ndef cm(p):\n    return {}\n"

@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
@@ -66,6 +67,7 @@ class MetricNotComputed(Rule):
     code = "TL232"
     name = "metric-not-computed"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     summary = "metric_for_best_model that compute_metrics never returns"
     cases = [
         Case(SCRIPT.format(metric="f1", cm="compute_metrics")),

@@ -7,6 +7,7 @@ from typing import Iterable
 from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule, RuleOptions
 from trainlint.setup import Setup
 
@@ -69,6 +70,7 @@ class EvalBatchWithGenerate(Rule):
     code = "TL202"
     name = "eval-batch-with-generate"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "unsafe"
     summary = "a large eval batch with predict_with_generate can OOM at evaluation"
     Options = EvalBatchOptions

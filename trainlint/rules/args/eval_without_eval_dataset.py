@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     effective,
     strategy,
@@ -62,6 +63,7 @@ class EvalWithoutEvalDataset(Rule):
     code = "TL215"
     name = "eval-without-eval-dataset"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     summary = "evaluation enabled but the Trainer has no eval_dataset"
     cases = [
         Case("from transformers import Trainer, TrainingArguments\n"

@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     transformers_at_least,
 )
@@ -70,6 +71,7 @@ class HeadlessModelInTrainer(Rule):
     code = "TL221"
     name = "headless-model-in-trainer"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     summary = "a base model without a task head passed to Trainer"
     cases = [
         Case("from transformers import AutoModel, Trainer\nm = AutoModel.from_pretrained('bert-base-uncased')\n"

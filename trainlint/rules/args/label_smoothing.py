@@ -6,7 +6,13 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.rules._versioned import is_num, remove_edit, target_text, transformers_at_least
+from trainlint.rules._triggers import SETUP_NAMES
+from trainlint.rules._versioned import (
+    is_num,
+    remove_edit,
+    target_text,
+    transformers_at_least,
+)
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -66,6 +72,7 @@ class LabelSmoothingMultiLabel(Rule):
     code = "TL230"
     name = "label-smoothing-multi-label"
     severity = Severity.INFO
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "label_smoothing_factor on a multi-label classifier (ignored; fails before 4.56)"
     cases = [

@@ -7,6 +7,7 @@ from typing import Iterable
 from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule, RuleOptions
 from trainlint.setup import Setup
 
@@ -55,6 +56,7 @@ class LoggingStepsTooLow(Rule):
     code = "TL201"
     name = "logging-steps-too-low"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "logging_steps=1 syncs and logs on every optimizer step"
     Options = LoggingStepsOptions

@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     target_text,
     transformers_at_least,
@@ -51,6 +52,7 @@ class ModelInitConflict(Rule):
     code = "TL219"
     name = "model-init-conflict"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     summary = "model_init with optimizers=, or with model="
     cases = [
         Case("from transformers import Trainer\nt = Trainer(model_init=f, args=a, optimizers=(o, s))\n"),

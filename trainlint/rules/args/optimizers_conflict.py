@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     target_text,
     transformers_at_least,
@@ -58,6 +59,7 @@ class OptimizersConflict(Rule):
     code = "TL229"
     name = "optimizers-conflict"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     summary = "Trainer(optimizers=...) with optimizer_cls_and_kwargs, or under FSDP"
     cases = [
         Case("from transformers import Trainer, TrainingArguments\n"

@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import ensure_import
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
@@ -53,6 +54,7 @@ class ResumeWithoutCheckpoint(Rule):
     code = "TL231"
     name = "resume-without-checkpoint"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "train(resume_from_checkpoint=True) with no check that a checkpoint exists"
     cases = [

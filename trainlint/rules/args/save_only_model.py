@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.rules._versioned import SiteRule, effective, remove_edit, transformers_at_least, wrapper_of
+from trainlint.rules._versioned import (
+    SiteRule,
+    effective,
+    remove_edit,
+    transformers_at_least,
+    wrapper_of,
+)
 from trainlint.rules.base import Case
 from trainlint.setup import ArgsSite, Setup
 

@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     effective,
     is_num,
@@ -82,6 +83,7 @@ class StreamingWithoutMaxSteps(Rule):
     code = "TL220"
     name = "streaming-without-max-steps"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     summary = "a streaming/iterable train_dataset without max_steps"
     cases = [
         Case("from datasets import load_dataset\nfrom transformers import Trainer, TrainingArguments\n"

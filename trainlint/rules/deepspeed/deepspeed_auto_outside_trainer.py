@@ -9,6 +9,7 @@ from trainlint.rules._setup_models import (
     qualified_calls,
     uses_hf_trainer,
 )
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     _ds,
@@ -52,6 +53,7 @@ class AutoOutsideTrainer(Rule):
     code = "TL311"
     name = "deepspeed-auto-outside-trainer"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     summary = "\"auto\" DeepSpeed values with deepspeed.initialize called directly"
 
     SCRIPT = ("import deepspeed\nfrom transformers import AutoModelForCausalLM\n"

@@ -11,6 +11,7 @@ from trainlint.rules._setup_models import (
     norm_type,
     single_model,
 )
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     HIDDEN_KEYS,
@@ -56,6 +57,7 @@ class AutoWithoutHiddenSize(Rule):
     code = "TL310"
     name = "deepspeed-auto-without-hidden-size"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     summary = "\"auto\" bucket sizes for a model whose config has no hidden_size"
 
     CONFIG = '{"model_type": "musicgen", "decoder": {"hidden_size": 1024}}\n'

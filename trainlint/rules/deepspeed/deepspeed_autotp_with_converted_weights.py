@@ -10,6 +10,7 @@ from trainlint.rules._setup_models import (
     single_model,
 )
 from trainlint.rules._setup_util import as_int
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     _ds,
@@ -60,6 +61,7 @@ class AutoTpWithConvertedWeights(Rule):
     code = "TL317"
     name = "deepspeed-autotp-with-converted-weights"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     fix_safety = "unsafe"
     summary = "DeepSpeed AutoTP with a MoE model whose weights transformers converts on load"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import as_int, located, where
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_config_common import (
     _ds,
@@ -50,6 +51,7 @@ class DeepSpeedBatchTriple(Rule):
     code = "TL302"
     name = "deepspeed-batch-size-triple"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     summary = "train_batch_size != micro batch x accumulation x world size (or none given)"
 
     cases = [

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import as_int, effective, located, where
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     _ds,
@@ -51,6 +52,7 @@ class Bf16Accumulation(Rule):
     code = "TL315"
     name = "deepspeed-bf16-accumulation"
     severity = Severity.INFO
+    triggers = DEEPSPEED_NAMES
     fix_safety = "unsafe"
     summary = "bf16 gradient accumulation and reduction without fp32"
 

@@ -10,6 +10,7 @@ from trainlint.rules._setup_models import (
     method_calls,
     uses_hf_trainer,
 )
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     _ds,
@@ -57,6 +58,7 @@ class EvalOnlyLowStage(Rule):
     code = "TL316"
     name = "deepspeed-eval-only-below-zero3"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     summary = "evaluation-only Trainer run with a ZeRO stage below 3"
 
     EVAL = ("from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import where
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_config_common import (
     _auto_edit,
@@ -46,6 +47,7 @@ class DeepSpeedFp16AndBf16(Rule):
     code = "TL303"
     name = "deepspeed-fp16-and-bf16"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "fp16 and bf16 both enabled in a DeepSpeed config"
 

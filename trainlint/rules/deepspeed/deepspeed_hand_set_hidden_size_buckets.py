@@ -9,6 +9,7 @@ from trainlint.rules._setup_models import (
     ds_used_by_trainer,
 )
 from trainlint.rules._setup_util import as_int, where
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     HIDDEN_KEYS,
@@ -54,6 +55,7 @@ class HandSetHiddenSizeBuckets(Rule):
     code = "TL309"
     name = "deepspeed-hand-set-hidden-size-buckets"
     severity = Severity.INFO
+    triggers = DEEPSPEED_NAMES
     fix_safety = "unsafe"
     summary = "hand-set ZeRO-3 bucket sizes that \"auto\" derives from the model's hidden size"
 

@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import as_int, effective, located, where
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_config_common import (
     _auto_edit,
@@ -76,6 +77,7 @@ class DeepSpeedMismatch(Rule):
     code = "TL301"
     name = "deepspeed-mismatch-training-args"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "a DeepSpeed value disagrees with the TrainingArguments value transformers compares it with"
 

@@ -8,6 +8,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_models import (
     single_model,
 )
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     _ds,
@@ -57,6 +58,7 @@ class OffloadNotNeeded(Rule):
     code = "TL308"
     name = "deepspeed-offload-not-needed"
     severity = Severity.INFO
+    triggers = DEEPSPEED_NAMES
     fix_safety = "unsafe"
     summary = "ZeRO offload although the model states fit on the GPU"
 

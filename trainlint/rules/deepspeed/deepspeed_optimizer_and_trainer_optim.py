@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import located
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     _ds,
@@ -55,6 +56,7 @@ class OptimizerTwice(Rule):
     code = "TL312"
     name = "deepspeed-optimizer-and-trainer-optim"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     summary = "DeepSpeed optimizer section together with a TrainingArguments optim"
 
     DS = '{"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}, "train_micro_batch_size_per_gpu": "auto"}\n'

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     _ds,
@@ -49,6 +50,7 @@ class StageOnlyOption(Rule):
     code = "TL314"
     name = "deepspeed-option-needs-other-stage"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     summary = "partial optimizer offload outside ZeRO-3, fp16 master weights without ZeRO"
 
     cases = [

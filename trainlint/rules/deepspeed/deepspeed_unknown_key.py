@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_config_common import (
     _ds,
@@ -85,6 +86,7 @@ class DeepSpeedUnknownKey(Rule):
     code = "TL306"
     name = "deepspeed-unknown-key"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "unknown, misspelled or deprecated DeepSpeed keys"
 

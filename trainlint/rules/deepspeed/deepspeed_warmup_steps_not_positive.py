@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_setup_common import (
     _ds,
@@ -47,6 +48,7 @@ class WarmupStepsNotPositive(Rule):
     code = "TL313"
     name = "deepspeed-warmup-steps-not-positive"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "scheduler warmup_num_steps that DeepSpeed >= 0.19.6 rejects"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_config_common import (
     _ds,
@@ -45,6 +46,7 @@ class OffloadWithoutPinMemory(Rule):
     code = "TL307"
     name = "offload-without-pin-memory"
     severity = Severity.INFO
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "CPU/NVMe offload without pin_memory set"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import as_int
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_config_common import (
     _ds,
@@ -51,6 +52,7 @@ class OverlapCommBuckets(Rule):
     code = "TL304"
     name = "overlap-comm-bucket-memory"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "overlap_comm costs 4.5 x (allgather + reduce buckets) x 2 bytes of GPU memory"
 

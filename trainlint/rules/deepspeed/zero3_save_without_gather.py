@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import as_int, effective
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.deepspeed._deepspeed_config_common import (
     _ds,
@@ -47,6 +48,7 @@ class Zero3NoSave16bit(Rule):
     code = "TL305"
     name = "zero3-save-without-gather"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "ZeRO-3 saves unusable checkpoints without stage3_gather_16bit_weights_on_model_save"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import located, where
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.hardware._cross_file_common import (
     HF_SCRIPT,
@@ -43,6 +44,7 @@ class AcceleratePrecisionOverridden(Rule):
     code = "TL504"
     name = "accelerate-precision-overridden"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "accelerate mixed_precision is silently overridden by TrainingArguments fp16/bf16"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import where
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -41,6 +42,7 @@ class AcceleratePrecisionVsDeepSpeed(Rule):
     code = "TL503"
     name = "accelerate-precision-vs-deepspeed"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "accelerate mixed_precision contradicts the DeepSpeed config's precision"
 

@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import where
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -49,6 +50,7 @@ class DeviceMapDistributed(Rule):
     code = "TL508"
     name = "device-map-in-distributed-launch"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES + ("device_map",)
     fix_safety = "safe"
     summary = "device_map='auto' in a script launched as several processes"
 

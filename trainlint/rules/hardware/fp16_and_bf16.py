@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import located, set_edit
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -42,6 +43,7 @@ class Fp16AndBf16(Rule):
     code = "TL507"
     name = "fp16-and-bf16"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     fix_safety = "unsafe"
     summary = "fp16 and bf16 both enabled in TrainingArguments"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup, Value
 
@@ -54,6 +55,7 @@ class Fp16OnBf16Hardware(Rule):
     code = "TL501"
     name = "fp16-on-bf16-hardware"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     fix_safety = "unsafe"
     summary = "fp16 mixed precision on a GPU that supports bf16"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import effective, set_edit, where
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.hardware._cross_file_common import (
     _strategy,
@@ -46,6 +47,7 @@ class LoadBestStepsNotMultiple(Rule):
     code = "TL506"
     name = "load-best-steps-not-multiple"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "save_steps is not a multiple of eval_steps with load_best_model_at_end"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import effective, located, set_edit
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.hardware._cross_file_common import (
     HF_SCRIPT,
@@ -47,6 +48,7 @@ class LoadBestStrategyMismatch(Rule):
     code = "TL505"
     name = "load-best-strategy-mismatch"
     severity = Severity.ERROR
+    triggers = DEEPSPEED_NAMES
     fix_safety = "safe"
     summary = "load_best_model_at_end with different save and eval strategies"
 

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword, python_literal
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule, RuleOptions
 from trainlint.setup import ArgsSite, Setup
 
@@ -74,6 +75,14 @@ def batch_lr(site: ArgsSite, world: int, where: str) -> BatchLr | None:
     return BatchLr(per_device, accum, world, float(lr), where)
 
 
+def _written(setup: Setup, span) -> str | None:
+    """The text at ``span`` in a script of the setup (how the file writes the number)."""
+    pf = next((s for s in setup.scripts if s.path == span.path), None)
+    if pf is None or span.line != span.end_line or span.line > len(pf.lines):
+        return None
+    return pf.lines[span.line - 1][span.column - 1:span.end_column - 1]
+
+
 def _round(x: float) -> float:
     return float(f"{x:.3g}")
 
@@ -131,6 +140,7 @@ class LrNotScaled(Rule):
     code = "TL502"
     name = "lr-not-scaled"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     fix_safety = "unsafe"
     summary = "the effective batch size changed but the learning rate did not"
     Options = LrScalingOptions
@@ -224,7 +234,7 @@ class LrNotScaled(Rule):
                 continue
             edits = None
             if lr_v is not None and lr_v.edit_span() is not None:
-                text = python_literal(suggested)
+                text = python_literal(suggested, like=_written(setup, lr_v.edit_span()))
                 edits = [lr_v.edit_span().edit(text)]  # type: ignore[union-attr]
             elif lr_v is None and site.call is not None:
                 pf = next((s for s in setup.scripts if s.path == site.path), None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -96,6 +97,8 @@ class EstimatedOom(Rule):
     code = "TL550"
     name = "estimated-oom"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES + ("from_pretrained",)
+    needs = ("gpu",)
     fix_safety = "none"
     summary = "the estimated per-GPU memory does not fit the target GPU"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainlint.diagnostics import Severity
+from trainlint.rules._triggers import NO_NAMES
 from trainlint.rules.base import Case, Rule
 
 
@@ -32,6 +33,7 @@ class InternalError(Rule):
     code = "TL000"
     name = "internal-error"
     severity = Severity.ERROR
+    triggers = NO_NAMES
     summary = "trainlint failed on this file (a bug: please report it)"
     produced_by_engine = True
 
@@ -68,6 +70,7 @@ class SyntaxErrorRule(Rule):
     code = "TL001"
     name = "syntax-error"
     severity = Severity.ERROR
+    triggers = NO_NAMES
     summary = "a Python file that does not parse"
     produced_by_engine = True
     cases = [
@@ -102,6 +105,7 @@ class UnreadableFile(Rule):
     code = "TL002"
     name = "unreadable-file"
     severity = Severity.ERROR
+    triggers = NO_NAMES
     summary = "a file that cannot be read as text"
     produced_by_engine = True
 
@@ -166,6 +170,7 @@ class InvalidConfig(Rule):
     code = "TL003"
     name = "invalid-config"
     severity = Severity.ERROR
+    triggers = NO_NAMES
     summary = "a config file that cannot be read, or has duplicate keys or NaN"
     produced_by_engine = True
     cases = [
@@ -241,6 +246,7 @@ class MissingReference(Rule):
     code = "TL004"
     name = "missing-reference"
     severity = Severity.ERROR
+    triggers = NO_NAMES
     summary = "a launch line or config refers to a file that does not exist"
     produced_by_engine = True
     cases = [

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import where
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
     _acc,
@@ -50,6 +51,7 @@ class AccelerateBf16WithoutBf16Gpu(Rule):
     code = "TL414"
     name = "accelerate-bf16-without-bf16-gpu"
     severity = Severity.WARNING
+    triggers = LAUNCH_NAMES
     fix_safety = "unsafe"
     summary = "accelerate mixed_precision bf16 on a GPU without native bf16"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -43,6 +44,7 @@ class AccelerateManyModes(Rule):
     code = "TL401"
     name = "accelerate-several-modes"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     summary = "accelerate launch with more than one distributed mode"
     cases = [
         Case(files={"run.sh": "accelerate launch --multi_gpu --use_deepspeed train.py\n",

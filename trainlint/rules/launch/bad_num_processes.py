@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -40,6 +41,7 @@ class BadNumProcesses(Rule):
     code = "TL404"
     name = "bad-num-processes"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     summary = "num_processes is not a positive integer"
     cases = [
         Case(files={"acc.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: -1\n"}),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -51,6 +52,7 @@ class DeepSpeedFileWithInlineFields(Rule):
     code = "TL405"
     name = "deepspeed-file-with-inline-fields"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     fix_safety = "unsafe"
     summary = "accelerate deepspeed_config_file together with inline DeepSpeed fields"
     cases = [

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_models import uses_hf_trainer
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
     FSDP_YAML,
@@ -58,6 +59,7 @@ class Fsdp1PeftOrigParams(Rule):
     code = "TL409"
     name = "fsdp1-peft-without-orig-params"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     fix_safety = "safe"
     summary = "FSDP1 with use_orig_params false for a PEFT model trained without the Trainer"
 

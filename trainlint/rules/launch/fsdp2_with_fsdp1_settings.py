@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
     FSDP_YAML,
@@ -64,6 +65,7 @@ class FsdpVersionSettings(Rule):
     code = "TL410"
     name = "fsdp2-with-fsdp1-settings"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     fix_safety = "safe"
     summary = "FSDP2 config with FSDP1 settings (sharding-strategy reshard_after_forward, ignored keys)"
 

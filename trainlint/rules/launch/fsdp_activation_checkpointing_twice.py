@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import located, set_edit, where
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
     FSDP_YAML,
@@ -54,6 +55,7 @@ class FsdpActivationCheckpointingTwice(Rule):
     code = "TL411"
     name = "fsdp-activation-checkpointing-twice"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     fix_safety = "safe"
     summary = "FSDP activation checkpointing plus the Trainer's gradient checkpointing"
 

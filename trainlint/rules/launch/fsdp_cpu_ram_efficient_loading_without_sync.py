@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import where
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
     FSDP_YAML,
@@ -53,6 +54,7 @@ class CpuRamEfficientWithoutSync(Rule):
     code = "TL412"
     name = "fsdp-cpu-ram-efficient-loading-without-sync"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     fix_safety = "safe"
     summary = "FSDP cpu_ram_efficient_loading with sync_module_states false"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
     FSDP_YAML,
@@ -55,6 +56,7 @@ class FsdpBadWrapPolicy(Rule):
     code = "TL408"
     name = "fsdp-invalid-wrap-policy"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     fix_safety = "safe"
     summary = "invalid fsdp_auto_wrap_policy or non-integer fsdp_min_num_params"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._setup_util import located
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules._versioned import fsdp_enabled
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
@@ -48,6 +49,7 @@ class FsdpWithoutDistributedLaunch(Rule):
     code = "TL509"
     name = "fsdp-without-distributed-launch"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     summary = "FSDP together with DeepSpeed, or under a plain one-process python launch"
 
     cases = [

@@ -11,6 +11,7 @@ from trainlint.rules._setup_models import (
     norm_type,
     single_model,
 )
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
     FSDP_YAML,
@@ -64,6 +65,7 @@ class FsdpWrapClassNotInModel(Rule):
     code = "TL407"
     name = "fsdp-wrap-class-not-in-model"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     fix_safety = "safe"
     summary = "FSDP transformer layer class of another architecture than the model"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -44,6 +45,7 @@ class MultiGpuPlainPython(Rule):
     code = "TL406"
     name = "multi-gpu-plain-python"
     severity = Severity.WARNING
+    triggers = LAUNCH_NAMES
     fix_safety = "safe"
     summary = "several GPUs driven by one plain python process (DataParallel)"
     cases = [

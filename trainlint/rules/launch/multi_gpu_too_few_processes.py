@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -39,6 +40,7 @@ class MultiGpuTooFew(Rule):
     code = "TL402"
     name = "multi-gpu-too-few-processes"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     summary = "distributed_type MULTI_GPU with fewer than 2 processes or GPU ids"
     cases = [
         Case(files={"acc.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 1\n"}),

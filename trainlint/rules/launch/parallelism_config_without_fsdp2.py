@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.launch._accelerate_fsdp_common import (
     FSDP_YAML,
@@ -51,6 +52,7 @@ class ParallelismConfigWithoutFsdp2(Rule):
     code = "TL413"
     name = "parallelism-config-without-fsdp2"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     summary = "parallelism config without FSDP2"
 
     cases = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import LAUNCH_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -44,6 +45,7 @@ class ProcessesExceedGpuIds(Rule):
     code = "TL403"
     name = "processes-exceed-gpus"
     severity = Severity.ERROR
+    triggers = LAUNCH_NAMES
     fix_safety = "unsafe"
     summary = "more processes than configured or visible GPUs"
     cases = [

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.knowledge import training_args as ta
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     target,
     target_text,
@@ -51,6 +52,7 @@ class ArgumentNotYetAvailable(Rule):
     code = "TL604"
     name = "argument-not-yet-available"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "none"
     summary = "an argument added after the target version"
 

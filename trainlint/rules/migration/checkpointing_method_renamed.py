@@ -6,7 +6,10 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
+from trainlint.fixing.python_edits import rewrite_node
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules._versioned import (
+    older_support,
     target,
     target_text,
 )
@@ -56,7 +59,18 @@ class CheckpointingMethodRenamed(Rule):
 
     ## Fix safety
     Safe: the old methods are aliases that call the new ones (the keyword
-    `gradient_checkpointing_kwargs=` is renamed with them).
+    `gradient_checkpointing_kwargs=` is renamed with them). Only calls are renamed, and only
+    when the new method takes every keyword the call passes at the target version (read from
+    the released signatures: `activation_checkpointing_enable` takes
+    `activation_checkpointing_kwargs`, `every_n_layers`, `offload`, not the old `**kwargs`).
+    Feature probes (`inspect.signature(model.gradient_checkpointing_enable)`, `hasattr`,
+    `getattr`), aliases (`self.f = model.gradient_checkpointing_enable`) and files that replace
+    the method on an instance (`model.gradient_checkpointing_enable = MethodType(...)`) are
+    left alone: those are not calls of the library method. The fix claims the whole call, so
+    another fix of the same call (TL110 adding `use_reentrant`) is computed on the renamed call.
+    The fix is unsafe when the project declares support (its requirements or
+    pyproject.toml) for a transformers older than the one that added the new name: it would
+    break the project there.
 
     The deprecated names, the methods they hand over to and the releases come from the
     `PreTrainedModel` methods of every released wheel (data/model_api.json), so the rule follows
@@ -70,6 +84,7 @@ class CheckpointingMethodRenamed(Rule):
     code = "TL609"
     name = "checkpointing-method-renamed"
     severity = Severity.INFO
+    triggers = CHECKPOINTING_NAMES
     fix_safety = "safe"
     summary = "gradient_checkpointing_enable() and friends: activation_checkpointing_* since 5.23"
 
@@ -84,12 +99,48 @@ class CheckpointingMethodRenamed(Rule):
                    "model = AutoModelForCausalLM.from_pretrained(\"gpt2\")\n"
                    "model.activation_checkpointing_enable(activation_checkpointing_kwargs={\"use_reentrant\": False})\n"
                    "print(model.is_activation_checkpointing)\n"),
+        Case("""
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model.gradient_checkpointing_enable(use_cache=False)
+            """, options=V524, fixed=None,
+             note="flagged, no fix: activation_checkpointing_enable takes no use_cache"),
+        Case("""
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            opts = {"use_reentrant": False}
+            model.gradient_checkpointing_enable(**opts)
+            """, options=V524, note="flagged, no fix: **kwargs"),
         # must not flag
         Case("""
             from transformers import AutoModelForCausalLM
             model = AutoModelForCausalLM.from_pretrained("gpt2")
             model.gradient_checkpointing_enable()
             """, options={"transformers_version": "5.22.0"}, flags=False),
+        Case("""
+            import inspect
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            if "gradient_checkpointing_kwargs" in inspect.signature(model.gradient_checkpointing_enable).parameters:
+                pass
+            if hasattr(model, "gradient_checkpointing_enable"):
+                getattr(model, "gradient_checkpointing_enable")()
+            """, options=V524, flags=False, note="feature probes"),
+        Case("""
+            from types import MethodType
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            def enable(self, **kw):
+                self.base.gradient_checkpointing_enable(**kw)
+            model.gradient_checkpointing_enable = MethodType(enable, model)
+            model.gradient_checkpointing_enable()
+            """, options=V524, flags=False, note="an instance-level override is called"),
+        Case("""
+            from transformers import PreTrainedModel
+            class Wrapper:
+                def __init__(self, pretrained):
+                    self.gradient_checkpointing_enable = pretrained.gradient_checkpointing_enable
+            """, options=V524, flags=False, note="an attribute alias"),
         Case("""
             import torch
             class Net(torch.nn.Module):
@@ -117,27 +168,71 @@ class CheckpointingMethodRenamed(Rule):
                 continue
             if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in renames for n in pf.nodes):
                 continue
+            overridden = _overridden_names(pf, set(renames))
+            calls = {id(c.node.func): c.node for c in pf.calls}
             for node in pf.nodes:
-                if not (isinstance(node, ast.Attribute) and node.attr in renames and isinstance(node.ctx, ast.Load)):
+                if not (isinstance(node, ast.Attribute) and node.attr in renames and isinstance(node.ctx, ast.Load)) \
+                        or node.attr in overridden:
                     continue
                 m = renames[node.attr]
+                call = calls.get(id(node))
+                if m.kind == "method" and call is None:
+                    continue  # a probe or an alias (inspect.signature(m.x), y = m.x): not a call
                 new = m.alias_of
                 new_m = model_api.method(new, tf)
                 since = model_api.method_history(node.attr)[1]
                 sp = pf.span(node)
                 attr_span = replace(sp, line=sp.end_line, column=sp.end_column - len(node.attr))
-                edits = [attr_span.edit(new)]
-                call = next((c.node for c in pf.calls if c.node.func is node), None)
+                edits: list | None = [attr_span.edit(new)]
+                why = ""
                 if call is not None:
-                    old_part, new_part = _common_prefix_swap(node.attr, new)
-                    for kw in call.keywords:
-                        if kw.arg and kw.arg not in new_m.params and kw.arg.startswith(old_part):
-                            renamed = new_part + kw.arg[len(old_part):]
-                            if renamed not in new_m.params:
-                                edits = None  # a keyword the new method does not take: no blind rename
-                                break
-                            edits.append(pf.keyword_name_span(kw).edit(renamed))
+                    edits, why = _renamed_call(pf, call, attr_span, node.attr, new, new_m, tf)
+                applicability, note = older_support(setup, since, new, pf.path) if edits and since \
+                    else ("safe", "")
                 yield self.diagnostic(
                     attr_span, f"{node.attr} is deprecated since transformers {since} "
-                               f"({target_text(setup)}; it warns on every call): use {new}",
-                    edits=edits, fix_message=f"rename to {new}")
+                               f"({target_text(setup)}; it warns on every call): use {new}{why}{note}",
+                    edits=edits, fix_message=f"rename to {new}", applicability=applicability)  # type: ignore[arg-type]
+
+
+def _overridden_names(pf, names: set[str]) -> set[str]:
+    """Names set on an object in this file (``model.x = MethodType(...)``, ``self.x = other.x``,
+    ``setattr(model, "x", ...)``): calls of them are calls of that replacement, not of the
+    library method."""
+    out: set[str] = set()
+    for n in pf.nodes:
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in names:
+            out.add(n.attr)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" \
+                and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value in names:
+            out.add(n.args[1].value)
+    return out
+
+
+def _renamed_call(pf, call: ast.Call, attr_span, old: str, new: str, new_m, version: str
+                  ) -> tuple[list | None, str]:
+    """The edits renaming the call to ``new`` (one edit over the whole call, so a fix that adds
+    a keyword to the same call is computed again on the renamed call), or (None, why) when the
+    new method would not accept what the call passes: its parameters at the target version
+    come from ``knowledge/data/model_api.json`` (generated from the released signatures)."""
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None, " (no fix: the call passes **kwargs/*args the new method may not accept)"
+    params = tuple(new_m.params)
+    if len(call.args) > len(params):
+        return None, f" (no fix: {new} takes at most {len(params)} positional arguments)"
+    old_part, new_part = _common_prefix_swap(old, new)
+    edits = [attr_span.edit(new)]
+    taken = set(params[:len(call.args)])
+    bad = []
+    for kw in call.keywords:
+        name = kw.arg
+        if name not in params and name.startswith(old_part) and old_part:
+            name = new_part + name[len(old_part):]
+        if name in taken or (name not in params and not new_m.varkw):
+            bad.append(kw.arg)
+            continue
+        if name != kw.arg:
+            edits.append(pf.keyword_name_span(kw).edit(name))
+    if bad:
+        return None, f" (no fix: {new} does not take keyword {', '.join(bad)} on transformers {version})"
+    return [rewrite_node(pf, call, edits)], ""

@@ -6,7 +6,9 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.knowledge import training_args as ta
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
+    older_support,
     fields_for,
     is_known_class,
     target_text,
@@ -71,6 +73,8 @@ class DeprecatedArgument(Rule):
     ## Fix safety
     Safe renames where the target version has the new name (the library copies the old value
     into it); otherwise no fix.
+    The fix is unsafe when the project declares support (its requirements, pyproject.toml or
+    setup.py) for a transformers older than the first one with the new name.
 
     ## References
     - pitfalls catalog R01, R03-R13, R18, R19, R21
@@ -80,6 +84,7 @@ class DeprecatedArgument(Rule):
     code = "TL603"
     name = "deprecated-argument"
     severity = Severity.INFO
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "an argument the target version deprecates (still accepted)"
 
@@ -141,8 +146,13 @@ class DeprecatedArgument(Rule):
                     base = (fields_for(setup, "TrainingArguments") or {}).get(name)
                     if base is not None and base.deprecated == f.deprecated:
                         package = "transformers"
+                note = ""
+                if edits and r is not None and r.new_since and package == "transformers":
+                    older, note = older_support(setup, r.new_since, r.new, site.path)
+                    if older == "unsafe":
+                        applicability = "unsafe"
                 message = (f"{_shown(value)} is deprecated ({target_text(setup, package)})"
-                           + (f": {advice}" if advice else f": {deprecation_gist(f.deprecated)}"))
+                           + (f": {advice}" if advice else f": {deprecation_gist(f.deprecated)}") + note)
                 span = value.key_span or value.span or site.span
                 if span is None:
                     continue

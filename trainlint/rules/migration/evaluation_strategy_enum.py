@@ -6,6 +6,7 @@ import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     target_text,
     transformers_at_least,
@@ -54,6 +55,7 @@ class EvaluationStrategyEnum(Rule):
     code = "TL606"
     name = "evaluation-strategy-enum"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES + ("EvaluationStrategy", "IntervalStrategy")
     fix_safety = "safe"
     summary = "EvaluationStrategy was removed in transformers 5.0 (use IntervalStrategy)"
 

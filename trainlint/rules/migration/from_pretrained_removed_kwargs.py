@@ -56,6 +56,7 @@ class FromPretrainedRemovedKwargs(Rule):
     code = "TL607"
     name = "from-pretrained-removed-kwargs"
     severity = Severity.ERROR
+    triggers = ("use_auth_token", "load_in_8bit", "load_in_4bit")
     fix_safety = "safe"
     summary = "from_pretrained(use_auth_token=, load_in_8bit/4bit=) no longer handled in transformers 5"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._versioned import (
+    older_support,
     target_text,
     transformers_at_least,
 )
@@ -42,6 +43,9 @@ class FromPretrainedTorchDtype(Rule):
 
     ## Fix safety
     Safe: the same value under the new name.
+    The fix is unsafe when the project declares support (its requirements or
+    pyproject.toml) for a transformers older than the one that added the new name: it would
+    break the project there.
 
     ## References
     - pitfalls catalog R23; transformers 4.56.0 `modeling_utils.py`
@@ -50,6 +54,7 @@ class FromPretrainedTorchDtype(Rule):
     code = "TL608"
     name = "from-pretrained-torch-dtype"
     severity = Severity.INFO
+    triggers = ("torch_dtype",)
     fix_safety = "safe"
     summary = "from_pretrained(torch_dtype=) is a deprecated alias of dtype= (4.56+)"
 
@@ -83,8 +88,10 @@ class FromPretrainedTorchDtype(Rule):
                     continue
                 if "dtype" in kws:
                     continue  # dtype wins; nothing to rename into
+                applicability, note = older_support(setup, DTYPE_SINCE, "dtype=", pf.path)
                 yield self.diagnostic(
                     pf.keyword_name_span(kw),
-                    f"torch_dtype= is a deprecated alias of dtype= ({target_text(setup)})",
-                    edits=[pf.keyword_name_span(kw).edit("dtype")], fix_message="rename to dtype=")
+                    f"torch_dtype= is a deprecated alias of dtype= ({target_text(setup)}){note}",
+                    edits=[pf.keyword_name_span(kw).edit("dtype")], fix_message="rename to dtype=",
+                    applicability=applicability)  # type: ignore[arg-type]
 

@@ -98,6 +98,7 @@ class HubAuthKeywords(Rule):
     code = "TL612"
     name = "hub-auth-keywords"
     severity = Severity.WARNING
+    triggers = ("use_auth_token", "repo_name")
     fix_safety = "safe"
     summary = "use_auth_token= on tokenizers/configs/processors, push_to_hub(use_auth_token=, repo_name=)"
 

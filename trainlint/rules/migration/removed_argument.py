@@ -6,9 +6,11 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.knowledge import training_args as ta
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
+    project_allows_before,
     target_text,
     tolerant_parse,
     valid_names,
@@ -81,6 +83,8 @@ class RemovedArgument(Rule):
     old default, or the library no longer read it); otherwise it is unsafe. `logging_dir` is
     removed only when TensorBoard is not a `report_to` target; otherwise the message says to
     export `TENSORBOARD_LOGGING_DIR`.
+    The fix is unsafe when the project declares support (its requirements, pyproject.toml or
+    setup.py) for a transformers from before the removal.
 
     ## References
     - pitfalls catalog R01, R03-R16, R18-R20, R26 (field lists diffed over released wheels)
@@ -91,6 +95,7 @@ class RemovedArgument(Rule):
     code = "TL601"
     name = "removed-argument"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "an argument the target transformers/TRL version no longer has"
 
@@ -206,8 +211,15 @@ class RemovedArgument(Rule):
             removed = _removed_in(h, version) or h.removed_in or "a later version"
             valid = valid_names(setup, site) or frozenset()
             edits, applicability, fix_message, advice = _replacement_fix(setup, site, value, valid)
+            note = ""
+            if edits and h.package == "transformers" and removed[:1].isdigit():
+                low = project_allows_before(setup, removed, site.path)
+                if low is not None:
+                    applicability = "unsafe"
+                    note = (f" (the fix is unsafe: the project allows transformers {low[0]} ({low[1]}), where "
+                            f"{name} still works and the fixed code means something else or fails)")
             message = (f"{_shown(value)} was removed from {site.class_name} in {h.package} {removed} "
-                       f"({target_text(setup, h.package)}): {advice}")
+                       f"({target_text(setup, h.package)}): {advice}{note}")
             span = value.key_span or value.span or site.span
             if span is None:
                 continue

@@ -138,6 +138,7 @@ class RemovedImport(Rule):
     code = "TL611"
     name = "removed-import"
     severity = Severity.ERROR
+    triggers = ("transformers", "trl", "peft")  # importing a removed name names its library
     fix_safety = "safe"
     summary = "an import of a name the target transformers/trl/peft release no longer exports"
 

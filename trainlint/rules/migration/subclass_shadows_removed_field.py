@@ -8,6 +8,7 @@ from typing import Iterable
 from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import target, target_text
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
@@ -69,6 +70,7 @@ class SubclassShadowsRemovedField(Rule):
     code = "TL613"
     name = "subclass-shadows-removed-field"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "none"
     summary = "a TrainingArguments subclass re-declares a field the target version removed (ignored)"
 

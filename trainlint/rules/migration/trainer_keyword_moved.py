@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Iterable
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import local_class_accepts_anything, target, target_text
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup, Value
 from trainlint.sources.python import CallSite, PythonFile, TrainerCall, TrainingArgsCall
@@ -114,6 +115,7 @@ class TrainerKeywordMoved(Rule):
     code = "TL610"
     name = "trainer-keyword-moved"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "a TRL trainer keyword that moved to its config class (SFTTrainer(max_seq_length=) ...)"
 

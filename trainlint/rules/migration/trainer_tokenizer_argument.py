@@ -7,7 +7,9 @@ from typing import Iterable
 
 from trainlint.consumers import patched_trainer_keyword
 from trainlint.diagnostics import Diagnostic, Severity, replace
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
+    older_support,
     local_class_accepts_anything,
     target,
     target_text,
@@ -21,7 +23,7 @@ from trainlint.rules.migration._migration_common import (
     _vkey,
 )
 from trainlint.setup import Setup
-from trainlint.sources.python import PythonFile, TrainerCall
+from trainlint.sources.python import TRL_TRAINER_CLASSES, PythonFile, TrainerCall
 
 PROCESSING_CLASS_SINCE = "4.46.0"  # Trainer.__init__ has processing_class (4.46.0 trainer.py)
 
@@ -77,6 +79,9 @@ class TrainerTokenizerArgument(Rule):
 
     ## Fix safety
     Safe: the same object under the new name (when both are written, `tokenizer=` is removed).
+    The fix is unsafe when the project declares support (its requirements or
+    pyproject.toml) for a transformers older than the one that added the new name: it would
+    break the project there.
 
     ## References
     - pitfalls catalog R02; huggingface/transformers#32385
@@ -88,6 +93,7 @@ class TrainerTokenizerArgument(Rule):
     code = "TL605"
     name = "trainer-tokenizer-argument"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "Trainer(tokenizer=) / trainer.tokenizer: processing_class since 4.46, removed in 5.0"
 
@@ -204,10 +210,13 @@ class TrainerTokenizerArgument(Rule):
                 else:
                     edits = [pf.keyword_name_span(kw).edit("processing_class")]
                     fix_message = "rename to processing_class="
+                applicability, note = ("safe", "") if tc.class_name in TRL_TRAINER_CLASSES else \
+                    older_support(setup, PROCESSING_CLASS_SINCE, "processing_class=", pf.path)
                 yield self.diagnostic(
                     pf.keyword_name_span(kw),
-                    f"{tc.class_name}(tokenizer=) is {when} ({where}): use processing_class=",
-                    edits=edits, fix_message=fix_message, severity=severity)
+                    f"{tc.class_name}(tokenizer=) is {when} ({where}): use processing_class={note}",
+                    edits=edits, fix_message=fix_message, severity=severity,
+                    applicability=applicability)  # type: ignore[arg-type]
             if attr_status is None:
                 continue
             severity, when = attr_status
@@ -217,10 +226,11 @@ class TrainerTokenizerArgument(Rule):
                         and len(pf.bindings_of(node.value.id, pf.module_scope)) <= 1:
                     sp = pf.span(node)
                     attr_span = replace(sp, line=sp.end_line, column=sp.end_column - len("tokenizer"))
+                    applicability, note = older_support(setup, PROCESSING_CLASS_SINCE, "processing_class", pf.path)
                     yield self.diagnostic(
                         attr_span,
                         f"{node.value.id}.tokenizer is {when} ({target_text(setup)}): use "
-                        f"{node.value.id}.processing_class",
+                        f"{node.value.id}.processing_class{note}",
                         edits=[attr_span.edit("processing_class")], fix_message="read processing_class",
-                        severity=severity)
+                        severity=severity, applicability=applicability)  # type: ignore[arg-type]
 

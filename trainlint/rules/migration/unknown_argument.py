@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.knowledge import training_args as ta
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     target,
     target_text,
@@ -55,6 +56,7 @@ class UnknownArgument(Rule):
     code = "TL602"
     name = "unknown-argument"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "none"
     summary = "an argument name TrainingArguments never had (with did-you-mean)"
 

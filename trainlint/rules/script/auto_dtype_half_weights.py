@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._half_precision_weights_common import (
     fp16_values,
@@ -71,6 +72,7 @@ class AutoDtypeHalfWeights(Rule):
     code = "TL123"
     name = "auto-dtype-half-weights"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "unsafe"
     summary = "transformers 5 loads a bf16/fp16 checkpoint in half precision, then fully fine-tunes it"
 

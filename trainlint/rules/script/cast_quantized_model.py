@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import QUANTIZED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._quantized_model_common import (
     _quantized_loads,
@@ -57,6 +58,7 @@ class CastQuantizedModel(Rule):
     code = "TL104"
     name = "cast-quantized-model"
     severity = Severity.ERROR
+    triggers = QUANTIZED_NAMES
     fix_safety = "none"
     summary = "a dtype cast (or .cuda() on 8-bit) of a bitsandbytes-quantized model raises"
 

@@ -8,6 +8,7 @@ from trainlint.analysis import (
     trainer_contexts,
 )
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import (
     _gc_related,
@@ -52,6 +53,7 @@ class CompileWithCheckpointing(Rule):
     code = "TL112"
     name = "compile-with-checkpointing"
     severity = Severity.WARNING
+    triggers = CHECKPOINTING_NAMES
     fix_safety = "none"
     summary = "torch.compile together with gradient checkpointing"
 

@@ -7,6 +7,7 @@ from typing import Iterable
 from trainlint.analysis import multi_process, trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import remove_argument
+from trainlint.rules._triggers import QUANTIZED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -61,6 +62,7 @@ class DeviceMapMultiProcess(Rule):
     code = "TL103"
     name = "device-map-multi-process"
     severity = Severity.ERROR
+    triggers = QUANTIZED_NAMES + ("device_map",)
     fix_safety = "safe"
     summary = 'device_map="auto" on a model trained by several processes'
 

@@ -8,6 +8,7 @@ from typing import Iterable
 from trainlint.analysis import _is_self_assign, model_flows
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.fixing.python_edits import delete_statement
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
@@ -45,8 +46,12 @@ class ManualDevicePlacement(Rule):
     ```
 
     ## Fix safety
-    Safe: the Trainer moves the model to the same device before training. Calls that also
-    change the dtype (`.to("cuda", torch.float16)`) are reported without a fix.
+    Safe when the data flow shows that nothing uses the model on the device between the move
+    and the Trainer: the Trainer then moves it to the same device before training. When the
+    model runs before the Trainer gets it (a forward/backward pass, `generate`, a
+    `DistributedDataParallel` wrap) there is no fix; when it is handed to a function the
+    analysis does not know, the fix is unsafe. Calls that also change the dtype
+    (`.to("cuda", torch.float16)`) are reported without a fix.
 
     ## References
     - transformers `Trainer.__init__`: `place_model_on_device` and `_move_model_to_device`
@@ -56,6 +61,7 @@ class ManualDevicePlacement(Rule):
     code = "TL101"
     name = "manual-device-placement"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "the model is moved to a device by hand before the Trainer places it"
 
@@ -119,6 +125,39 @@ class ManualDevicePlacement(Rule):
             tf.Trainer(model=model.to("cuda:0"))
             """,
         ),
+        Case(
+            """
+            from transformers import AutoModelForCausalLM, Trainer
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model.to("cuda")
+            sample = model.generate(prompt_ids.to("cuda"), max_new_tokens=8)
+            trainer = Trainer(model=model, args=args)
+            """,
+            note="flagged, no fix: generate runs on the device before the Trainer",
+        ),
+        Case(
+            """
+            import torch
+            from transformers import AutoModel, Trainer
+            model = AutoModel.from_pretrained("m")
+            model = model.to("cuda")
+            loss = model(**batch).loss
+            loss.backward()
+            trainer = Trainer(model=model)
+            """,
+            note="flagged, no fix: a forward/backward pass before the Trainer",
+        ),
+        Case(
+            """
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from transformers import AutoModel, Trainer
+            model = AutoModel.from_pretrained("m")
+            model.cuda()
+            wrapped = DDP(model, device_ids=[0])
+            trainer = Trainer(model=model)
+            """,
+            note="flagged, no fix: a DDP wrap takes the device of the parameters",
+        ),
         # must not flag
         Case(
             """
@@ -175,7 +214,18 @@ class ManualDevicePlacement(Rule):
                                f"torchrun/DeepSpeed/FSDP every rank copies the full model to one GPU first; "
                                f"remove it, the Trainer moves the model itself")
                     edits = self._fix(pf, mv) if mv.only_device else None
+                    applicability = "safe"
+                    if edits:
+                        use, known = device_use_before_trainer(pf, flow, mv)
+                        if use is not None and known:
+                            message += f" (no fix: `{use}` uses the model on the device before the Trainer)"
+                            edits = None
+                        elif use is not None:
+                            message += (f" (the fix is unsafe: `{use}` gets the model before the Trainer and "
+                                        f"may run it on the device)")
+                            applicability = "unsafe"
                     yield self.diagnostic(where, message, edits=edits, fix_message="remove the device move",
+                                          applicability=applicability,  # type: ignore[arg-type]
                                           related=[pf.span(flow.trainer.site.node.func).related(
                                               f"the model is passed to {flow.trainer.class_name} here")])
 
@@ -191,3 +241,87 @@ class ManualDevicePlacement(Rule):
         recv_sp = pf.span(mv.receiver)
         return [Edit(path=pf.path, line=recv_sp.end_line, column=recv_sp.end_column,
                      end_line=call_sp.end_line, end_column=call_sp.end_column, content="")]
+
+
+# What needs the model on its device: a forward pass (``model(...)``, ``forward``), generation,
+# a DDP/DataParallel wrap (it takes the device of the parameters), compilation.
+DEVICE_USES = {"generate", "forward", "__call__", "DistributedDataParallel", "DDP", "DataParallel",
+               "FullyShardedDataParallel", "FSDP", "compile", "prepare", "prepare_model", "pipeline",
+               "evaluate", "predict", "sample", "beam_search", "chat", "backward"}
+# Calls that do not care where the model is (configuration, adapters, checkpointing, dtype).
+DEVICE_FREE = {
+    "train", "eval", "gradient_checkpointing_enable", "gradient_checkpointing_disable",
+    "activation_checkpointing_enable", "activation_checkpointing_disable", "enable_input_require_grads",
+    "resize_token_embeddings", "print_trainable_parameters", "requires_grad_", "tie_weights", "parameters",
+    "named_parameters", "named_modules", "modules", "children", "named_children", "get_input_embeddings",
+    "get_output_embeddings", "save_pretrained", "push_to_hub", "get_peft_model", "prepare_model_for_kbit_training",
+    "prepare_model_for_int8_training", "print", "len", "add_adapter", "load_adapter", "set_adapter",
+    "num_parameters", "get_nb_trainable_parameters", "state_dict", "isinstance", "getattr", "hasattr",
+    "setattr", "type", "str", "repr", "id", "vars", "dir", "half", "float", "bfloat16", "to", "cuda",
+    "apply", "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "freeze",
+    "add_module", "get_submodule", "set_input_embeddings", "set_output_embeddings", "enable_adapters",
+    "disable_adapters", "merge_and_unload", "unload", "info", "debug", "warning", "log", "format", "append",
+    "from_pretrained", "update", "config_class", "to_dict", "to_json_string", "requires_grad",
+    "count_parameters", "sum", "numel", "list", "dict", "deepcopy", "copy",
+}
+
+
+def _names_index(pf: PythonFile) -> dict[str, list]:
+    """Calls of each plain name (``model(...)``) and calls passing a name as a keyword value
+    (``pipeline(model=model)``): per file, once."""
+    cached = getattr(pf, "_device_use_index", None)
+    if cached is not None:
+        return cached
+    index: dict[str, list] = {}
+    for cs in pf.calls:
+        if isinstance(cs.node.func, ast.Name):
+            index.setdefault(cs.node.func.id, []).append((cs, cs.node.func.id + "(...)"))
+        for k in cs.node.keywords:
+            if isinstance(k.value, ast.Name):
+                index.setdefault(k.value.id, []).append((cs, f"{pf.source_of(cs.node.func)}({k.arg}=...)"))
+    pf._device_use_index = index  # type: ignore[attr-defined]
+    return index
+
+
+def device_use_before_trainer(pf: PythonFile, flow, mv) -> tuple[str | None, bool]:
+    """The first use of the model after the move ``mv`` and before the Trainer that may need it
+    on the device: (text, True) for a known device use (a forward pass, ``generate``, a DDP
+    wrap), (text, False) for a call the analysis does not know, (None, False) for none."""
+    from trainlint.analysis import _pos
+
+    def after_move(cs) -> bool:
+        return cs.scope is not mv.scope or _pos(cs.stmt) > _pos(mv.stmt) or cs.stmt is mv.stmt \
+            and cs.node is not mv.call and _pos(cs.node) > _pos(mv.call)
+
+    trainer = flow.trainer
+    tpos = _pos(trainer.site.stmt)
+
+    def before_trainer(cs) -> bool:
+        return cs.scope is not trainer.site.scope or _pos(cs.stmt) <= tpos
+
+    unknown: str | None = None
+    for c in flow.calls:
+        cs = c.site
+        if cs.node is mv.call or not after_move(cs) or cs.node is trainer.site.node:
+            continue
+        text = f"{c.receiver + '.' if c.receiver else ''}{c.name}(...)"
+        if c.name in DEVICE_USES:
+            return text, True
+        if c.name not in DEVICE_FREE and unknown is None:
+            unknown = text
+    names = {n for _sid, n in flow.names}
+    for n in names:
+        for cs, text in _names_index(pf).get(n, ()):
+            if cs.node is trainer.site.node or cs.node is mv.call:
+                continue
+            found = cs.scope.lookup(n)
+            if found is None or (id(found[0]), n) not in flow.names or not after_move(cs) or not before_trainer(cs):
+                continue
+            if text == f"{n}(...)":
+                return text, True  # a forward pass
+            callee = text.split("(", 1)[0].split(".")[-1]
+            if callee in DEVICE_USES:
+                return text, True
+            if callee not in DEVICE_FREE and unknown is None and not callee.endswith("Trainer"):
+                unknown = text
+    return unknown, False

@@ -15,6 +15,7 @@ from trainlint.analysis import (
 )
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.fixing.python_edits import add_keyword
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
@@ -197,6 +198,7 @@ class ComputeMetricsFullLogits(Rule):
     code = "TL116"
     name = "compute-metrics-full-logits"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "compute_metrics on a language model's full logits without preprocess_logits_for_metrics"
 

@@ -10,6 +10,7 @@ from trainlint.analysis import (
     trainer_contexts,
 )
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import (
     PLAIN_TRAINERS,
@@ -61,6 +62,7 @@ class FindUnusedParametersWithCheckpointing(Rule):
     code = "TL111"
     name = "find-unused-parameters-with-checkpointing"
     severity = Severity.ERROR
+    triggers = CHECKPOINTING_NAMES
     fix_safety = "safe"
     summary = "ddp_find_unused_parameters=True with gradient checkpointing"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._half_precision_weights_common import (
     fp16_values,
@@ -58,6 +59,7 @@ class Fp16AmpOnFp16Weights(Rule):
     code = "TL106"
     name = "fp16-amp-on-fp16-weights"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "none"
     summary = "fp16=True on a model whose trainable weights are already fp16"
 

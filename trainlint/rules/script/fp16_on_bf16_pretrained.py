@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.analysis import LoadCall, trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._half_precision_weights_common import (
     fp16_values,
@@ -75,6 +76,7 @@ class Fp16OnBf16Pretrained(Rule):
     code = "TL107"
     name = "fp16-on-bf16-pretrained"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "none"
     summary = "fp16 training of a model pretrained in bfloat16 (T5 family, ...)"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.analysis import base_trainer_class
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -52,6 +53,7 @@ class GenerationArgsWithoutSeq2Seq(Rule):
     code = "TL117"
     name = "generation-args-without-seq2seq"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "none"
     summary = "generation settings with TrainingArguments or the plain Trainer"
 

@@ -9,6 +9,7 @@ from trainlint.analysis import (
     trainer_contexts,
 )
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import (
     add_reentrant_kwarg,
@@ -54,6 +55,7 @@ class ImplicitUseReentrant(Rule):
     code = "TL110"
     name = "implicit-use-reentrant"
     severity = Severity.INFO
+    triggers = CHECKPOINTING_NAMES
     fix_safety = "safe"
     summary = "gradient checkpointing without an explicit use_reentrant"
 

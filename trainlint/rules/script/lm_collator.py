@@ -8,6 +8,7 @@ from typing import Iterable
 from trainlint.analysis import _dotted, collator_call, trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -73,6 +74,7 @@ class MlmCollatorForCausalLm(Rule):
     code = "TL114"
     name = "mlm-collator-for-causal-lm"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES + ("DataCollatorForLanguageModeling",)
     fix_safety = "unsafe"
     summary = "DataCollatorForLanguageModeling defaults to mlm=True for a causal LM"
 
@@ -177,6 +179,7 @@ class PadTokenIsEos(Rule):
     code = "TL113"
     name = "pad-token-is-eos"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES + ("DataCollatorForLanguageModeling",)
     fix_safety = "none"
     summary = "pad_token = eos_token with the causal-LM collator masks every EOS label"
 

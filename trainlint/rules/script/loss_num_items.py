@@ -11,8 +11,9 @@ from trainlint.analysis import (
     class_method,
     local_trainer_class,
     trainer_contexts,
-    )
+)
 from trainlint.diagnostics import Diagnostic, Severity, Span
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -118,6 +119,7 @@ class ComputeLossIgnoresNumItems(Rule):
     code = "TL118"
     name = "compute-loss-ignores-num-items"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES
     fix_safety = "none"
     summary = "a custom loss that ignores num_items_in_batch with gradient accumulation"
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -109,6 +110,7 @@ class OptimPackageMissing(Rule):
     code = "TL121"
     name = "optim-package-missing"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "none"
     summary = "an optim value whose package the project's dependency files do not list"
 

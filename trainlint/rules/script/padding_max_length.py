@@ -7,10 +7,23 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity
-from trainlint.fixing.python_edits import add_keyword, ensure_import, remove_argument, remove_dict_entry, replace
+from trainlint.fixing.python_edits import (
+    add_keyword,
+    ensure_import,
+    remove_argument,
+    remove_dict_entry,
+    replace,
+)
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
-from trainlint.sources.python import TRL_TRAINER_CLASSES, CallSite, PythonFile, Scope, TrainerCall
+from trainlint.sources.python import (
+    TRL_TRAINER_CLASSES,
+    CallSite,
+    PythonFile,
+    Scope,
+    TrainerCall,
+)
 
 TOKENIZER_METHODS = {"__call__", "encode", "encode_plus", "batch_encode_plus", "pad", "apply_chat_template"}
 PADDING_COLLATORS = {
@@ -152,19 +165,116 @@ def _collator_name(pf: PythonFile, expr: ast.AST, scope: Scope) -> str:
     return _dotted(expr).split(".")[-1]
 
 
-def _labels_padded_too(pf: PythonFile, use: PaddingUse) -> bool:
-    """Sequence labels (text_target=, or labels built from tokenizer output): the collator must
-    pad labels as well, which DataCollatorForSeq2Seq does (with -100)."""
-    if any(k.arg == "text_target" for k in use.call.node.keywords):
+MODEL_KINDS = (  # class-name part -> what the labels of such a model are
+    ("ForSequenceClassification", "seq-cls"), ("ForTokenClassification", "token-cls"),
+    ("ForQuestionAnswering", "qa"), ("ForMultipleChoice", "multiple-choice"),
+    ("ForCausalLM", "causal"), ("LMHeadModel", "causal"), ("ForMaskedLM", "masked"),
+    ("ForSeq2SeqLM", "seq2seq"), ("ForConditionalGeneration", "seq2seq"),
+)
+SEQUENCE_LABEL_COLLATORS = {"DataCollatorForSeq2Seq", "DataCollatorForTokenClassification"}
+
+
+def model_kind(pf: PythonFile, tc: TrainerCall) -> str | None:
+    """What the Trainer's model is (``seq-cls``, ``causal``, ...) from the class it is loaded
+    or built with; None when not known."""
+    from trainlint.analysis import flow_for
+
+    flow = flow_for(pf, tc)
+    if flow is None:
+        return None
+    names = [ld.cls for ld in flow.loads]
+    names += [_dotted(b.value.func).split(".")[-1] for b, _s in flow.bindings if isinstance(b.value, ast.Call)]
+    kinds = {kind for n in names for part, kind in MODEL_KINDS if part in n}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+@dataclass
+class Labels:
+    """What the tokenizing function makes the labels: ``none`` (it writes none: they come from
+    a dataset column, or there are none), ``copied`` (token sequences copied from the inputs),
+    ``targets`` (separately tokenized target sequences), ``values`` (something else: class ids
+    or per-token tags), ``unknown``; ``masked``: pad positions are set to -100 in it."""
+
+    kind: str
+    masked: bool = False
+
+
+def _mentions_input_ids(node: ast.AST) -> list[ast.AST]:
+    """The objects whose ``input_ids`` the expression reads (``x["input_ids"]``, ``x.input_ids``)."""
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and n.slice.value == "input_ids":
+            out.append(n.value)
+        elif isinstance(n, ast.Attribute) and n.attr == "input_ids":
+            out.append(n.value)
+    return out
+
+
+def _is_call_result(pf: PythonFile, expr: ast.AST, call: ast.Call, scope: Scope) -> bool:
+    """``expr`` is the value of ``call`` (directly or through a name bound to it)."""
+    if expr is call:
         return True
-    fn = use.call.in_def
-    if fn is None:
-        return False
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
-                and isinstance(node.slice, ast.Constant) and node.slice.value == "labels":
-            return True
+    if isinstance(expr, ast.Name):
+        b = pf.binding_of(expr.id, scope)
+        return b is not None and b.value is call
     return False
+
+
+def labels_of(pf: PythonFile, use: PaddingUse) -> Labels:
+    call = use.call.node
+    fn = use.call.in_def
+    masked = False
+    if fn is not None:
+        masked = any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant)
+                     and n.operand.value == 100 for n in ast.walk(fn))
+    if any(k.arg == "text_target" for k in call.keywords):
+        return Labels("targets", masked)
+    if fn is None:
+        return Labels("unknown", masked)
+    writes = _label_writes(fn)
+    if writes is None:
+        return Labels("unknown", masked)
+    if not writes:
+        return Labels("none", masked)
+    kinds = set()
+    for value in writes:
+        sources = _mentions_input_ids(value)
+        if not sources:
+            kinds.add("values")
+        elif all(_is_call_result(pf, src, call, use.call.scope) for src in sources):
+            kinds.add("copied")
+        elif any(isinstance(src, ast.Name) and (b := pf.binding_of(src.id, use.call.scope)) is not None
+                 and isinstance(b.value, ast.Call) and b.value is not call for src in sources):
+            kinds.add("targets")
+        else:
+            kinds.add("unknown")
+    return Labels(kinds.pop() if len(kinds) == 1 else "unknown", masked)
+
+
+def _label_writes(fn: ast.AST) -> list[ast.AST] | None:
+    """The values the function writes as ``labels`` (``x["labels"] = v``, ``{"labels": v}``,
+    ``dict(labels=v)``); None when it writes them some way not understood."""
+    out: list[ast.AST] = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value == "labels":
+                    out.append(node.value)
+        elif isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and k.value == "labels":
+                    out.append(v)
+        elif isinstance(node, ast.Call) and any(k.arg == "labels" for k in node.keywords) \
+                and _dotted(node.func) in ("dict", "update") or isinstance(node, ast.Call) \
+                and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
+                and any(k.arg == "labels" for k in node.keywords):
+            out.extend(k.value for k in node.keywords if k.arg == "labels")
+    # "labels" written through a variable key or setdefault: not understood
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault" \
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "labels":
+            return None
+    return out
 
 
 class PaddingMaxLength(Rule):
@@ -203,14 +313,20 @@ class PaddingMaxLength(Rule):
     ```
 
     ## Fix safety
-    Safe for models with an attention mask. The fix removes the padding argument and makes
-    sure the Trainer pads each batch: it keeps an existing padding collator or
-    `processing_class=`/`tokenizer=`, replaces `default_data_collator` with
-    `DataCollatorWithPadding`, or adds `data_collator=DataCollatorWithPadding(tokenizer)`
-    (`DataCollatorForSeq2Seq` when the labels are token sequences). When the call also asks for
-    tensors (`return_tensors=`), runs outside a `dataset.map` function, or the Trainer uses a
-    custom collator, the finding has no fix. On TPUs static shapes are wanted: scripts that
-    import `torch_xla` are not flagged.
+    Safe for models with an attention mask, when the collator that pads each batch is known to
+    be right for the labels. The fix removes the padding argument and chooses the collator from
+    what the tokenizing function makes the labels and what the model is:
+    no labels written and a sequence classifier (class ids come from a column), or class ids
+    written: `DataCollatorWithPadding` (or the Trainer's default with `processing_class=`);
+    per-token tags and a token classifier: `DataCollatorForTokenClassification`; token
+    sequences copied from `input_ids` or tokenized targets: `DataCollatorForSeq2Seq`, which
+    pads labels with -100 (`DataCollatorWithPadding` and `DataCollatorForLanguageModeling`
+    cannot pad such labels). That last fix is unsafe unless the function already sets pad
+    positions to -100: before, the loss counted the pad tokens. An existing padding collator
+    that fits the labels is kept. No fix when the labels or the model are not known, a custom
+    collator is used, the call asks for tensors (`return_tensors=`) or runs outside a
+    `dataset.map` function. On TPUs static shapes are wanted: scripts that import `torch_xla`
+    are not flagged.
 
     ## References
     - transformers `DataCollatorWithPadding`, `Trainer` default collator
@@ -220,22 +336,25 @@ class PaddingMaxLength(Rule):
     code = "TL102"
     name = "padding-max-length"
     severity = Severity.WARNING
+    triggers = SETUP_NAMES + ("DataCollator",)
     fix_safety = "safe"
     summary = 'padding="max_length" at preprocessing pads every example to the maximum'
 
     cases = [
         Case(
             """
-            from transformers import AutoTokenizer, Trainer
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer
             tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+            model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
             def tokenize(batch):
                 return tokenizer(batch["text"], padding="max_length", truncation=True)
             ds = ds.map(tokenize, batched=True)
             trainer = Trainer(model=model, train_dataset=ds, processing_class=tokenizer)
             """,
             fixed=(
-                "from transformers import AutoTokenizer, Trainer\n"
+                "from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer\n"
                 'tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")\n'
+                'model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")\n'
                 "def tokenize(batch):\n"
                 '    return tokenizer(batch["text"], truncation=True)\n'
                 "ds = ds.map(tokenize, batched=True)\n"
@@ -244,15 +363,17 @@ class PaddingMaxLength(Rule):
         ),
         Case(
             """
-            from transformers import AutoTokenizer, Trainer
+            from transformers import AutoTokenizer, BertForSequenceClassification, Trainer
             tok = AutoTokenizer.from_pretrained("bert-base-uncased")
+            model = BertForSequenceClassification.from_pretrained("bert-base-uncased")
             PAD = "max_length"
             ds = ds.map(lambda b: tok(b["text"], padding=PAD, truncation=True), batched=True)
             trainer = Trainer(model=model, train_dataset=ds)
             """,
             fixed=(
-                "from transformers import AutoTokenizer, Trainer, DataCollatorWithPadding\n"
+                "from transformers import AutoTokenizer, BertForSequenceClassification, Trainer, DataCollatorWithPadding\n"
                 'tok = AutoTokenizer.from_pretrained("bert-base-uncased")\n'
+                'model = BertForSequenceClassification.from_pretrained("bert-base-uncased")\n'
                 'PAD = "max_length"\n'
                 'ds = ds.map(lambda b: tok(b["text"], truncation=True), batched=True)\n'
                 "trainer = Trainer(model=model, train_dataset=ds, data_collator=DataCollatorWithPadding(tok))\n"
@@ -267,14 +388,83 @@ class PaddingMaxLength(Rule):
             ds = ds.map(lambda b: enc(b["text"]), batched=True)
             trainer = Trainer(model=model, train_dataset=ds, data_collator=default_data_collator)
             """,
+            note="flagged, no fix: what the labels are is not followed through the partial",
+        ),
+        Case(
+            """
+            from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
+            tok = AutoTokenizer.from_pretrained("gpt2")
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            def prep(batch):
+                out = tok(batch["text"], padding="max_length", truncation=True, max_length=64)
+                out["labels"] = [[t if t != tok.pad_token_id else -100 for t in ids] for ids in out["input_ids"]]
+                return out
+            ds = ds.map(prep, batched=True)
+            Trainer(model=model, train_dataset=ds, processing_class=tok)
+            """,
             fixed=(
-                "import functools\n"
-                "from transformers import Trainer, default_data_collator, DataCollatorWithPadding\n"
-                "tokenizer = load_tokenizer()\n"
-                'enc = functools.partial(tokenizer, max_length=128)\n'
-                'ds = ds.map(lambda b: enc(b["text"]), batched=True)\n'
-                "trainer = Trainer(model=model, train_dataset=ds, data_collator=DataCollatorWithPadding(tokenizer))\n"
+                "from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, DataCollatorForSeq2Seq\n"
+                'tok = AutoTokenizer.from_pretrained("gpt2")\n'
+                'model = AutoModelForCausalLM.from_pretrained("gpt2")\n'
+                "def prep(batch):\n"
+                '    out = tok(batch["text"], truncation=True, max_length=64)\n'
+                '    out["labels"] = [[t if t != tok.pad_token_id else -100 for t in ids] for ids in out["input_ids"]]\n'
+                "    return out\n"
+                "ds = ds.map(prep, batched=True)\n"
+                "Trainer(model=model, train_dataset=ds, processing_class=tok, data_collator=DataCollatorForSeq2Seq(tok))\n"
             ),
+            note="labels copied from the inputs, pads masked: DataCollatorForSeq2Seq, not the Trainer's "
+                 "default DataCollatorWithPadding (which cannot pad labels)",
+        ),
+        Case(
+            """
+            from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
+            tok = AutoTokenizer.from_pretrained("gpt2")
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            def prep(batch):
+                out = tok(batch["text"], padding="max_length", truncation=True, max_length=64)
+                out["labels"] = out["input_ids"].copy()
+                return out
+            ds = ds.map(prep, batched=True)
+            Trainer(model=model, train_dataset=ds, processing_class=tok)
+            """,
+            note="labels copied with their pad tokens: the fix is unsafe (the loss stops counting pads)",
+        ),
+        Case(
+            """
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer
+            tok = AutoTokenizer.from_pretrained("bert-base-uncased")
+            model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased", num_labels=3)
+            def prep(batch):
+                out = tok(batch["text"], padding="max_length", truncation=True)
+                out["labels"] = [label2id[x] for x in batch["label"]]
+                return out
+            ds = ds.map(prep, batched=True)
+            Trainer(model=model, train_dataset=ds, processing_class=tok)
+            """,
+            fixed=(
+                "from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer\n"
+                'tok = AutoTokenizer.from_pretrained("bert-base-uncased")\n'
+                'model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased", num_labels=3)\n'
+                "def prep(batch):\n"
+                '    out = tok(batch["text"], truncation=True)\n'
+                '    out["labels"] = [label2id[x] for x in batch["label"]]\n'
+                "    return out\n"
+                "ds = ds.map(prep, batched=True)\n"
+                "Trainer(model=model, train_dataset=ds, processing_class=tok)\n"
+            ),
+            note="class ids: the Trainer's default DataCollatorWithPadding (never DataCollatorForSeq2Seq)",
+        ),
+        Case(
+            """
+            from transformers import AutoTokenizer, Trainer
+            tok = AutoTokenizer.from_pretrained("bert-base-uncased")
+            def prep(batch):
+                return tok(batch["text"], padding="max_length", truncation=True)
+            ds = ds.map(prep, batched=True)
+            Trainer(model=build_model(), train_dataset=ds, processing_class=tok)
+            """,
+            note="flagged, no fix: the model (so what its labels are) is not known",
         ),
         Case(
             """
@@ -338,61 +528,109 @@ class PaddingMaxLength(Rule):
                 continue
             for use in find_padding(pf):
                 tok_text = pf.source_of(use.tokenizer)
-                edits = self._fix(pf, use)
+                edits, safe, why = self._fix(pf, use)
                 kw = pf.keyword(use.call.node, "max_length")
                 length = pf.resolve(kw.value, use.call.scope).value if kw is not None else None
                 to = f"max_length={length} tokens" if isinstance(length, int) else "the maximum length"
                 message = (f'`padding="max_length"` in a `{tok_text}` call pads every example to {to} '
                            f"at preprocessing, so most of each batch is padding (wasted compute and "
-                           f"memory); drop it and let a collator pad each batch to its longest example")
+                           f"memory); drop it and let a collator pad each batch to its longest example{why}")
                 yield self.diagnostic(pf.span(use.value_node), message, edits=edits,
+                                      applicability="safe" if safe else "unsafe",
                                       fix_message="remove the padding and pad per batch (dynamic padding)")
 
-    def _fix(self, pf: PythonFile, use: PaddingUse) -> list[Edit] | None:
+    def _fix(self, pf: PythonFile, use: PaddingUse) -> tuple[list[Edit] | None, bool, str]:
+        """(edits, safe, why there is no fix or why it is unsafe)."""
         call = use.call.node
         if use.remove is None or not use.in_map:
-            return None
+            return None, True, ""
         if any(k.arg == "return_tensors" for k in call.keywords):
-            return None
+            return None, True, ""
         kind, container, item = use.remove
         if kind == "arg":
             edits = [remove_argument(pf, container, item)]  # type: ignore[arg-type]
         else:
             edits = [remove_dict_entry(pf, container, item)]  # type: ignore[arg-type]
+        labels = labels_of(pf, use)
+        safe, why = True, ""
         for tc in pf.trainer_calls:
-            more = self._collator_edits(pf, tc, use)
+            more, tc_safe, tc_why = self._collator_edits(pf, tc, use, labels)
             if more is None:
-                return None
+                return None, True, tc_why
             edits.extend(more)
-        return edits
+            if not tc_safe:
+                safe, why = False, tc_why
+        return edits, safe, why
 
-    def _collator_edits(self, pf: PythonFile, tc: TrainerCall, use: PaddingUse) -> list[Edit] | None:
-        """Edits that make ``tc`` pad per batch; [] when it already does; None when unknown."""
+    def _collator_edits(self, pf: PythonFile, tc: TrainerCall, use: PaddingUse, labels: Labels
+                        ) -> tuple[list[Edit] | None, bool, str]:
+        """Edits that make ``tc`` pad each batch the way its labels need (``[]`` when it already
+        does), whether that keeps the loss the same, and a note; None when no collator is known
+        to be right. The collator follows from the labels and the model:
+
+        * no labels written, a classifier/QA model: ``DataCollatorWithPadding`` (class ids and
+          positions are scalars);
+        * class ids / per-token tags written: ``DataCollatorWithPadding`` for a sequence
+          classifier, ``DataCollatorForTokenClassification`` for a token classifier;
+        * token sequences (copied from the inputs, or tokenized targets):
+          ``DataCollatorForSeq2Seq``, which pads them with -100; unsafe unless the function
+          already sets pad positions to -100 (else the loss used to include pad tokens).
+        """
         scope = tc.site.scope
         collator = tc.keywords.get("data_collator")
-        if collator is None and ("processing_class" in tc.keywords or "tokenizer" in tc.keywords):
-            return []
+        kind = model_kind(pf, tc)
+        lk = labels.kind
+        safe, why = True, ""
+        if lk == "none" and kind in ("seq-cls", "qa"):
+            need = "DataCollatorWithPadding"
+        elif lk == "none" and kind in ("causal", "masked", "seq2seq"):
+            need = None  # only an existing padding collator (a language-modeling one) is right
+        elif lk == "values" and kind == "seq-cls":
+            need = "DataCollatorWithPadding"
+        elif lk == "values" and kind == "token-cls":
+            need = "DataCollatorForTokenClassification"
+        elif lk in ("copied", "targets") and kind in ("causal", "seq2seq", None):
+            need = "DataCollatorForSeq2Seq"
+            if not labels.masked:
+                safe = False
+                why = (" (the fix is unsafe: the labels padded to max_length included pad tokens, which the "
+                       "loss counted; DataCollatorForSeq2Seq pads labels with -100, which it ignores)")
+        else:
+            what = {"none": "no labels", "values": "labels that are neither class ids of a classifier nor "
+                    "per-token tags", "unknown": "labels it cannot follow"}.get(lk, lk)
+            return None, True, f" (no fix: {what} for {'an unknown model' if kind is None else 'a ' + kind + ' model'})"
         if collator is None and tc.class_name in TRL_TRAINER_CLASSES:
-            return []  # TRL trainers pad with their own collators
-        tok_name = pf.source_of(use.tokenizer)
-        if not isinstance(use.tokenizer, ast.Name) or scope.lookup(use.tokenizer.id) is None:
-            return None
-        seq2seq = tc.class_name == "Seq2SeqTrainer" or _labels_padded_too(pf, use)
-        cls = "DataCollatorForSeq2Seq" if seq2seq else "DataCollatorWithPadding"
-        model = tc.keywords.get("model")
-        args = f"{tok_name}, model={pf.source_of(model)}" if seq2seq and isinstance(model, ast.Name) else tok_name
-        new = f"{cls}({args})"
-        edits: list[Edit] = []
+            if lk == "none":
+                return [], True, ""  # TRL trainers pad with their own collators
+            return None, True, " (no fix: a TRL trainer's own collator and labels written by the script)"
+        implicit = collator is None and ("processing_class" in tc.keywords or "tokenizer" in tc.keywords)
         if collator is not None:
             name = _collator_name(pf, collator, scope)
             if name in PADDING_COLLATORS:
-                return []
+                if need == "DataCollatorWithPadding" or need is None \
+                        or (need in SEQUENCE_LABEL_COLLATORS and name in SEQUENCE_LABEL_COLLATORS):
+                    return [], safe, why
+                return None, True, f" (no fix: {name} cannot pad these labels per batch)"
             if name not in NON_PADDING_COLLATORS:
-                return None  # a custom collator: we cannot tell whether it pads
+                return None, True, " (no fix: a custom collator, which may not pad)"
+        if need is None:
+            return None, True, " (no fix: no collator known to build these labels per batch)"
+        if implicit and need == "DataCollatorWithPadding":
+            return [], safe, why  # the Trainer's default collator with a tokenizer pads per batch
+        tok_name = pf.source_of(use.tokenizer)
+        if not isinstance(use.tokenizer, ast.Name) or scope.lookup(use.tokenizer.id) is None:
+            return None, True, ""
+        model = tc.keywords.get("model")
+        args = tok_name
+        if need == "DataCollatorForSeq2Seq" and kind == "seq2seq" and isinstance(model, ast.Name):
+            args = f"{tok_name}, model={pf.source_of(model)}"
+        new = f"{need}({args})"
+        edits: list[Edit] = []
+        if collator is not None:
             edits.append(replace(pf.span(collator), new))
         else:
             edits.append(add_keyword(pf, tc.site.node, f"data_collator={new}"))
-        imp = ensure_import(pf, "transformers", cls)
+        imp = ensure_import(pf, "transformers", need)
         if imp is not None:
             edits.append(imp)
-        return edits
+        return edits, safe, why

@@ -10,6 +10,7 @@ from trainlint.analysis import (
     trainer_contexts,
 )
 from trainlint.diagnostics import Diagnostic, Edit, Severity
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import (
     PLAIN_TRAINERS,
@@ -76,6 +77,7 @@ class PeftCheckpointingNoInputGrads(Rule):
     code = "TL108"
     name = "peft-checkpointing-no-input-grads"
     severity = Severity.ERROR
+    triggers = CHECKPOINTING_NAMES
     fix_safety = "safe"
     summary = "PEFT + reentrant gradient checkpointing without input grads trains no adapters"
 

@@ -12,9 +12,10 @@ from trainlint.analysis import (
     keyword_nodes,
     site_is_closed,
     trainer_contexts,
-    )
+)
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
@@ -91,6 +92,7 @@ class PeftLossMetricWithoutLabelNames(Rule):
     code = "TL122"
     name = "peft-loss-metric-without-label-names"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "best-model selection by eval_loss on a task-less PEFT model without label_names (before 4.55)"
 

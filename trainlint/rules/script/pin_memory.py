@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import PYTHON, Setup, Value
 
@@ -54,6 +55,7 @@ class PinMemoryDisabled(Rule):
     code = "TL120"
     name = "pin-memory-disabled"
     severity = Severity.INFO
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "dataloader_pin_memory=False when training on a GPU"
 

@@ -6,6 +6,7 @@ from typing import Iterable
 
 from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import QUANTIZED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._quantized_model_common import (
     _quantized_loads,
@@ -57,6 +58,7 @@ class QuantizedWithoutAdapters(Rule):
     code = "TL105"
     name = "quantized-without-adapters"
     severity = Severity.ERROR
+    triggers = QUANTIZED_NAMES
     fix_safety = "none"
     summary = "a quantized model is trained without trainable adapters"
 

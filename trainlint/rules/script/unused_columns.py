@@ -16,6 +16,7 @@ from trainlint.analysis import (
 )
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.fixing.python_edits import add_keyword
+from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import PYTHON, Setup
 from trainlint.sources.python import PythonFile
@@ -208,6 +209,7 @@ class ColumnDroppedByRemoveUnusedColumns(Rule):
     code = "TL115"
     name = "column-dropped-by-remove-unused-columns"
     severity = Severity.ERROR
+    triggers = SETUP_NAMES
     fix_safety = "safe"
     summary = "a dataset column read by the collator or compute_loss that remove_unused_columns drops"
 

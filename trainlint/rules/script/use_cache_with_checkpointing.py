@@ -9,6 +9,7 @@ from trainlint.analysis import (
     trainer_contexts,
 )
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import (
     PLAIN_TRAINERS,
@@ -59,6 +60,7 @@ class UseCacheWithCheckpointing(Rule):
     code = "TL109"
     name = "use-cache-with-checkpointing"
     severity = Severity.INFO
+    triggers = CHECKPOINTING_NAMES
     fix_safety = "none"
     summary = "gradient checkpointing with the KV cache still on"
 

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 
 from trainlint.analysis import LOAD_METHODS, _dotted, site_node
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import PYTHON, ArgsSite, Setup
 from trainlint.sources.python import CallSite, PythonFile, Scope
@@ -155,6 +156,7 @@ class Zero3ModelBeforeConfig(Rule):
     code = "TL119"
     name = "zero3-model-before-config"
     severity = Severity.WARNING
+    triggers = DEEPSPEED_NAMES
     fix_safety = "none"
     summary = "a model built before the ZeRO-3 config is registered loads unpartitioned on every rank"
 

@@ -1,0 +1,414 @@
+"""The pipeline's scheduling: the stand-alone split's name index, the layering of the stages,
+and one result whatever the scheduler (default, -j 1, -j 2, warm cache)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+from trainlint.partition import NameIndex
+
+
+def _word(name: str) -> re.Pattern[str]:  # the regular expression the index replaces
+    return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
+
+
+ALPHABET = ["train", "run", ".", "-", "_", "py", "json", "yaml", "sh", " ", "/", "\n", "\"", "'", "=",
+            "é", "x1", "ds", "cfg", ".py", ".json", "(", "+", "Ω"]
+NAMES = ["train.py", "run.sh", "ds.json", "cfg.yaml", "x1.py", "train-x.py", "a b.json", "é.json",
+         "run", "train", "train.", "ds", "py", "x1", "run.sh.bak", "TRAIN.PY", "t+r.json", "Ω.py"]
+
+
+def test_name_index_gives_the_answers_of_the_searches():
+    rng = random.Random(7)
+    suffixes = {n[n.rfind("."):] for n in NAMES if n.rfind(".") > 0}
+    checked = 0
+    for _ in range(400):
+        text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 60)))
+        index = NameIndex(text, suffixes, max(len(n) for n in NAMES))
+        for name in NAMES:
+            assert index.mentions(name) == (name in text), (name, text)
+            stem = name[:-3] if name.endswith(".py") else name
+            assert index.mentions_word(stem) == bool(_word(stem).search(text)), (stem, text)
+            checked += 1
+    assert checked == 400 * len(NAMES)
+
+
+def test_name_index_on_file_names_in_configs():
+    text = 'bash run.sh src/train.py --deepspeed "ds_z3.json" # see xtrain.py and train.v2'
+    index = NameIndex(text, {".py", ".json"}, 32)
+    assert index.mentions("train.py") and index.mentions("ds_z3.json") and index.mentions("xtrain.py")
+    assert not index.mentions("rain.json") and not index.mentions("ds_z2.json")
+    assert index.mentions_word("train") and index.mentions_word("run") and index.mentions_word("ds_z3")
+    assert not index.mentions_word("rain") and not index.mentions_word("v2")
+
+
+# -- layering ----------------------------------------------------------------------------------
+
+import ast  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+PACKAGE = Path(__file__).resolve().parent.parent / "trainlint"
+
+# Each stage imports only the ones before it (or modules of its own stage, without a circle).
+LAYERS = [
+    ("model", ["trainlint", "trainlint.diagnostics", "trainlint.config", "trainlint.rule_index",
+               "trainlint.knowledge", "trainlint.setup", "trainlint.vcs", "trainlint.stack"]),
+    ("readers", ["trainlint.sources"]),
+    ("workspace", ["trainlint.workspace"]),
+    ("linking", ["trainlint.consumers", "trainlint.modules", "trainlint.linking"]),
+    ("setups", ["trainlint.resolve"]),
+    ("rules", ["trainlint.analysis", "trainlint.memory", "trainlint.estimate", "trainlint.fixing.python_edits",
+               "trainlint.fixing.text_edits", "trainlint.rules"]),
+    ("checking", ["trainlint.suppression", "trainlint.checking", "trainlint.partition"]),
+    ("schedulers", ["trainlint.parallel", "trainlint.cache"]),
+    ("pipeline", ["trainlint.engine", "trainlint.fixing"]),
+    ("report", ["trainlint.report"]),
+    ("cli", ["trainlint.cli", "trainlint.__main__", "trainlint.estimate_command", "trainlint.verify",
+             "trainlint.server"]),
+]
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _layer(module: str) -> int:
+    best, found = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, found = len(p), i
+    assert found is not None, f"{module} belongs to no stage: add it to LAYERS"
+    return found
+
+
+def _imports(tree: ast.Module, module: str, known: set[str]) -> list[tuple[int, str]]:
+    """(line, imported trainlint module) for every import outside ``if TYPE_CHECKING:``."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "trainlint"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.rsplit(".", node.level)[0]
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "trainlint":
+                continue
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                out.append((node.lineno, sub if sub in known else target))
+    return out
+
+
+def _graph() -> dict[str, list[tuple[int, str]]]:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    known = set(files)
+    return {m: _imports(ast.parse(p.read_text(encoding="utf-8")), m, known) for m, p in files.items()}
+
+
+def test_stages_import_only_earlier_stages():
+    bad = []
+    for module, imports in _graph().items():
+        for line, target in imports:
+            if _layer(target) > _layer(module):
+                bad.append(f"{module}:{line} imports {target} "
+                           f"({LAYERS[_layer(module)][0]} -> {LAYERS[_layer(target)][0]})")
+    assert not bad, "\n".join(bad)
+
+
+def _unit(module: str) -> str:
+    """A sub-package (``trainlint.sources``) counts as one unit: its modules may call each
+    other; the package as a whole must not be in a circle with another."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or (PACKAGE / parts[-1]).is_dir() and len(parts) == 2 else module
+
+
+def test_no_import_cycles():
+    graph: dict[str, set[str]] = {}
+    for m, imps in _graph().items():
+        graph.setdefault(_unit(m), set()).update(_unit(t) for _, t in imps if _unit(t) != _unit(m))
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(graph.get(m, ())):
+            if m.startswith(t + "."):
+                continue  # a module importing its own package
+            if state.get(t) == 1:
+                cycles.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                visit(t, stack)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+# -- the rule index ---------------------------------------------------------------------------------
+
+
+def test_rule_index_is_in_step_with_the_rules():
+    import sys
+
+    sys.path.insert(0, str(PACKAGE.parent / "scripts"))
+    from gen_rule_index import index_text
+
+    from trainlint.rule_index import INDEX_PATH
+    from trainlint.rules import all_rules, discover_rules
+
+    assert INDEX_PATH.read_text(encoding="utf-8") == index_text(), \
+        "trainlint/rules/index.json is stale (a rule was added, renamed or moved): run python scripts/gen_rule_index.py"
+    assert all_rules() == discover_rules()
+
+
+# -- one result whatever the scheduler ------------------------------------------------------------
+
+import json  # noqa: E402
+import sys  # noqa: E402
+
+from helpers import REPO_ROOT, write_files  # noqa: E402
+
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+import corpus  # noqa: E402
+
+TRAIN = (
+    "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+    "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+    "model.to('cuda')\n"
+    "args = TrainingArguments(output_dir='o', logging_steps=1, fp16=True, per_device_train_batch_size=8{extra})\n"
+    "Trainer(model=model, args=args).train()\n"
+)
+HF_SCRIPT = (
+    "from transformers import HfArgumentParser, Seq2SeqTrainingArguments, Trainer\n"
+    "parser = HfArgumentParser((Seq2SeqTrainingArguments,))\n"
+    "(args,) = parser.parse_args_into_dataclasses()\n"
+    "Trainer(model=None, args=args).train()\n"
+)
+
+
+def repository_tree(root: Path) -> None:
+    """A repository-shaped tree: launch scripts linking scripts and configs (several setups),
+    an args file read by the script beside it, stand-alone scripts, broken and foreign files, a
+    config outside the tree, a version pin and ``[tool.trainlint]`` at the root."""
+    corpus.generate(root / "examples" / "gen", 60, seed=11)
+    write_files(root, {
+        "pyproject.toml": '[tool.trainlint]\ngpu = "A100"\nignore = ["TL102"]\n'
+                          '[tool.trainlint.per-file-ignores]\n"examples/gen/project_00/*" = ["TL2"]\n',
+        "requirements.txt": "transformers==4.46.0\ntrl==0.12.0\n",
+        "scripts/sft.sh": "accelerate launch --config_file configs/accel.yaml src/train.py "
+                          "--deepspeed configs/ds_z3.json --learning_rate 2e-5 --per_device_train_batch_size 8 "
+                          "--logging_steps 1 --fp16\n"
+                          "torchrun --nproc_per_node 4 src/pretrain.py --gradient_accumulation_steps 4\n",
+        "scripts/dpo.sh": "deepspeed --num_gpus 8 src/dpo.py --deepspeed configs/ds_z2.json\n",
+        "configs/accel.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                              "num_processes: 4\nmixed_precision: bf16\n"
+                              "deepspeed_config:\n  deepspeed_config_file: configs/ds_z3.json\n",
+        "configs/ds_z3.json": '{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}, '
+                              '"train_micro_batch_size_per_gpu": 4}\n',
+        "configs/ds_z2.json": '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}, '
+                              '"bf16": {"enabled": "auto"}}\n',
+        "configs/broken.json": '{"zero_optimization": {"stage": 3,\n',
+        "configs/tsconfig.json": '// comments: another tool\n{"compilerOptions": {}}\n',
+        "src/train.py": HF_SCRIPT,
+        "src/pretrain.py": TRAIN.format(extra=""),
+        "src/dpo.py": TRAIN.format(extra=", bf16=True"),
+        "examples/args/sft.yaml": "output_dir: o\nlearning_rate: '2e-5'\nlogging_steps: 0\n",
+        "examples/args/run.py": "from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser((TrainingArguments,)).parse_yaml_file('x')\n",
+        "examples/alone.py": TRAIN.format(extra=""),
+        "examples/suppressed.py": TRAIN.format(extra="").replace("logging_steps=1,", "logging_steps=1,  # noqa: TL201"),
+        "examples/outside.py": TRAIN.format(extra=", deepspeed='../../ext_ds.json'"),
+        "examples/broken.py": "from transformers import Trainer\nTrainer(\n",
+        "examples/unrelated.py": "print('no training here')\n",
+    })
+    (root.parent / "ext_ds.json").write_text('{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}}\n')
+
+
+def _everything(result):
+    return (json.dumps([d.to_json() for d in result.diagnostics], indent=0), result.files, result.texts,
+            sorted(result.unparsable), result.kinds)
+
+
+def test_every_scheduler_gives_the_same_result(tmp_path, monkeypatch):
+    from trainlint.checking import filter_findings, run_rules
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.workspace import read_workspace
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    repository_tree(root)
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    # the plain pipeline: every file in one workspace
+    ws = read_workspace([Path(".")], settings, {})
+    plain = filter_findings(run_rules(ws, settings), ws, settings)
+    serial = lint([Path(".")], settings, jobs=1)
+    found = {(d.code, d.path) for d in serial.diagnostics}
+    assert [d.to_json() for d in serial.diagnostics] == [d.to_json() for d in plain]
+    assert serial.files == sorted(ws.files)
+    # what the tree is built to show: linked setups, the args file, configs, the outside config
+    assert any(p.endswith("ds_z3.json") for _, p in found) and any(p.endswith("sft.sh") for _, p in found)
+    assert any(p.endswith("ext_ds.json") for _, p in found)
+    assert ("TL003", "configs/broken.json") in found and ("TL001", "examples/broken.py") in found
+    assert not any(p.startswith("examples/gen/project_00") and c.startswith("TL2") for c, p in found)
+    assert any(c == "TL201" for c, p in found) and ("TL201", "examples/suppressed.py") not in found
+    assert len(serial.files) > 60 and len(serial.diagnostics) > 100
+
+    from trainlint.partition import split
+
+    plan = split([Path(".")], settings, {})
+    groups = [{p for p, _ in g} for g in plan.groups]
+    assert {"scripts/sft.sh", "src/train.py", "configs/accel.yaml", "configs/ds_z3.json"} <= \
+        next(g for g in groups if "scripts/sft.sh" in g)
+    assert {"examples/args/sft.yaml", "examples/args/run.py"} in groups and {"configs/broken.json"} in groups
+    assert len(plan.units) > 55
+
+    default_cold = lint([Path(".")], settings, jobs=None, cache=True)
+    assert default_cold.cache_stats is not None and default_cold.cache_stats[0] == 0
+    warm = lint([Path(".")], settings, jobs=None, cache=True)
+    assert warm.cache_stats is not None and warm.cache_stats[0] > 50 and warm.cache_stats[1] == 0
+    assert warm.cache_stats[0] >= len(plan.units) - 3 + len(plan.groups) - 1  # linked groups are cached too
+    pooled = lint([Path(".")], settings, jobs=2, min_files=0)
+    for other in (default_cold, warm, pooled):
+        assert _everything(other) == _everything(serial)
+
+    # a changed config of a cached group: that group is checked again
+    (root / "configs" / "ds_z3.json").write_text('{"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}}\n')
+    changed = lint([Path(".")], settings, jobs=None, cache=True)
+    assert changed.cache_stats[1] >= 1
+    assert _everything(changed) == _everything(lint([Path(".")], settings, jobs=1))
+    assert _everything(changed) != _everything(serial)
+
+
+def test_every_rule_declares_its_triggers_and_its_cases_contain_them():
+    """The pre-filter parses a walked script only if it holds a trigger of a selected rule, and
+    a workspace of scripts only gets the rules it triggers: a trigger list that misses what a
+    rule reports on would hide its findings (the case tests, which walk their folder, catch
+    that too)."""
+    from trainlint.rules import all_rules
+
+    for rule in all_rules():
+        assert rule.triggers is not None, (
+            f"{rule.code} {rule.name}: declare `triggers` (trainlint/rules/_triggers.py), the names a "
+            "walked script must contain for the rule to report on it (() if it never reports on a script alone)")
+        for case in rule.cases:
+            files = case.all_files()
+            if rule.produced_by_engine or not case.flags or not files or not all(p.endswith(".py") for p in files):
+                continue  # input problems come from the readers, whatever the triggers
+            assert any(t in text for text in files.values() for t in rule.triggers), \
+                f"{rule.code} flags a case that holds none of its triggers {rule.triggers}"
+
+
+def test_the_prefilter_is_the_selected_rules_triggers():
+    from trainlint.config import Settings
+    from trainlint.rule_index import prefilter_names
+    from trainlint.workspace import wanted_python
+
+    every = Settings.model_construct()
+    names = prefilter_names(every)
+    assert names is not None and "TrainingArguments" in names and "from_pretrained" not in names
+    assert "tokenizer" not in names and "Config" not in names  # the broad filter's words are not triggers
+    with_gpu = Settings.model_construct(gpu="A100")
+    assert "from_pretrained" in prefilter_names(with_gpu)  # the memory estimate needs a target GPU
+    only_ds = Settings.model_construct(select=["TL3"])
+    assert set(prefilter_names(only_ds)) >= {"deepspeed", "DeepSpeed"}
+    helper = "import torch\ntokenizer = load_tokenizer()\nconfig = LoraConfig(r=8)\n"
+    assert not wanted_python(helper, every) and wanted_python(helper)  # the broad pre-filter took it
+    assert wanted_python(helper + "args = TrainingArguments('o')\n", every)
+    assert wanted_python("model = AutoModel.from_pretrained('x', torch_dtype=torch.float16)\n", every)  # TL608
+
+
+# -- the text format ----------------------------------------------------------------------------
+
+
+def test_text_format_is_written_directly_and_literally():
+    import io
+
+    from trainlint.diagnostics import Diagnostic, Edit, Fix, Related, Severity
+    from trainlint.report import text_format
+
+    text = "x = 1\n" * 99 + "args = TrainingArguments(logging_steps=1, tag='[bold]:100:')\n"
+    d = Diagnostic(code="TL201", name="logging-steps-too-low", severity=Severity.WARNING,
+                   message="logging_steps=1 [red]logs[/] every step", path="t.py", line=100, column=26,
+                   end_line=100, end_column=41,
+                   fix=Fix(applicability="safe", message="use 50",
+                           edits=[Edit(path="t.py", line=100, column=40, end_line=100, end_column=41, content="50")]),
+                   related=[Related(path="t.py", line=1, column=1, message="set here")])
+    out = io.StringIO()
+    text_format.render([d], {"t.py": text}, out, color=False)
+    assert out.getvalue() == (
+        "t.py:100:26: TL201 [*] logging-steps-too-low (warning)\n"
+        "  logging_steps=1 [red]logs[/] every step\n"
+        "      |\n"
+        "  100 | args = TrainingArguments(logging_steps=1, tag='[bold]:100:')\n"
+        "      |                          ^^^^^^^^^^^^^^^\n"
+        "  = fix (safe): use 50\n"
+        "  = note: t.py:1: set here\n"
+        "\n"
+        "Found 1 finding.\n"
+        "[*] 1 fixable with `trainlint fix --apply`.\n")
+    colored = io.StringIO()
+    text_format.render([d], {"t.py": text}, colored, color=True)
+    assert "\x1b[1;33mTL201\x1b[0m" in colored.getvalue() and "[bold]:100:" in colored.getvalue()
+
+
+# -- one git process per run ----------------------------------------------------------------------
+
+
+def test_one_git_process_serves_every_file_of_a_run(tmp_path):
+    import os
+    import shutil
+
+    from helpers import git, run_cli
+
+    real = shutil.which("git")
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    head = "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', learning_rate=2e-5, "
+    files = {f"t{i}.py": head + "per_device_train_batch_size=8)\n" for i in range(6)}
+    write_files(repo, files)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    write_files(repo, {name: text.replace("=8)", "=32)") for name, text in files.items()})
+    env = {"PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
+    out = run_cli("check", ".", "--format", "concise", "--no-cache", "-j", "1", cwd=repo, env=env)
+    assert out.stdout.count("lr-not-scaled") == 6, out.stdout + out.stderr
+    calls = log.read_text().splitlines()
+    assert len(calls) == 1 and "cat-file --batch" in calls[0], calls
+
+
+def test_a_walked_broken_training_file_is_still_reported(tmp_path):
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    write_files(tmp_path, {"cut.py": "import accelerate\nstate = accelerate.PartialState(\n",
+                           "plain.py": "import accelerate\nprint(accelerate.__version__)\n"})
+    for jobs in (1, 2):
+        result = lint([tmp_path], load_settings(tmp_path), jobs=jobs, min_files=0)
+        assert [(d.code, Path(d.path).name) for d in result.diagnostics] == [("TL001", "cut.py")]
+        assert [Path(p).name for p in result.files] == ["cut.py"]  # plain.py was only read

@@ -1,0 +1,176 @@
+"""Checking a group of files: their setups, every selected rule on each, and the filter
+(selection, per-file ignores, suppression comments, de-duplication).
+
+This is the unit of work both schedulers run (``engine``: in this process; ``parallel``: in
+a pool of worker processes). A group is either one stand-alone script or the files that link
+to each other (``partition``); the ``RunContext`` is the run's, resolved once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from trainlint.config import ConfigError, Settings
+from trainlint.consumers import with_assumed, with_consumer
+from trainlint.diagnostics import Diagnostic, Severity, internal_error
+from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
+from trainlint.rule_index import can_trigger, is_selected, selected
+from trainlint.rules.base import Rule
+from trainlint.suppression import Suppressions
+from trainlint.workspace import Workspace, read_entry
+
+
+class RuleSet:
+    """The selected rules of a run (input problems come from the readers), each made once, on
+    first need: a workspace of Python files only gets the rules whose triggers it contains
+    (``Rule.triggers``), so a one-file run imports only the rule modules that can report."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.entries = [e for e in selected(settings.select + settings.extend_select, settings.ignore)
+                        if not e["engine"] and all(getattr(settings, n, None) for n in e["needs"])]
+        self._made: dict[str, Rule] = {}
+
+    def _rule(self, entry: dict[str, Any]) -> Rule:
+        rule = self._made.get(entry["code"])
+        if rule is None:
+            import importlib
+
+            cls = getattr(importlib.import_module(entry["module"]), entry["class"])
+            rule = self._made[entry["code"]] = cls(self.settings, self.settings.options_for(cls))
+        return rule
+
+    def for_workspace(self, ws: Workspace) -> list[Rule]:
+        if any(f.kind != "python" for f in ws.files.values()):
+            return [self._rule(e) for e in self.entries]
+        texts = [f.text.text for f in ws.files.values() if f.doc is not None]
+        names = {t for e in self.entries for t in (e["triggers"] or ())}
+        present = {t for t in names if any(t in text for text in texts)}  # each name searched once
+        return [self._rule(e) for e in self.entries if can_trigger(e, present)]
+
+
+def make_rules(settings: Settings) -> RuleSet | list[Rule]:
+    """The run's rules (a ``RuleSet``; a list of rule instances works too)."""
+    return RuleSet(settings)
+
+
+def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = None, *,
+              ctx: RunContext | None = None, rules: RuleSet | list[Rule] | None = None) -> list[Diagnostic]:
+    """Every rule on every setup of ``ws``; ``declared`` (when given) collects the setups' files."""
+    if rules is None:
+        rules = make_rules(settings)
+    if ctx is None:
+        ctx = workspace_context(ws, settings)
+    linking_error: Diagnostic | None = None
+    try:
+        setups = build_setups(ws, settings, ctx)  # linking may read more files and add input problems
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - linking failed: check each script on its own
+        first = sorted(ws.files)[0] if ws.files else "."
+        linking_error = internal_error(first, "linking the files of the setup", exc)
+        docs = [(f.path, f.doc) for f in ws.files.values() if f.kind == "python" and f.doc is not None]
+        docs += [(f.path, f.doc.python) for f in ws.files.values()  # a notebook's program
+                 if f.kind == "notebook" and f.doc is not None and f.doc.python is not None]
+        setups = [single_file_setup(path, doc, ctx) for path, doc in docs]
+    out: list[Diagnostic] = list(ws.problems)
+    if linking_error is not None:
+        out.append(linking_error)
+    if isinstance(rules, RuleSet):
+        rules = rules.for_workspace(ws) if setups else []
+    for setup in setups:
+        if declared is not None:
+            declared.update(str(f) for f in setup.files)
+        docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
+        for rule in rules:
+            try:
+                found = with_assumed(setup, with_consumer(setup, list(rule.check(setup))))
+                if docs:  # a README command is documentation: at most a warning
+                    found = [replace(d, severity=Severity.WARNING) if d.severity is Severity.ERROR
+                             and d.path.lower().endswith(_DOCS) else d for d in found]
+                out.extend(found)
+            except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
+                path = setup.files[0] if setup.files else str(setup.root)
+                out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
+    return _without_walked_markdown(ws, out)
+
+
+_DOCS = (".md", ".markdown", ".mdx")
+
+
+def _without_walked_markdown(ws: Workspace, found: list[Diagnostic]) -> list[Diagnostic]:
+    """A Markdown file found by a folder walk is read for its commands, which tell who reads
+    a script or an args file (a README's ``accelerate launch sft.py --config recipe.yaml``);
+    findings in the Markdown itself are reported only when it is named explicitly."""
+    quiet = {p for p, f in ws.files.items() if f.kind == "markdown" and not f.explicit}
+    if not quiet:
+        return found
+    return [d for d in found if d.path not in quiet]
+
+
+def filter_findings(diagnostics: list[Diagnostic], ws: Workspace, settings: Settings) -> list[Diagnostic]:
+    """What is reported: selected, not ignored for the file, not suppressed, once, sorted."""
+    selectors = settings.select + settings.extend_select
+    sup = Suppressions(ws)
+    seen: set[tuple] = set()
+    kept: list[Diagnostic] = []
+    for d in diagnostics:
+        if d.code != "TL000":
+            if not is_selected(d.code, d.name, selectors) or is_selected(d.code, d.name, settings.ignore):
+                continue
+            ignored = settings.ignored_for(d.path)
+            if ignored and is_selected(d.code, d.name, ignored):
+                continue
+            if sup.suppressed(d):
+                continue
+        key = (d.path, d.line, d.column, d.code, d.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(d)
+    if any(f.kind == "notebook" for f in ws.files.values()):
+        from trainlint.sources.notebook import to_cells
+
+        kept = to_cells(kept, ws)  # notebook findings: cell + line within the cell
+    kept.sort(key=lambda d: d.sort_key())
+    return kept
+
+
+@dataclass
+class Outcome:
+    """What checking one group gave."""
+
+    diagnostics: list[Any]
+    texts: dict[str, str]  # the files read (with linked configs pulled in from outside)
+    kinds: dict[str, str]
+    unparsable: list[str]
+    deps: list[str]  # files its setups declared besides the group's own
+
+
+def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: dict[str, str],
+                ctx: RunContext, rules: RuleSet | list[Rule] | None = None) -> Outcome:
+    """Read ``entries`` ((path, explicit) in walk order) into one workspace and check it."""
+    ws = Workspace(settings=settings, overlay=overlay)
+    for path, explicit in entries:
+        read_entry(ws, path, explicit)
+    declared: set[str] = set()
+    diagnostics = filter_findings(run_rules(ws, settings, declared, ctx=ctx, rules=rules), ws, settings)
+    declared.difference_update(p for p, _ in entries)
+    return Outcome(diagnostics, {p: f.text.text for p, f in ws.files.items()},
+                   {p: f.kind for p, f in ws.files.items()}, sorted(ws.unparsable), sorted(declared))
+
+
+def check_unit(path: str, explicit: bool, text: str, settings: Settings, ctx: RunContext,
+               rules: RuleSet | list[Rule] | None = None) -> Outcome:
+    """One stand-alone script, checked as a run of its own (its text already read)."""
+    return check_group([(path, explicit)], settings, {path: text}, ctx, rules)
+
+
+def run_task(task: Any, settings: Settings, overlay: dict[str, str], ctx: RunContext,
+             rules: RuleSet | list[Rule] | None = None) -> Outcome:
+    """One task of a run's plan, whichever scheduler runs it: a stand-alone script (an object
+    with ``path``, ``explicit`` and ``text``) or a group of (path, explicit) entries."""
+    if isinstance(task, list):
+        return check_group(task, settings, overlay, ctx, rules)
+    return check_unit(task.path, task.explicit, task.text, settings, ctx, rules)

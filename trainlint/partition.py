@@ -1,0 +1,371 @@
+"""Partitioning a run into groups that can be checked independently, with the same result as
+checking everything at once (a test compares them):
+
+- A Python file *stands alone* when no other (non-Python) file of the run mentions its name
+  (so no launch line or config links to it), nor runs it as a module (``python -m pkg.train``,
+  ``-m pkg`` for ``pkg/__main__.py``), it mentions no other file of the run, and it
+  does not read args files from a folder that holds one (``linking.SAME_FOLDER_NAMES``). Its
+  setup in the whole run is then exactly the setup of a run on that file alone, and every later
+  step (suppressions, per-file ignores, de-duplication) is per file.
+- Everything else (shell lines, configs, the scripts they name) is one group, in walk order.
+- A stand-alone script whose setup declared a file of the run after all (``Setup.files``) is
+  checked again with the rest (``engine``).
+
+Walked Python files the broad pre-filter (``workspace.PY_PREFILTER``) rules out are dropped here,
+after their read; the workspace applies the rules' triggers to the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainlint.linking import SAME_FOLDER_NAMES
+from trainlint.sources.files import ReadProblem, read_text, walk
+from trainlint.workspace import norm, wanted_python
+
+
+@dataclass
+class Unit:
+    """One stand-alone Python file, with its text."""
+
+    path: str
+    explicit: bool
+    text: str
+
+
+@dataclass
+class Plan:
+    """The groups of one run: the stand-alone units and the rest (in walk order)."""
+
+    units: list[Unit]
+    rest: list[tuple[str, bool]]
+    texts: dict[str, str] = field(default_factory=dict)  # the units' texts
+    # the rest as groups that name no file of another group (each in walk order)
+    groups: list[list[tuple[str, bool]]] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)  # bytes of each group's text
+    group_texts: dict[str, str] = field(default_factory=dict)  # the texts of the groups' files read
+
+
+# Which files of a run name each other, answered by set lookups. The stand-alone test asks two
+# questions per Python file: does the run's non-Python text name it (its file name as a
+# substring, or its stem as a whole word: not preceded by a word character, ``.`` or ``-``, not
+# followed by a word character or ``-``), and does it name one of the run's non-Python files (a
+# substring). Searching all the text once per file costs files x bytes; here each text is
+# scanned once into sets, and each question is a lookup with the same answer.
+_NAME_RUN = re.compile(r"[\w.-]+")
+_PLAIN_NAME = re.compile(r"[\w.-]+\Z")
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
+
+
+class NameIndex:
+    """The names a text mentions, for ``mentions_word`` and ``mentions`` lookups.
+
+    ``suffixes`` are the file-name endings (``.json``, ``.py``, ...) whose substrings are
+    asked about: every occurrence of one is recorded with the run of name characters before it
+    (up to ``longest`` characters), so that a plain name (word characters, ``.``, ``-``) is a
+    substring of the text exactly when it is a suffix of one recorded run. Names with other
+    characters, or without a listed suffix, fall back on a search of the text."""
+
+    def __init__(self, text: str, suffixes: set[str] = frozenset(), longest: int = 255,
+                 words: bool = True) -> None:
+        self.text = text
+        self.suffixes = set(suffixes)
+        self.words: set[str] = set()
+        # consecutive dotted parts of a run (``python -m a.pkg.train``: ``a.pkg``, ``pkg.train``)
+        self.modules: set[str] = set()
+        if words:
+            for run in _NAME_RUN.findall(text):
+                self.words.add(run)
+                i = run.find(".")
+                while i != -1:
+                    self.words.add(run[:i])
+                    i = run.find(".", i + 1)
+                if "." in run:
+                    parts = run.split(".")
+                    self.modules.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]) if a and b)
+        self.ends: set[str] = set()
+        for suffix in self.suffixes:
+            n = len(suffix)
+            pos = text.find(suffix)
+            while pos != -1:
+                end = pos + n
+                start = pos
+                lowest = max(0, end - longest)
+                while start > lowest and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+                    start -= 1
+                run = text[start:end]
+                if _PLAIN_NAME.match(run):
+                    for k in range(len(run) - n + 1):
+                        self.ends.add(run[k:])
+                else:  # a character \w matches but isalnum does not: record it exactly
+                    for m in _NAME_RUN.finditer(text, start, end):
+                        if m.end() == end:
+                            run = m.group()
+                            for k in range(len(run) - n + 1):
+                                self.ends.add(run[k:])
+                pos = text.find(suffix, pos + 1)
+
+    def mentions(self, name: str) -> bool:
+        """``name in text``."""
+        if not name:
+            return True
+        if _PLAIN_NAME.match(name) and any(name.endswith(s) for s in self.suffixes):
+            return name in self.ends
+        return name in self.text
+
+    def mentions_word(self, stem: str) -> bool:
+        """``_word(stem).search(text)``."""
+        if _PLAIN_NAME.match(stem):
+            return stem in self.words
+        return _word(stem).search(self.text) is not None
+
+    def runs_module(self, path: str) -> bool:
+        """Whether a ``python -m`` of the text may run ``path``: ``pkg.train`` (or
+        ``a.pkg.train``) for ``pkg/train.py``; ``pkg`` or ``a.pkg`` for ``pkg/__main__.py``.
+        The names are looked up as parts of a dotted name, never as plain substrings (a run
+        with fewer names in it still checks the same: linking finds the module the same way)."""
+        kind, name = _module_name(path)
+        if not name:
+            return False
+        return name in self.modules or (kind == "package" and self.mentions_word(name.rsplit(".", 1)[-1]))
+
+
+def _module_name(path: str) -> tuple[str, str]:
+    """How ``python -m`` names ``path``, by its last two parts: (``"module"``, ``"pkg.train"``)
+    for ``pkg/train.py``, (``"package"``, ``"a.pkg"`` or ``"pkg"``) for ``a/pkg/__main__.py``;
+    ("", "") for a file no module name reaches."""
+    folder, base = os.path.split(path)
+    stem, ext = os.path.splitext(base)
+    if ext.lower() != ".py" or not stem:
+        return "", ""
+    parent = os.path.basename(folder)
+    if stem == "__main__":
+        if not parent:
+            return "", ""
+        grand = os.path.basename(os.path.dirname(folder))
+        return "package", f"{grand}.{parent}" if grand else parent
+    return ("module", f"{parent}.{stem}") if parent else ("", "")
+
+
+def _suffix(name: str) -> str:
+    i = name.rfind(".")
+    return name[i:] if i > 0 else ""
+
+
+def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
+    """Walk ``paths`` and partition what is found (see the module's documentation)."""
+    candidates: list[Unit] = []
+    order: list[tuple[str, bool, Unit | None]] = []
+    others: dict[str, str] = {}  # non-Python path -> text
+    for p, explicit in walk(paths, settings.exclude):
+        path = norm(p)
+        if path.lower().endswith((".py", ".ipynb")):
+            try:
+                text = read_text(path, overlay).text
+            except ReadProblem:
+                order.append((path, explicit, None))
+                continue
+            if not explicit and not _prefilter(path, text):
+                continue  # the workspace drops it too, without a finding
+            # (a file only the broad pre-filter lets through is syntax-checked there)
+            unit = Unit(path, explicit, text)
+            candidates.append(unit)
+            order.append((path, explicit, unit))
+        else:
+            order.append((path, explicit, None))
+            try:
+                others[path] = read_text(path, overlay).text
+            except ReadProblem:
+                pass
+    alone: set[str] = set()
+    other_names = {os.path.basename(p) for p in others}
+    config_folders = {os.path.dirname(p) for p in others if p.lower().endswith((".json", ".yaml", ".yml"))}
+    blob = "\n".join(others.values())
+    bases = {os.path.basename(u.path) for u in candidates}
+    in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
+                        max((len(b) for b in bases), default=0)) if blob else None
+    name_suffixes = {_suffix(n) for n in other_names} - {""}
+    longest = max((len(n) for n in other_names), default=0)
+    # a notebook's launch lines name scripts (and modules) too: the names each notebook
+    # mentions, gathered once (a notebook's mention of itself does not count)
+    named: dict[str, int] = {}  # name -> how many notebooks mention it
+    own: dict[str, set[str]] = {}
+    for u in candidates:
+        if u.path.lower().endswith(".ipynb"):
+            own[u.path] = names = _mentioned_names(u.text)
+            for n in names:
+                named[n] = named.get(n, 0) + 1
+    # Python files that import one another (``from config import training_args``, a Trainer
+    # subclass in ``trainers.py``) are linked across modules: none of them stands alone
+    imports = _imports_between(candidates)
+    imported = set().union(*imports.values()) if imports else set()
+    for unit in candidates:
+        base = os.path.basename(unit.path)
+        stem = os.path.splitext(base)[0]
+        mine = own.get(unit.path, ())
+        if named.get(base, 0) - (base in mine) > 0 or named.get(stem, 0) - (stem in mine) > 0:
+            continue
+        if _module_stem(unit.path) in imported or imports[unit.path] - {_module_stem(unit.path)}:
+            continue
+        if in_blob is not None and (in_blob.mentions(base) or (stem and in_blob.mentions_word(stem))
+                                    or in_blob.runs_module(unit.path)):  # python -m pkg.train, -m pkg
+            continue
+        if other_names:
+            index = NameIndex(unit.text, name_suffixes, longest, words=False)
+            if any(index.mentions(name) for name in other_names):
+                continue
+        if os.path.dirname(unit.path) in config_folders and any(n in unit.text for n in SAME_FOLDER_NAMES):
+            continue
+        alone.add(unit.path)
+    units = [u for u in candidates if u.path in alone]
+    rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
+    rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
+    rest_texts.update(others)
+    groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone])
+    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts)
+
+
+def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
+                scripts: list[Unit]) -> tuple[list[list[tuple[str, bool]]], list[int]]:
+    """The rest in groups: files joined when one names the other the way the stand-alone test
+    asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
+    non-Python file), or when a script that reads args files lies in a folder with one."""
+    paths = [p for p, _ in rest]
+    index = {p: i for i, p in enumerate(paths)}
+    parent = list(range(len(paths)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    def is_py(p: str) -> bool:
+        return p.lower().endswith((".py", ".ipynb"))
+
+    by_base: dict[str, list[int]] = {}
+    by_stem: dict[str, list[int]] = {}
+    for i, p in enumerate(paths):
+        base = os.path.basename(p)
+        by_base.setdefault(base, []).append(i)
+        if is_py(p) and base[:-3]:
+            by_stem.setdefault(base[:-3], []).append(i)
+    other_bases = {b for b, ids in by_base.items() if any(not is_py(paths[i]) for i in ids)}
+    suffixes = {_suffix(b) for b in by_base} - {""}
+    longest = max((len(b) for b in by_base), default=0)
+    by_dotted: dict[str, list[int]] = {}  # python -m pkg.train -> pkg/train.py
+    by_package: dict[str, list[int]] = {}  # python -m pkg -> pkg/__main__.py
+    for i, p in enumerate(paths):
+        kind, name = _module_name(p)
+        if "." in name:
+            by_dotted.setdefault(name, []).append(i)
+        if kind == "package":
+            by_package.setdefault(name.rsplit(".", 1)[-1], []).append(i)
+    odd_packages = [n for n in by_package if not _PLAIN_NAME.match(n)]
+    odd_bases = [b for b in by_base if not (_PLAIN_NAME.match(b) and _suffix(b))]
+    odd_stems = [st for st in by_stem if not _PLAIN_NAME.match(st)]
+    config_folders: dict[str, list[int]] = {}
+    for i, p in enumerate(paths):
+        if p.lower().endswith((".json", ".yaml", ".yml")):
+            config_folders.setdefault(os.path.dirname(p), []).append(i)
+    for i, p in enumerate(paths):
+        text = texts.get(p)
+        if not text:
+            continue
+        py = is_py(p)
+        named = NameIndex(text, suffixes, longest, words=not py)
+        bases = named.ends & (other_bases if py else by_base.keys())
+        bases.update(b for b in odd_bases if (not py or b in other_bases) and b in text)
+        for b in bases:
+            for j in by_base[b]:
+                union(i, j)
+        if not py:
+            stems = named.words & by_stem.keys()
+            stems.update(st for st in odd_stems if named.mentions_word(st))
+            for st in stems:
+                for j in by_stem[st]:
+                    union(i, j)
+            for name in named.modules & by_dotted.keys():
+                for j in by_dotted[name]:
+                    union(i, j)
+            packages = named.words & by_package.keys()
+            packages.update(n for n in odd_packages if named.mentions_word(n))
+            for name in packages:
+                for j in by_package[name]:
+                    union(i, j)
+        elif os.path.dirname(p) in config_folders and any(n in text for n in SAME_FOLDER_NAMES):
+            for j in config_folders[os.path.dirname(p)]:
+                union(i, j)
+    # modules that import each other, and the files a notebook names, stay together
+    by_module: dict[str, list[int]] = {}
+    for i, p in enumerate(paths):
+        if is_py(p):
+            by_module.setdefault(_module_stem(p), []).append(i)
+    for path, mods in _imports_between(scripts).items():
+        for m in mods:
+            for j in by_module.get(m, ()):
+                union(index[path], j)
+    for u in scripts:
+        if u.path.lower().endswith(".ipynb"):
+            for n in _mentioned_names(u.text):
+                for j in by_base.get(n, []) + by_stem.get(n, []):
+                    union(index[u.path], j)
+    groups: dict[int, list[tuple[str, bool]]] = {}
+    sizes: dict[int, int] = {}
+    for i, entry in enumerate(rest):
+        r = find(i)
+        groups.setdefault(r, []).append(entry)
+        sizes[r] = sizes.get(r, 0) + len(texts.get(entry[0]) or "")
+    return list(groups.values()), [sizes[r] for r in groups]
+
+
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\.*([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
+_FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
+
+
+def _module_stem(path: str) -> str:
+    """The module name a file is imported by (its package's name for ``__init__.py``)."""
+    base = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) if base == "__init__" else base
+
+
+def _imports_between(scripts: list[Unit]) -> dict[str, set[str]]:
+    """For each script, the module names of the other scripts that it imports."""
+    stems = {_module_stem(u.path) for u in scripts}
+    return {u.path: {part for groups in _IMPORT.findall(u.text) for m in groups for part in m.split(".") if part}
+            & stems for u in scripts}
+
+
+def _mentioned_names(text: str) -> set[str]:
+    """Basenames of files (``train.py``, ``ds.json``) and last parts of modules (``-m pkg.run``)
+    a notebook's text names."""
+    out: set[str] = set()
+    for m in _FILE_NAME.finditer(text):
+        name = m.group(1) or m.group(2)
+        out.add(name.rsplit("/", 1)[-1])
+    return out
+
+
+def _prefilter(path: str, text: str) -> bool:
+    if path.lower().endswith(".ipynb"):
+        from trainlint.sources.notebook import prefilter
+        from trainlint.workspace import PY_PREFILTER
+
+        return prefilter(text, PY_PREFILTER)
+    return wanted_python(text)
+
+
+def walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:
+    return [(norm(p), e) for p, e in walk(paths, settings.exclude)]

@@ -1,0 +1,228 @@
+"""The workspace: the files of a run, read and parsed once (the stage after the readers).
+
+``read_workspace`` walks the paths and reads every file with its kind's reader, reporting input
+problems as TL0xx findings and going on with the others; ``read_file`` is what linking uses to
+pull in a referenced file. Nothing here knows about setups or rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainlint.config import Settings
+from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_error  # noqa: F401
+from trainlint.sources.files import ParsedFile, ReadProblem, TextFile, read_text, walk  # noqa: F401
+from trainlint.sources.python import PythonFile, parse_python
+
+# A walked (not explicitly named) Python file is parsed only if it mentions a trigger of a
+# selected rule (``Rule.triggers``, from the rule index): a substring search is ~free, a parse
+# is not (shared/perf-anchors.md). When a selected rule declares no triggers, the broad
+# pre-filter below applies.
+PY_PREFILTER = ("Trainer", "TrainingArguments", "Config", "transformers", "trl", "peft", "accelerate",
+                "deepspeed", "from_pretrained", "tokenizer")
+
+
+def wanted_python(text: str, settings: Settings | None = None) -> bool:
+    """Whether a walked Python file is worth parsing (the pre-filter)."""
+    names: tuple[str, ...] | None = None
+    if settings is not None:
+        from trainlint.rule_index import prefilter_names
+
+        names = prefilter_names(settings)
+    return any(tok in text for tok in (PY_PREFILTER if names is None else names))
+
+
+@dataclass
+class Workspace:
+    """Every file of a run, parsed once, with the input problems found while reading them."""
+
+    settings: Settings
+    overlay: dict[str, str]
+    files: dict[str, ParsedFile] = field(default_factory=dict)
+    problems: list[Diagnostic] = field(default_factory=list)
+    # files that could not be read or parsed (TL001-TL003, TL000 in a reader): no rule sees
+    # their content and ``fix`` never edits them
+    unparsable: set[str] = field(default_factory=set)
+    # problems of walked generic JSON/YAML files, reported only if something references them
+    deferred_problems: dict[str, list[Diagnostic]] = field(default_factory=dict)
+
+    @property
+    def python_files(self) -> list[PythonFile]:
+        return [f.doc for f in self.files.values() if f.kind == "python" and f.doc is not None]
+
+
+def norm(path: Path | str) -> str:
+    return os.path.normpath(str(path))
+
+
+def _kind_of(path: str, text: str) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".py", ".pyw", ".pyi"):
+        return "python"
+    try:
+        from trainlint.sources.kinds import detect_kind
+    except ImportError:  # readers for other kinds not installed in this build
+        return "unknown"
+    try:
+        return detect_kind(path, text)
+    except (RecursionError, MemoryError, ValueError):
+        # absurd nesting: fall back on the suffix; the reader reports the problem
+        return {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
+                ".bash": "shell"}.get(suffix, "unknown")
+
+
+def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False) -> PythonFile | None:
+    """``parse_python`` with every way a hostile file can make it fail turned into TL001.
+    ``syntax_only``: only check that it parses (the tree is dropped; None either way)."""
+    try:
+        if syntax_only:
+            ast.parse(text, filename=path)
+            return None
+        return parse_python(path, text)
+    except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
+        line = e.lineno or 1
+        column = e.offset or 1
+        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
+                                         line, column))
+    except (RecursionError, MemoryError) as e:
+        # the parser's own stack limit (MemoryError "Parser stack overflowed") or the depth of
+        # ast construction/analysis: Python itself would refuse to compile this
+        ws.problems.append(input_problem(
+            "TL001", "syntax-error", path,
+            f"cannot parse Python: expressions nested too deeply ({type(e).__name__})"))
+    except ValueError as e:  # "source code string cannot contain null bytes"
+        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e}"))
+    ws.unparsable.add(path)
+    return None
+
+
+def read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
+    """Read and parse one file; input problems become findings, never exceptions. A bug in
+    a reader is reported as TL000 for this file and the run goes on with the others."""
+    try:
+        return _read_file(ws, path, explicit)
+    except Exception as exc:  # noqa: BLE001 - a reader bug is reported per file
+        ws.problems.append(internal_error(path, "reading this file", exc))
+        ws.unparsable.add(path)
+        ws.files.pop(path, None)
+        return None
+
+
+def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
+    try:
+        tf = read_text(path, ws.overlay)
+    except ReadProblem as e:
+        ws.problems.append(input_problem("TL002", "unreadable-file", path, e.message, e.line, e.column))
+        ws.unparsable.add(path)
+        return None
+    kind = _kind_of(path, tf.text)
+    if kind == "binary":
+        ws.problems.append(input_problem("TL002", "unreadable-file", path, "binary file"))
+        ws.unparsable.add(path)
+        return None
+    pf = ParsedFile(path=path, kind=kind, text=tf, explicit=explicit)
+    if kind == "python":
+        if not explicit and not wanted_python(tf.text, ws.settings):
+            # No selected rule can report on it. A file the broad pre-filter lets through (it
+            # mentions the training libraries) is still checked to parse: a broken training
+            # script is reported (TL001), never silently skipped.
+            if any(tok in tf.text for tok in PY_PREFILTER):
+                n = len(ws.problems)
+                _parse_python(ws, path, tf.text, syntax_only=True)
+                if len(ws.problems) > n:
+                    ws.files[path] = pf
+                    return pf
+            return None
+        pf.doc = _parse_python(ws, path, tf.text)
+    elif kind == "notebook" and not explicit and not _notebook_prefilter(tf.text):
+        return None
+    else:
+        from trainlint.sources import registry
+
+        read = registry.read_document(kind, path, tf.text, explicit)
+        pf.doc = read.doc
+        ws.problems.extend(read.problems)
+        if read.deferred:  # held back until something references the file as a config
+            ws.deferred_problems.setdefault(path, []).extend(read.deferred)
+        if read.unparsable:
+            ws.unparsable.add(path)
+    ws.files[path] = pf
+    return pf
+
+
+def _notebook_prefilter(text: str) -> bool:
+    from trainlint.sources.notebook import prefilter
+
+    return prefilter(text, PY_PREFILTER)
+
+
+MAX_REFERENCE_LEVELS = 8
+_ROOT_MARKERS = (".git", "pyproject.toml", "setup.py")
+
+
+def _is_root(folder: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, m)) for m in _ROOT_MARKERS)
+
+
+def repository_root(base_file: str) -> str | None:
+    """The nearest folder at or above ``base_file``'s with ``.git``, ``pyproject.toml`` or
+    ``setup.py`` (at most ``MAX_REFERENCE_LEVELS`` up), absolute; None when there is none."""
+    current = os.path.abspath(os.path.dirname(base_file) or ".")
+    for _ in range(MAX_REFERENCE_LEVELS + 1):
+        if _is_root(current):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return None
+
+
+def reference_folders(base_file: str) -> list[str]:
+    """Where a relative path written in ``base_file`` may start: its folder, then each folder
+    above it up to the repository root (the nearest folder with ``.git``, ``pyproject.toml`` or
+    ``setup.py``). Launch scripts are usually run from the repository root (``bash
+    scripts/train.sh`` naming ``src/train.py``), sometimes from their own folder. Without a
+    repository root above the file, only the working directory is added (when the file is
+    below it), so that no unrelated folder is searched."""
+    folder = os.path.dirname(base_file)
+    start = os.path.abspath(folder or ".")
+    ancestors: list[str] = []
+    current = start
+    root_found = _is_root(current)
+    for _ in range(MAX_REFERENCE_LEVELS):
+        if root_found:
+            break
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+        ancestors.append(current)
+        root_found = _is_root(current)
+    if not root_found:
+        cwd = os.getcwd()
+        ancestors = [cwd] if cwd != start and start.startswith(cwd.rstrip(os.sep) + os.sep) else []
+    shown = (lambda p: p) if os.path.isabs(base_file) else os.path.relpath
+    return [folder, *(shown(a) for a in ancestors)]
+
+
+def read_workspace(paths: list[Path], settings: Settings, overlay: dict[str, str]) -> Workspace:
+    ws = Workspace(settings=settings, overlay=overlay)
+    for p, explicit in walk(paths, settings.exclude):
+        read_entry(ws, norm(p), explicit)
+    return ws
+
+
+def read_entry(ws: Workspace, path: str, explicit: bool) -> None:
+    """One walked or named path into the workspace (a named one that is missing is a finding)."""
+    if not explicit and path in ws.files:
+        return
+    if explicit and not os.path.lexists(path) and path not in ws.overlay:
+        ws.problems.append(input_problem("TL002", "unreadable-file", path, "no such file or directory"))
+        ws.unparsable.add(path)
+        return
+    read_file(ws, path, explicit)
