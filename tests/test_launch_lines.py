@@ -12,7 +12,12 @@ from helpers import run_cli, settings_for, write_files
 from trainlint.diagnostics import Severity
 from trainlint.engine import lint
 from trainlint.sources.kinds import detect_kind
-from trainlint.sources.shell import SCRIPT_DIR, extract_shell_blocks, markdown_launches, parse_shell
+from trainlint.sources.shell import (
+    SCRIPT_DIR,
+    extract_shell_blocks,
+    markdown_launches,
+    parse_shell,
+)
 
 V5 = {"transformers_version": "5.24.0"}
 TRAIN_PY = ("from transformers import HfArgumentParser, TrainingArguments, Trainer\n"

@@ -83,9 +83,8 @@ def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str],
              looked_for: str = "") -> None:
     """A TL004 finding: ``why`` says why the path is clearly run from elsewhere (info) or
     what else is known (a file of that name elsewhere); ``then`` what trainlint does instead."""
-    from trainlint.workspace import input_problem
-
     from trainlint.sources.shell import SCRIPT_DIR
+    from trainlint.workspace import input_problem
 
     ref_path = ref_path.replace(SCRIPT_DIR, "$(dirname $0)")
     looked = _looked_text(folders, looked_for or ref_path)

@@ -17,6 +17,7 @@ after their read; the workspace applies the rules' triggers to the rest.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ class NameIndex:
                     i = run.find(".", i + 1)
                 if "." in run:
                     parts = run.split(".")
-                    self.modules.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]) if a and b)
+                    self.modules.update(f"{a}.{b}" for a, b in itertools.pairwise(parts) if a and b)
         self.ends: set[str] = set()
         for suffix in self.suffixes:
             n = len(suffix)
