@@ -8,12 +8,12 @@ to each other (``partition``); the ``RunContext`` is the run's, resolved once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trainlint.config import ConfigError, Settings
-from trainlint.consumers import with_consumer
-from trainlint.diagnostics import Diagnostic, internal_error
+from trainlint.consumers import with_assumed, with_consumer
+from trainlint.diagnostics import Diagnostic, Severity, internal_error
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
 from trainlint.rule_index import can_trigger, is_selected, selected
 from trainlint.rules.base import Rule
@@ -82,13 +82,21 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     for setup in setups:
         if declared is not None:
             declared.update(str(f) for f in setup.files)
+        docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
         for rule in rules:
             try:
-                out.extend(with_consumer(setup, list(rule.check(setup))))
+                found = with_assumed(setup, with_consumer(setup, list(rule.check(setup))))
+                if docs:  # a README command is documentation: at most a warning
+                    found = [replace(d, severity=Severity.WARNING) if d.severity is Severity.ERROR
+                             and d.path.lower().endswith(_DOCS) else d for d in found]
+                out.extend(found)
             except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
                 path = setup.files[0] if setup.files else str(setup.root)
                 out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
     return _without_walked_markdown(ws, out)
+
+
+_DOCS = (".md", ".markdown", ".mdx")
 
 
 def _without_walked_markdown(ws: Workspace, found: list[Diagnostic]) -> list[Diagnostic]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field, replace
 
+from trainlint.diagnostics import Severity
 from trainlint.setup import Consumer, library_consumer
 from trainlint.sources.python import PythonFile
 
@@ -322,13 +323,36 @@ def with_consumer(setup, diagnostics: list) -> list:
     return out
 
 
+def with_assumed(setup, diagnostics: list) -> list:
+    """Findings on a site whose consumer is assumed (a script not in this repository, a
+    framework CLI: ``ArgsSite.assumed``) say so; when the parser is only a guess
+    (``assumed_certain`` False), they are at most warnings."""
+    sites = setup.extra.get("_assumed_sites")
+    if sites is None:
+        sites = setup.extra["_assumed_sites"] = [s for s in setup.sites if getattr(s, "assumed", "")]
+    if not sites or not diagnostics:
+        return diagnostics
+    out = []
+    for d in diagnostics:
+        site = next((s for s in sites if s.span is not None and s.span.path == d.path
+                     and s.span.line <= d.line <= s.span.end_line), None)
+        if site is None:
+            out.append(d)
+            continue
+        severity = d.severity
+        if not site.assumed_certain and severity is Severity.ERROR:
+            severity = Severity.WARNING
+        out.append(replace(d, message=f"{d.message} ({site.assumed})", severity=severity))
+    return out
+
+
 def _consumer_at(setup) -> dict[tuple[str, int], str]:
     """(path, line) of each value of a flag/args-file (or patched) site -> who reads it."""
     where: dict[tuple[str, int], str] = {}
     for site in setup.sites:
         c = site.reader
         if (site.call is not None and not c.frameworks) or getattr(site, "assumed", ""):
-            continue  # a plain call says it itself; an assumed reader is said by the engine
+            continue  # a plain call says it itself; an assumed reader is said by ``with_assumed``
         text = c.describe()
         for v in site.values.values():
             for sp in (v.key_span, v.span):

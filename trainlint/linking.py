@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import replace
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +49,11 @@ from trainlint.setup import (
     project_consumer,
     unknown_consumer,
 )
-from trainlint.workspace import MAX_REFERENCE_LEVELS, reference_folders  # noqa: F401 - re-exported
+from trainlint.workspace import (  # noqa: F401 - re-exported
+    MAX_REFERENCE_LEVELS,
+    reference_folders,
+    repository_root,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.config import Settings
@@ -56,35 +62,250 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainlint.sources.shell import Flag, LaunchCommand
 
 ARGS_FILE_SUFFIXES = (".json", ".yaml", ".yml")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 
 
 # -- reading referenced files ---------------------------------------------------------------
 
 
-def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str]) -> None:
-    from trainlint.workspace import input_problem
-
+def _looked_text(folders: list[str], ref_path: str) -> str:
+    if not folders:
+        return "nowhere"
     looked = os.path.normpath(os.path.join(folders[0], ref_path))
     if len(folders) > 1:
         looked += f" and in the {len(folders) - 1} folder{'s' if len(folders) > 2 else ''} above, up to " \
                   f"{os.path.normpath(folders[-1]) or '.'}"
-    d = input_problem("TL004", "missing-reference", span.path,
-                      f"{what} {ref_path!r} does not exist (looked for {looked})", span.line, span.column)
+    return looked
+
+
+def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str],
+             severity: Severity = Severity.ERROR, why: str = "", then: str = "",
+             looked_for: str = "") -> None:
+    """A TL004 finding: ``why`` says why the path is clearly run from elsewhere (info) or
+    what else is known (a file of that name elsewhere); ``then`` what trainlint does instead."""
+    from trainlint.sources.shell import SCRIPT_DIR
+    from trainlint.workspace import input_problem
+
+    ref_path = ref_path.replace(SCRIPT_DIR, "$(dirname $0)")
+    looked = _looked_text(folders, looked_for or ref_path)
+    if not folders:
+        message = f"{what} {ref_path!r} is not checked: {why}"
+    elif severity is Severity.INFO:
+        message = f"{what} {ref_path!r} is not in this repository: {why} (looked for {looked})"
+    else:
+        message = f"{what} {ref_path!r} does not exist (looked for {looked}){'; ' + why if why else ''}"
+    if then:
+        message += f"; {then}"
+    d = input_problem("TL004", "missing-reference", span.path, message, span.line, span.column,
+                      severity=severity)
     ws.problems.append(replace(d, end_line=span.end_line, end_column=span.end_column))
 
 
-# (``reference_folders`` lives in ``workspace``: module lookup uses it too)
+# (``reference_folders`` and ``repository_root`` live in ``workspace``: module lookup uses them too)
 
 
-def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) -> ParsedFile | None:
+# -- where a referenced path is ---------------------------------------------------------------
+
+FOUND, GENERATED, MISSING, ELSEWHERE, UNRESOLVED = "found", "generated", "missing", "elsewhere", "unresolved"
+_LEADING_VARS = re.compile(r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}?/)+")
+
+
+@dataclass
+class Located:
+    """Where a path written in a file is: ``verdict`` is FOUND (``path`` is the file),
+    GENERATED (the script writes it itself, ``cat > ds.json <<EOF``), MISSING (it should be in
+    the repository: ``severity`` says how likely), ELSEWHERE (clearly run from another place:
+    ``why``), or UNRESOLVED (a shell variable that cannot be resolved)."""
+
+    verdict: str
+    path: str | None = None
+    folders: list[str] = field(default_factory=list)
+    severity: Severity = Severity.ERROR
+    why: str = ""
+    note: str = ""  # how it was found, when not plainly (a leading $VAR taken as the root)
+
+
+def _start_folders(base_file: str, launch: LaunchCommand | None) -> tuple[list[str] | None, str]:
+    """The folders a relative path of ``launch`` starts from, after its ``cd``s; None (with
+    why) when an earlier ``cd`` goes somewhere that cannot be resolved."""
+    from trainlint.sources.shell import SCRIPT_DIR
+
+    cwd = launch.cwd if launch is not None else None
+    if launch is not None and not launch.cwd_known:
+        return None, "an earlier cd goes to a folder that cannot be resolved statically"
+    if cwd is None:
+        return reference_folders(base_file), ""
+    if cwd.startswith(SCRIPT_DIR):
+        return [os.path.normpath(os.path.join(os.path.dirname(base_file), cwd[len(SCRIPT_DIR):].lstrip("/")))], ""
+    if os.path.isabs(cwd):
+        return [cwd], ""
+    return [os.path.normpath(os.path.join(f, cwd)) for f in reference_folders(base_file)], ""
+
+
+def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None = None,
+           doc: Any = None, _tail_of: str = "") -> Located:
+    """Find the file ``ref`` written in ``base_file`` (by ``launch``, after its ``cd``s;
+    ``doc`` the shell document that may write the file itself), and when it is not there,
+    how likely it is that the repository should contain it."""
+    from trainlint.workspace import norm
+
+    if not ref:
+        return Located(UNRESOLVED)
+    from trainlint.sources.shell import has_placeholder
+
+    if "$" in ref or "`" in ref or has_placeholder(ref):
+        m = _LEADING_VARS.match(ref)
+        rest = ref[m.end():] if m is not None else ""
+        if not rest or "$" in rest or "`" in rest or has_placeholder(rest):
+            return Located(UNRESOLVED, why=f"{ref!r} uses a shell variable that cannot be resolved")
+        loc = locate(ws, base_file, rest, launch, doc, _tail_of=ref)
+        if loc.verdict == FOUND:
+            loc.note = f"{m.group().rstrip('/')} taken as the folder that holds {rest}"
+            return loc
+        var = m.group().rstrip("/")
+        return Located(ELSEWHERE, folders=loc.folders, severity=Severity.INFO,
+                       why=f"it is under {var}, which this repository does not set")
+    from trainlint.sources.shell import SCRIPT_DIR
+
+    ref_x = os.path.expanduser(ref)
+    if ref_x.startswith(SCRIPT_DIR):  # $(dirname "$0")/train.py: beside the shell file
+        ref_x = os.path.normpath(os.path.join(os.path.dirname(base_file) or ".",
+                                              ref_x[len(SCRIPT_DIR):].lstrip("/")))
+    root = repository_root(base_file)
+    if os.path.isabs(ref_x) or ref_x != os.path.expanduser(ref):
+        folders: list[str] | None = [""]
+    else:
+        folders, why = _start_folders(base_file, launch)
+        if folders is None:
+            return Located(ELSEWHERE, severity=Severity.INFO, why=why)
+    candidates = [norm(os.path.join(f, ref_x)) for f in folders]
+    path = next((c for c in candidates if c in ws.files or c in ws.overlay or os.path.exists(c)), None)
+    if path is not None:
+        return Located(FOUND, path=path, folders=folders)
+    if _generated(doc, launch, ref_x):
+        return Located(GENERATED, folders=folders)
+    verdict = _likelihood(ws, base_file, ref_x, launch, doc, folders, candidates, root)
+    verdict.folders = folders
+    if base_file.lower().endswith(MARKDOWN_SUFFIXES) and verdict.verdict == MISSING:
+        # a command in the docs, run from wherever the prose says: a file whose folder is
+        # here should be (warning); a bare name or another folder is most likely elsewhere
+        folder_here = os.path.dirname(ref_x) and any(os.path.isdir(os.path.dirname(c)) for c in candidates)
+        verdict.severity = Severity.WARNING if folder_here else Severity.INFO
+        if verdict.severity is Severity.INFO:
+            verdict.verdict = ELSEWHERE
+            verdict.why = (verdict.why + "; " if verdict.why else "") + \
+                "a command in the docs, run from the folder its text names"
+    return verdict
+
+
+def _generated(doc: Any, launch: LaunchCommand | None, ref: str) -> bool:
+    generated = getattr(doc, "generated", None)
+    if not generated:
+        return False
+    from trainlint.sources.shell import norm_path
+
+    cwd = launch.cwd if launch is not None else None
+    key = norm_path(ref if os.path.isabs(ref) else os.path.join(cwd or "", ref))
+    return key in generated
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None, doc: Any,
+                folders: list[str], candidates: list[str], root: str | None) -> Located:
+    from trainlint.knowledge.frameworks import looks_like_hf_example
+    from trainlint.sources.shell import SCRIPT_DIR, norm_path
+
+    info = Severity.INFO
+    cwd = launch.cwd if launch is not None else None
+    # inside a repository the script clones itself
+    rel = norm_path(ref if os.path.isabs(ref) else os.path.join(cwd or "", ref))
+    for c in getattr(doc, "cloned", None) or ():
+        if c and _under(rel, c):
+            return Located(ELSEWHERE, severity=info, why=f"it is inside {c}, which the script clones with git clone")
+    if root is not None:
+        absolute = [os.path.abspath(c) for c in candidates]
+        if all(not _under(a, root) for a in absolute):
+            where = "an absolute path outside this repository" if os.path.isabs(ref) else \
+                "the path leads outside this repository"
+            return Located(ELSEWHERE, severity=info, why=where)
+    elif os.path.isabs(ref):
+        return Located(ELSEWHERE, severity=info, why="an absolute path, outside the checked files")
+    if cwd is not None and looks_like_hf_example(cwd + "/"):
+        return Located(ELSEWHERE, severity=info,
+                       why=f"the command runs in {cwd}, laid out as the Hugging Face examples of another checkout")
+    if cwd is not None and not os.path.isabs(ref) and not any(os.path.isdir(f) for f in folders):
+        shown = cwd.replace(SCRIPT_DIR, "$(dirname $0)")
+        return Located(ELSEWHERE, severity=info, why=f"an earlier cd goes to {shown}, which is not in this repository")
+    same_name = _same_name(root, os.path.basename(ref)) if root is not None else []
+    hint = f"a file of that name is at {same_name[0]}" if same_name else ""
+    folder = os.path.dirname(ref)
+    if not folder:
+        if not same_name and os.path.basename(ref).startswith("run_") and launch is not None \
+                and _training_flags(launch) >= 2:
+            return Located(ELSEWHERE, severity=info,
+                           why="named as a Hugging Face example script, run from its own checkout")
+        return Located(MISSING, severity=Severity.ERROR, why=hint)
+    if any(os.path.isdir(os.path.dirname(c)) for c in candidates):
+        return Located(MISSING, severity=Severity.ERROR, why=hint)  # its folder is here: the file should be
+    if not same_name and looks_like_hf_example(ref):
+        return Located(ELSEWHERE, severity=info,
+                       why="laid out as the Hugging Face examples, run from a transformers checkout")
+    top = os.path.normpath(ref).replace(os.sep, "/").split("/", 1)[0]
+    return Located(MISSING, severity=Severity.WARNING,
+                   why=hint or f"no folder {top!r} in this repository either")
+
+
+_SAME_NAME_LIMIT = 20_000
+
+
+@lru_cache(maxsize=8)
+def _file_names(root: str) -> dict[str, list[str]]:
+    """basename -> paths (relative to ``root``) of the repository's files, for the "a file of
+    that name is at" hint; at most ``_SAME_NAME_LIMIT`` files are listed."""
+    from trainlint.sources.files import SKIP_DIRS
+
+    out: dict[str, list[str]] = {}
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in filenames:
+            out.setdefault(name, []).append(os.path.relpath(os.path.join(dirpath, name), root))
+            count += 1
+        if count > _SAME_NAME_LIMIT:
+            break
+    return out
+
+
+def _same_name(root: str, name: str) -> list[str]:
+    return sorted(_file_names(root).get(name, []))
+
+
+def _training_flags(launch: LaunchCommand) -> int:
+    from trainlint.knowledge import training_args as ta
+
+    n = 0
+    for f in launch.script_args:
+        try:
+            if ta.history("TrainingArguments", f.key).known:
+                n += 1
+        except ta.UnknownClassError:  # pragma: no cover - the base class is always known
+            return 0
+    return n
+
+
+def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str,
+                    launch: LaunchCommand | None = None, doc: Any = None,
+                    then: str = "") -> ParsedFile | None:
     """The file ``ref`` names, relative to ``base_file``'s folder or a folder above it up to
-    the repository root (``reference_folders``, nearest first); read once; a TL004 finding at
-    ``span`` when it exists in none of them. Paths with unresolved shell variables are
-    skipped."""
-    from trainlint.workspace import norm, read_file
+    the repository root (``reference_folders``, nearest first; after the ``cd``s of
+    ``launch``); read once; a TL004 finding at ``span`` when it exists in none of them, at
+    the severity its likelihood deserves (``locate``). Paths with unresolved shell
+    variables, and files the script writes itself, are not reported."""
+    from trainlint.workspace import read_file
 
-    if not ref or "$" in ref or "`" in ref:
-        return None
     quiet = False
     nb = _notebook_of(ws, base_file)
     if nb is not None:
@@ -96,14 +317,14 @@ def load_referenced(ws: Workspace, base_file: str, ref: str, span, what: str) ->
         base_file = nb.path
         # files a notebook downloads, clones or finds after a %cd are not on disk here
         quiet = nb.fetches or os.path.isabs(ref)
-    ref_expanded = os.path.expanduser(ref)
-    folders = [""] if os.path.isabs(ref_expanded) else reference_folders(base_file)
-    candidates = [norm(os.path.join(f, ref_expanded)) for f in folders]
-    path = next((c for c in candidates if c in ws.files or c in ws.overlay or os.path.exists(c)), None)
-    if path is None:
+    loc = locate(ws, base_file, ref, launch, doc)
+    if loc.verdict in (MISSING, ELSEWHERE):
         if span is not None and not quiet:
-            _missing(ws, ref, span, what, folders)
+            _missing(ws, ref, span, what, loc.folders, loc.severity, loc.why, then)
         return None
+    if loc.verdict != FOUND or loc.path is None:
+        return None
+    path = loc.path
     if path in ws.files:
         # a walked file kept silent as "not a training config" is one after all
         ws.problems.extend(ws.deferred_problems.pop(path, []))
@@ -238,6 +459,41 @@ def flag_site(launch: LaunchCommand, class_name: str, consumer=None, skip: tuple
                     span=launch.span, consumer=consumer)
 
 
+NOT_IN_REPOSITORY = "script not in this repository: read as HfArgumentParser would"
+# TrainingArguments fields that many scripts of other kinds also take (a preprocessing or
+# evaluation script's --output_dir --seed): alone they do not make a line a training run
+_GENERIC_FIELDS = frozenset({"output_dir", "seed", "learning_rate", "max_steps", "num_train_epochs",
+                             "local_rank", "debug", "run_name", "max_length", "beta", "packing",
+                             "weight_decay", "data_seed", "dataset_text_field", "max_seq_length",
+                             "push_to_hub", "hub_model_id", "resume_from_checkpoint", "use_cpu"})
+
+
+def _is_field(class_name: str, key: str) -> bool:
+    from trainlint.knowledge import training_args as ta
+
+    try:
+        return ta.history(class_name, key).known
+    except ta.UnknownClassError:
+        return False
+
+
+def assumed_site(site: ArgsSite, note: str, certain: bool) -> ArgsSite:
+    """``site`` with only the fields the class has had (the other keys belong to the
+    dataclasses of a parser that cannot be seen), open-ended, and marked as assumed."""
+    values = {k: v for k, v in site.values.items() if _is_field(site.class_name, k)}
+    return replace(site, values=values, open_ended=True, assumed=note, assumed_certain=certain)
+
+
+def assumed_flag_site(launch: LaunchCommand, class_name: str, note: str, certain: bool) -> ArgsSite | None:
+    """The launch line's flags read as ``HfArgumentParser(class_name)`` would, for a script
+    trainlint cannot read; None unless the flags look like a training run (two fields, one
+    of them not a name every kind of script takes), when the parser is only a guess."""
+    site = assumed_site(flag_site(launch, class_name), note, certain)
+    if not certain and (len(site.values) < 2 or set(site.values) <= _GENERIC_FIELDS):
+        return None
+    return site
+
+
 def _launch_flag(launch: LaunchCommand, names: list[str]) -> Flag | None:
     for n in reversed(names):
         if n.startswith("--") or (n.startswith("-") and len(n) > 2):
@@ -291,7 +547,8 @@ class _Linker:
         self.project_files: dict[str, Any] = {}  # args-looking files the project's own code reads
 
     # the DeepSpeed config named by a site value (python literal/default, flag, args-file key)
-    def _ds_from_value(self, setup: Setup, v: Value | None, base_file: str) -> bool:
+    def _ds_from_value(self, setup: Setup, v: Value | None, base_file: str,
+                       launch: LaunchCommand | None = None, doc: Any = None) -> bool:
         if v is None or not isinstance(v.value, str) or not v.value.strip():
             return False
         if v.value.strip().startswith("{"):
@@ -301,7 +558,9 @@ class _Linker:
         if "/" not in v.value and not v.value.endswith(".json") and deepspeed_preset(v.value) is not None:
             return True  # a framework's preset name (ms-swift's --deepspeed zero2), not a file
         span = v.span or v.key_span
-        pf = load_referenced(self.ws, base_file, v.value, span, "DeepSpeed config")
+        on_line = launch if launch is not None and base_file == launch.path else None
+        pf = load_referenced(self.ws, base_file, v.value, span, "DeepSpeed config", on_line,
+                             doc if on_line is not None else None)
         cfg = as_deepspeed(pf)
         if cfg is None:
             return pf is None and span is not None  # missing: reported; stop looking
@@ -315,9 +574,10 @@ class _Linker:
             setup.files.append(path)
         self.linked.add(path)
 
-    def _link_deepspeed(self, setup: Setup, candidates: list[tuple[Value | None, str]]) -> None:
+    def _link_deepspeed(self, setup: Setup, candidates: list[tuple[Value | None, str]],
+                        launch: LaunchCommand | None = None, doc: Any = None) -> None:
         for v, base in candidates:
-            if self._ds_from_value(setup, v, base):
+            if self._ds_from_value(setup, v, base, launch, doc):
                 return
 
     def _link_accelerate_ds(self, setup: Setup) -> None:
@@ -330,34 +590,63 @@ class _Linker:
         self._ds_from_value(setup, ref, acc.path)
 
     def launch_setup(self, pf_shell: ParsedFile, launch: LaunchCommand, index: int) -> Setup | None:
+        from trainlint.knowledge import frameworks
         from trainlint.sources.python import PythonFile
 
         ws = self.ws
+        doc = pf_shell.doc
         setup = Setup(root=Path(pf_shell.path).parent, files=[pf_shell.path])
         setup.extra["launch"] = launch
         setup.extra["launch_file"] = pf_shell.path
         setup.extra["site_refs"] = {}
-        self.linked.add(pf_shell.path)
         script_pf: PythonFile | None = None
-        if launch.script is not None:
+        unseen: list[ArgsSite] = []  # sites read as a parser that is not in the repository would
+        if launch.cli is not None:
+            fw = frameworks.cli(launch.launcher, launch.cli)
+            if fw is None:
+                return None  # trl env, llamafactory-cli webui ...: not a training run
+            unseen = self._cli_sites(setup, launch, fw, doc)
+        elif launch.script is not None:
             name, span = launch.script
+            if os.path.basename(name) == "setup.py":
+                return None  # python setup.py install: a build, not a training run
             if not name.endswith(".py"):
                 if launch.launcher == "python":
                     return None
             else:
-                sf = load_referenced(ws, pf_shell.path, name, span, "script")
+                nb = _notebook_of(ws, pf_shell.path)
+                if nb is not None:  # its %%writefile files, its folder, quiet after downloads
+                    sf = load_referenced(ws, pf_shell.path, name, span, "script", launch, doc)
+                    loc = Located(FOUND if sf is not None else UNRESOLVED)
+                else:
+                    loc = locate(ws, pf_shell.path, name, launch, doc)
+                    sf = self._read_located(loc)
                 if sf is not None and isinstance(sf.doc, PythonFile):
                     script_pf = sf.doc
                     setup.scripts.append(script_pf)
                     self._add_file(setup, sf.path)
                     self.launched_scripts.add(sf.path)
-        elif launch.module is None:
+                elif sf is None:
+                    unseen = self._unseen_script_sites(setup, launch, name, loc, span, doc)
+        elif launch.module is not None:
+            sf, loc, shown = self._module(launch, pf_shell.path, doc)
+            if sf is not None and isinstance(sf.doc, PythonFile):
+                script_pf = sf.doc
+                setup.scripts.append(script_pf)
+                self._add_file(setup, sf.path)
+                self.launched_scripts.add(sf.path)
+            elif sf is None:
+                unseen = self._unseen_script_sites(setup, launch, shown, loc, launch.launcher_span, doc,
+                                                   module=launch.module)
+        else:
             return None
+        self.linked.add(pf_shell.path)
         # accelerate config
         if launch.launcher == "accelerate":
             cf = launch.config_file
             if cf is not None and cf.value:
-                apf = load_referenced(ws, pf_shell.path, cf.value, cf.value_span or cf.name_span, "accelerate config")
+                apf = load_referenced(ws, pf_shell.path, cf.value, cf.value_span or cf.name_span,
+                                      "accelerate config", launch, doc)
                 acc = as_accelerate(apf)
                 if acc is not None:
                     setup.extra["accelerate"] = acc
@@ -376,10 +665,15 @@ class _Linker:
             else:
                 self._note_project_files(launch, script_pf)
             setup.sites = sites
-            for s in sites:
-                v = s.get("deepspeed")
-                if v is not None:
-                    ds_candidates.append((v, s.path if v.origin in (PYTHON, ARGSFILE) else pf_shell.path))
+        else:
+            setup.sites = unseen
+            for site in unseen:
+                if site.path == pf_shell.path and site.span == launch.span:
+                    setup.extra["site_refs"][id(site)] = ("launch", pf_shell.path, index)
+        for s in setup.sites:
+            v = s.get("deepspeed")
+            if v is not None:
+                ds_candidates.append((v, s.path if v.origin in (PYTHON, ARGSFILE) else pf_shell.path))
         if not ds_candidates:
             for flag_name in ("deepspeed", "deepspeed_config"):  # the latter: deepspeed.add_config_arguments
                 f = launch.flag(flag_name)
@@ -387,7 +681,7 @@ class _Linker:
                     ds_candidates.append((flag_value(f), pf_shell.path))
         if script_pf is not None:
             ds_candidates.extend(_initialize_configs(script_pf))
-        self._link_deepspeed(setup, ds_candidates)
+        self._link_deepspeed(setup, ds_candidates, launch, doc)
         self._link_accelerate_ds(setup)
         # world size
         world = launch.world_size_value()
@@ -398,6 +692,138 @@ class _Linker:
             world = accelerate_world_size(acc)
         setup.world_size = world
         return setup
+
+    def _read_located(self, loc: Located) -> ParsedFile | None:
+        from trainlint.workspace import read_file
+
+        if loc.verdict != FOUND or loc.path is None:
+            return None
+        if loc.path in self.ws.files:
+            return self.ws.files[loc.path]
+        if os.path.isdir(loc.path):
+            return None
+        return read_file(self.ws, loc.path, explicit=True)
+
+    def _module(self, launch: LaunchCommand, base: str, doc: Any) -> tuple[ParsedFile | None, Located, str]:
+        """``python -m pkg.train``: ``pkg/train.py`` or ``pkg/train/__main__.py`` (also under
+        ``src/``), found like a script path."""
+        module = launch.module or ""
+        rel = module.replace(".", "/")
+        tried: Located | None = None
+        for cand in (f"{rel}.py", f"{rel}/__main__.py", f"src/{rel}.py", f"src/{rel}/__main__.py"):
+            loc = locate(self.ws, base, cand, launch, doc)
+            if loc.verdict == FOUND:
+                return self._read_located(loc), loc, cand
+            tried = tried or loc
+        assert tried is not None
+        top = module.split(".", 1)[0]
+        package = next((locate(self.ws, base, d, launch, doc) for d in (top, f"src/{top}")
+                        if locate(self.ws, base, d, launch, doc).verdict == FOUND), None)
+        if package is not None:  # the package is here: the module should be
+            return None, Located(MISSING, folders=tried.folders, severity=Severity.ERROR,
+                                 why=f"the package {top!r} is in this repository, but not this module"), f"{rel}.py"
+        return None, Located(ELSEWHERE, folders=tried.folders, severity=Severity.INFO,
+                             why=f"no package {top!r} here: an installed package"), f"{rel}.py"
+
+    def _unseen_script_sites(self, setup: Setup, launch: LaunchCommand, name: str, loc: Located, span,
+                             doc: Any, module: str | None = None) -> list[ArgsSite]:
+        """The launch line of a script that is not in the repository: its flags read as
+        HfArgumentParser(TrainingArguments) would (``python run.py args.json``: that file),
+        and the missing script reported at the severity its likelihood deserves."""
+        from trainlint.knowledge import frameworks
+
+        class_name = frameworks.example_class(name)
+        if any(f.key in ("predict_with_generate", "generation_max_length", "generation_num_beams",
+                         "sortish_sampler") for f in launch.script_args):
+            class_name = "Seq2SeqTrainingArguments"
+        certain = frameworks.looks_like_hf_example(name) or (
+            launch.cwd is not None and frameworks.looks_like_hf_example(launch.cwd + "/"))
+        note = NOT_IN_REPOSITORY if module is None else \
+            f"module {module} not in this repository: read as HfArgumentParser would"
+        sites: list[ArgsSite] = []
+        fs = assumed_flag_site(launch, class_name, note, certain)
+        args_file = None
+        if not launch.script_args and len(launch.positionals) == 1 \
+                and launch.positionals[0][0].endswith(ARGS_FILE_SUFFIXES):
+            args_file = self._args_file_site(setup, launch, class_name)
+            if args_file is not None:
+                sites.append(assumed_site(args_file, note, certain))
+        elif fs is not None:
+            sites.append(fs)
+        cfg = launch.flag("config")
+        if cfg is not None and isinstance(cfg.value, str) and cfg.value.endswith((".yaml", ".yml", ".json")):
+            site = self._config_site(setup, launch, cfg, class_name, doc, only_args_files=True,
+                                     note="script not in this repository: --config read as TrlParser would",
+                                     certain=False)
+            if site is not None:
+                sites.append(site)
+        then = ""
+        if sites:
+            then = f"its {'args file' if args_file is not None else 'flags'} are read as " \
+                   f"HfArgumentParser({class_name}) would read them"
+        if module is not None and loc.verdict == ELSEWHERE and not sites:
+            return sites  # python -m pip, -m venv ...: an installed tool, not a training run
+        if loc.verdict in (MISSING, ELSEWHERE) and span is not None:
+            _missing(self.ws, module or name, span, "module" if module else "script", loc.folders,
+                     loc.severity, loc.why, then, looked_for=name if module else "")
+        return sites
+
+    def _config_site(self, setup: Setup, launch: LaunchCommand, flag: Flag, class_name: str, doc: Any,
+                     note: str, certain: bool, only_args_files: bool = False) -> ArgsSite | None:
+        """``--config recipe.yaml`` (TrlParser): the file's keys as the class's values."""
+        value = flag.value or ""
+        if only_args_files:
+            loc = locate(self.ws, launch.path, value, launch, doc)
+            pf = self._read_located(loc)
+            if pf is None or pf.kind != "hf_args":
+                return None
+        else:
+            pf = load_referenced(self.ws, launch.path, value, flag.value_span or flag.name_span,
+                                 "config file", launch, doc)
+        af = as_argsfile(pf)
+        if af is None:
+            return None
+        setup.extra["args_file"] = af
+        self._add_file(setup, af.path)
+        site = assumed_site(af.as_site(class_name), note, certain)
+        setup.extra["site_refs"][id(site)] = ("argsfile", af.path, 0)
+        return site
+
+    def _cli_sites(self, setup: Setup, launch: LaunchCommand, fw, doc: Any) -> list[ArgsSite]:
+        """``trl sft --config x.yaml --flags``, ``llamafactory-cli train x.yaml key=value``:
+        the args file and the flags as the framework's parser reads them."""
+        note = f"{fw.name}: read as its {fw.parser}({fw.class_name}) would"
+        sites: list[ArgsSite] = []
+        if fw.config_flag is not None:
+            cfg = launch.flag(fw.config_flag)
+            if cfg is not None and cfg.value:
+                site = self._config_site(setup, launch, cfg, fw.class_name, doc, note, True)
+                if site is not None:
+                    sites.append(site)
+        if fw.args_file_positional and launch.positionals:
+            text, span = launch.positionals[0]
+            if text.endswith(ARGS_FILE_SUFFIXES):
+                apf = load_referenced(self.ws, launch.path, text, span, "args file", launch, doc)
+                af = as_argsfile(apf)
+                if af is not None:
+                    setup.extra["args_file"] = af
+                    self._add_file(setup, af.path)
+                    base = af.as_site(fw.class_name)
+                    overrides = _key_value_overrides(launch.positionals[1:])
+                    if overrides:
+                        base = replace(base, values={**base.values, **overrides})
+                    site = assumed_site(base, note, True)
+                    setup.extra["site_refs"][id(site)] = ("argsfile", af.path, 0)
+                    sites.append(site)
+        flags = assumed_flag_site(launch, fw.class_name, note, True)
+        if flags is not None and flags.values:
+            sites.append(flags)
+        if fw.redeclared:  # the framework's own subclass takes these: not ours to judge
+            sites = [replace(s, values={k: v for k, v in s.values.items() if k not in fw.redeclared})
+                     for s in sites]
+            for s in sites:
+                setup.extra["site_refs"][id(s)] = ("argsfile", s.path, 0)
+        return sites
 
     def _parser_sites(self, setup: Setup, launch: LaunchCommand, pf: PythonFile, parser, shell_path: str,
                       index: int) -> list[ArgsSite]:
@@ -475,11 +901,12 @@ class _Linker:
             return None
         if kinds is not None and ("json" if text.endswith(".json") else "yaml") not in kinds:
             return None
-        return self._args_file_from(setup, launch.path, text, span, class_name, consumer)
+        doc = self.ws.files[launch.path].doc if launch.path in self.ws.files else None
+        return self._args_file_from(setup, launch.path, text, span, class_name, consumer, launch, doc)
 
-    def _args_file_from(self, setup: Setup, base: str, text: str, span, class_name: str, consumer
-                        ) -> ArgsSite | None:
-        apf = load_referenced(self.ws, base, text, span, "args file")
+    def _args_file_from(self, setup: Setup, base: str, text: str, span, class_name: str, consumer,
+                        launch: LaunchCommand | None = None, doc: Any = None) -> ArgsSite | None:
+        apf = load_referenced(self.ws, base, text, span, "args file", launch, doc)
         af = as_argsfile(apf)
         if af is None:
             return None
@@ -569,6 +996,21 @@ class _Linker:
         setup = Setup(root=Path(f.path).parent, files=[f.path])
         setup.extra["deepspeed"] = cfg
         return setup
+
+
+def _key_value_overrides(positionals: list[tuple[str, Any]]) -> dict[str, Value]:
+    """``key=value`` words after an args file (OmegaConf.from_cli): values that win over the
+    file's (never edited: a fix goes to the file)."""
+    from trainlint.sources.shell import Flag
+
+    out: dict[str, Value] = {}
+    for text, span in positionals:
+        key, eq, val = text.partition("=")
+        if not eq or not key.isidentifier():
+            continue
+        f = Flag(name=key, value=val, name_span=span, value_span=span, raw=text)
+        out[key] = replace(flag_value(f), key_span=None, key_text="", span=span)
+    return out
 
 
 def _file_method(parser) -> str:

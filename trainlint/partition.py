@@ -2,7 +2,8 @@
 checking everything at once (a test compares them):
 
 - A Python file *stands alone* when no other (non-Python) file of the run mentions its name
-  (so no launch line or config links to it), it mentions no other file of the run, and it
+  (so no launch line or config links to it), nor runs it as a module (``python -m pkg.train``,
+  ``-m pkg`` for ``pkg/__main__.py``), it mentions no other file of the run, and it
   does not read args files from a folder that holds one (``linking.SAME_FOLDER_NAMES``). Its
   setup in the whole run is then exactly the setup of a run on that file alone, and every later
   step (suppressions, per-file ignores, de-duplication) is per file.
@@ -16,6 +17,7 @@ after their read; the workspace applies the rules' triggers to the rest.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -77,6 +79,8 @@ class NameIndex:
         self.text = text
         self.suffixes = set(suffixes)
         self.words: set[str] = set()
+        # consecutive dotted parts of a run (``python -m a.pkg.train``: ``a.pkg``, ``pkg.train``)
+        self.modules: set[str] = set()
         if words:
             for run in _NAME_RUN.findall(text):
                 self.words.add(run)
@@ -84,6 +88,9 @@ class NameIndex:
                 while i != -1:
                     self.words.add(run[:i])
                     i = run.find(".", i + 1)
+                if "." in run:
+                    parts = run.split(".")
+                    self.modules.update(f"{a}.{b}" for a, b in itertools.pairwise(parts) if a and b)
         self.ends: set[str] = set()
         for suffix in self.suffixes:
             n = len(suffix)
@@ -119,6 +126,33 @@ class NameIndex:
         if _PLAIN_NAME.match(stem):
             return stem in self.words
         return _word(stem).search(self.text) is not None
+
+    def runs_module(self, path: str) -> bool:
+        """Whether a ``python -m`` of the text may run ``path``: ``pkg.train`` (or
+        ``a.pkg.train``) for ``pkg/train.py``; ``pkg`` or ``a.pkg`` for ``pkg/__main__.py``.
+        The names are looked up as parts of a dotted name, never as plain substrings (a run
+        with fewer names in it still checks the same: linking finds the module the same way)."""
+        kind, name = _module_name(path)
+        if not name:
+            return False
+        return name in self.modules or (kind == "package" and self.mentions_word(name.rsplit(".", 1)[-1]))
+
+
+def _module_name(path: str) -> tuple[str, str]:
+    """How ``python -m`` names ``path``, by its last two parts: (``"module"``, ``"pkg.train"``)
+    for ``pkg/train.py``, (``"package"``, ``"a.pkg"`` or ``"pkg"``) for ``a/pkg/__main__.py``;
+    ("", "") for a file no module name reaches."""
+    folder, base = os.path.split(path)
+    stem, ext = os.path.splitext(base)
+    if ext.lower() != ".py" or not stem:
+        return "", ""
+    parent = os.path.basename(folder)
+    if stem == "__main__":
+        if not parent:
+            return "", ""
+        grand = os.path.basename(os.path.dirname(folder))
+        return "package", f"{grand}.{parent}" if grand else parent
+    return ("module", f"{parent}.{stem}") if parent else ("", "")
 
 
 def _suffix(name: str) -> str:
@@ -181,7 +215,8 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
             continue
         if _module_stem(unit.path) in imported or imports[unit.path] - {_module_stem(unit.path)}:
             continue
-        if in_blob is not None and (in_blob.mentions(base) or (stem and in_blob.mentions_word(stem))):
+        if in_blob is not None and (in_blob.mentions(base) or (stem and in_blob.mentions_word(stem))
+                                    or in_blob.runs_module(unit.path)):  # python -m pkg.train, -m pkg
             continue
         if other_names:
             index = NameIndex(unit.text, name_suffixes, longest, words=False)
@@ -231,6 +266,15 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
     other_bases = {b for b, ids in by_base.items() if any(not is_py(paths[i]) for i in ids)}
     suffixes = {_suffix(b) for b in by_base} - {""}
     longest = max((len(b) for b in by_base), default=0)
+    by_dotted: dict[str, list[int]] = {}  # python -m pkg.train -> pkg/train.py
+    by_package: dict[str, list[int]] = {}  # python -m pkg -> pkg/__main__.py
+    for i, p in enumerate(paths):
+        kind, name = _module_name(p)
+        if "." in name:
+            by_dotted.setdefault(name, []).append(i)
+        if kind == "package":
+            by_package.setdefault(name.rsplit(".", 1)[-1], []).append(i)
+    odd_packages = [n for n in by_package if not _PLAIN_NAME.match(n)]
     odd_bases = [b for b in by_base if not (_PLAIN_NAME.match(b) and _suffix(b))]
     odd_stems = [st for st in by_stem if not _PLAIN_NAME.match(st)]
     config_folders: dict[str, list[int]] = {}
@@ -253,6 +297,14 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
             stems.update(st for st in odd_stems if named.mentions_word(st))
             for st in stems:
                 for j in by_stem[st]:
+                    union(i, j)
+            for name in named.modules & by_dotted.keys():
+                for j in by_dotted[name]:
+                    union(i, j)
+            packages = named.words & by_package.keys()
+            packages.update(n for n in odd_packages if named.mentions_word(n))
+            for name in packages:
+                for j in by_package[name]:
                     union(i, j)
         elif os.path.dirname(p) in config_folders and any(n in text for n in SAME_FOLDER_NAMES):
             for j in config_folders[os.path.dirname(p)]:

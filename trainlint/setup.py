@@ -185,6 +185,13 @@ class ArgsSite:
     open_ended: bool = False
     span: Span | None = None
     call: TrainingArgsCall | None = None  # the Python call, when it is one
+    # Set when the consumer is not seen but assumed: the script is not in this repository
+    # ("script not in this repository: read as HfArgumentParser would"), or a framework CLI
+    # parses the values ("llamafactory-cli train: read as its HfArgumentParser would").
+    # Findings on the site say so; ``assumed_certain`` False caps them at warning (the
+    # parser is a guess from the flags), True keeps the rule's severity (a known parser).
+    assumed: str = ""
+    assumed_certain: bool = False
     # who reads the values; None means the library class ``class_name`` itself (a direct
     # call, or flags/a file fed to an HfArgumentParser built with it)
     consumer: Consumer | None = None

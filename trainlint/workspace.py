@@ -145,10 +145,9 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
 
         read = registry.read_document(kind, path, tf.text, explicit)
         pf.doc = read.doc
-        if read.deferred:
-            ws.deferred_problems.setdefault(path, []).extend(read.problems)
-        else:
-            ws.problems.extend(read.problems)
+        ws.problems.extend(read.problems)
+        if read.deferred:  # held back until something references the file as a config
+            ws.deferred_problems.setdefault(path, []).extend(read.deferred)
         if read.unparsable:
             ws.unparsable.add(path)
     ws.files[path] = pf
@@ -165,6 +164,24 @@ MAX_REFERENCE_LEVELS = 8
 _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py")
 
 
+def _is_root(folder: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, m)) for m in _ROOT_MARKERS)
+
+
+def repository_root(base_file: str) -> str | None:
+    """The nearest folder at or above ``base_file``'s with ``.git``, ``pyproject.toml`` or
+    ``setup.py`` (at most ``MAX_REFERENCE_LEVELS`` up), absolute; None when there is none."""
+    current = os.path.abspath(os.path.dirname(base_file) or ".")
+    for _ in range(MAX_REFERENCE_LEVELS + 1):
+        if _is_root(current):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return None
+
+
 def reference_folders(base_file: str) -> list[str]:
     """Where a relative path written in ``base_file`` may start: its folder, then each folder
     above it up to the repository root (the nearest folder with ``.git``, ``pyproject.toml`` or
@@ -176,7 +193,7 @@ def reference_folders(base_file: str) -> list[str]:
     start = os.path.abspath(folder or ".")
     ancestors: list[str] = []
     current = start
-    root_found = any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS)
+    root_found = _is_root(current)
     for _ in range(MAX_REFERENCE_LEVELS):
         if root_found:
             break
@@ -185,7 +202,7 @@ def reference_folders(base_file: str) -> list[str]:
             break
         current = parent
         ancestors.append(current)
-        root_found = any(os.path.exists(os.path.join(current, m)) for m in _ROOT_MARKERS)
+        root_found = _is_root(current)
     if not root_found:
         cwd = os.getcwd()
         ancestors = [cwd] if cwd != start and start.startswith(cwd.rstrip(os.sep) + os.sep) else []

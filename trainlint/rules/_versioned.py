@@ -228,6 +228,10 @@ def valid_names(setup: Setup, site: ArgsSite, strict: bool = True) -> frozenset[
         if pf is None and isinstance(func, ast.Name) and func.id not in ta.classes():
             return None
         return base
+    if site.assumed:
+        # a parser that is not in the repository: the site holds only fields the class has
+        # had (the other keys belong to its other dataclasses), judged against the target
+        return base | no_flags
     extra = _parser_extra_fields(setup, strict)
     if extra is None:
         return None

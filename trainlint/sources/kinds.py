@@ -1,7 +1,12 @@
 """Which kind of training file a path is, by its content (the extension is only a hint).
 
 Kinds: ``python``, ``notebook``, ``shell``, ``markdown``, ``deepspeed``, ``accelerate``, ``hf_args``,
-``json``, ``yaml``, ``binary``, ``unknown``. Cheap: JSON goes through the C ``json`` module,
+``json``, ``yaml``, ``data`` (JSON Lines, a trainer_state.json dump: never a config),
+``binary``, ``unknown``. A DeepSpeed config is recognised by its shape (a ``zero_optimization``
+section with ZeRO keys, a micro batch size, an ``fp16``/``bf16`` section with ``enabled``, an
+``optimizer``/``scheduler`` with ``type`` and ``params``, or several keys only DeepSpeed has),
+never by one key appearing somewhere: a JSON schema or a document that mentions
+``zero_optimization`` is not one. Cheap: JSON goes through the C ``json`` module,
 YAML detection only reads the top-level keys with a regular expression.
 """
 
@@ -12,7 +17,7 @@ import re
 from pathlib import PurePath
 
 KINDS = ("python", "notebook", "shell", "markdown", "deepspeed", "accelerate", "hf_args", "json", "yaml",
-         "binary", "unknown")
+         "data", "binary", "unknown")
 
 # Keys only DeepSpeed configs have (deepspeed/runtime/constants.py, zero/config.py ...).
 DEEPSPEED_KEYS = frozenset({
@@ -69,6 +74,10 @@ _PY_EXT = {".py", ".pyw", ".pyi"}
 _SH_EXT = {".sh", ".bash", ".zsh", ".ksh", ".slurm", ".sbatch"}
 _MD_EXT = {".md", ".markdown", ".mdx"}
 _JSON_EXT = {".json"}
+_JSONL_EXT = {".jsonl", ".ndjson"}
+# in a broken JSON text: a top-level section written as DeepSpeed writes it
+_BROKEN_SECTIONS = (("fp16", "enabled"), ("bf16", "enabled"), ("optimizer", "type"), ("scheduler", "type"))
+
 _YAML_EXT = {".yaml", ".yml"}
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]|$)", re.M)
 _SHEBANG = re.compile(r"^#![ \t]*(\S+)(?:[ \t]+(\S+))?")
@@ -87,18 +96,77 @@ def is_binary(data: bytes | str) -> bool:
     return False
 
 
+# Keys that only DeepSpeed uses at the top level (deepspeed/runtime/constants.py): two of them
+# make a config even without a ZeRO section.
+DEEPSPEED_SPECIFIC = frozenset({
+    "train_micro_batch_size_per_gpu", "steps_per_print", "gradient_clipping", "wall_clock_breakdown",
+    "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer", "prescale_gradients",
+    "gradient_predivide_factor", "sparse_gradients", "communication_data_type", "memory_breakdown",
+    "dump_state", "disable_allgather", "zero_optimization", "seq_parallel_communication_data_type",
+    "zero_quantized_weights", "zero_quantized_gradients", "flops_profiler", "activation_checkpointing",
+})
+# The keys of a ZeRO section (runtime/zero/config.py) ...
+ZERO_KEYS = frozenset({
+    "stage", "offload_optimizer", "offload_param", "overlap_comm", "contiguous_gradients",
+    "reduce_bucket_size", "reduce_scatter", "allgather_partitions", "allgather_bucket_size",
+    "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_live_parameters",
+    "stage3_max_reuse_distance", "stage3_gather_16bit_weights_on_model_save", "sub_group_size",
+    "round_robin_gradients", "cpu_offload", "load_from_fp32_weights", "elastic_checkpoint",
+    "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients", "mics_shard_size",
+    "gather_16bit_weights_on_model_save", "ignore_unused_parameters", "memory_efficient_linear",
+    "stage3_gather_fp16_weights_on_model_save", "prefetch_bucket_size", "param_persistence_threshold",
+    "max_live_parameters", "max_reuse_distance", "offload_optimizer_device", "offload_param_device",
+})
+# ... and what a JSON schema or a document has instead
+_SCHEMA_KEYS = frozenset({"$schema", "$ref", "$defs", "definitions", "properties", "items", "anyOf",
+                          "oneOf", "allOf", "description", "title", "examples"})
+
+
+def _batch_value(v: object) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or v == "auto" or v is None
+
+
+def _is_schema(top: dict[str, object]) -> bool:
+    return "$schema" in top or ("properties" in top and "type" in top)
+
+
+def deepspeed_shape(top: dict[str, object]) -> bool:
+    """``top`` (a config's top-level mapping; values may be None when only the keys are known)
+    has the shape of a DeepSpeed config."""
+    if _is_schema(top):
+        return False
+    zero = top.get("zero_optimization", _MISSING)
+    if zero is not _MISSING:
+        if isinstance(zero, bool) or zero is None:
+            return True
+        if isinstance(zero, dict):  # a ZeRO section, unless it is a schema of one
+            keys = set(zero)
+            return not (keys & _SCHEMA_KEYS and not keys & ZERO_KEYS)
+    if "train_micro_batch_size_per_gpu" in top and _batch_value(top["train_micro_batch_size_per_gpu"]):
+        return True
+    for k in ("fp16", "bf16"):
+        sec = top.get(k)
+        if isinstance(sec, dict) and "enabled" in sec and not set(sec) & _SCHEMA_KEYS:
+            return True
+    for k in ("optimizer", "scheduler"):
+        sec = top.get(k)
+        if isinstance(sec, dict) and isinstance(sec.get("type"), str) and (
+                isinstance(sec.get("params"), dict) or k == "scheduler") and "properties" not in sec:
+            return True
+    specific = [k for k in top if k in DEEPSPEED_SPECIFIC and not isinstance(top[k], (list, str))
+                or (k == "communication_data_type" and isinstance(top[k], str))]
+    if len(specific) >= 2:
+        return True
+    return bool(specific) and "train_batch_size" in top and _batch_value(top["train_batch_size"])
+
+
+_MISSING = object()
+
+
 def _classify_keys(top: dict[str, object]) -> str | None:
     keys = set(top)
-    ds = len(keys & DEEPSPEED_KEYS) + sum(
-        1 for k in keys & DEEPSPEED_SECTIONS if isinstance(top.get(k), dict)
-    )
-    if ds:
-        zero = top.get("zero_optimization")
-        if ds >= 2 or isinstance(zero, dict) or "train_micro_batch_size_per_gpu" in keys:
-            return "deepspeed"
-        sections = [top.get(k) for k in ("fp16", "bf16") if isinstance(top.get(k), dict)]
-        if any("enabled" in s for s in sections):  # type: ignore[operator]
-            return "deepspeed"
+    if deepspeed_shape(top):
+        return "deepspeed"
     acc = keys & ACCELERATE_KEYS
     if acc & ACCELERATE_STRONG or len(acc) >= 3:
         return "accelerate"
@@ -108,6 +176,70 @@ def _classify_keys(top: dict[str, object]) -> str | None:
     if len(targs) == 1 and len(keys) == 1 and "output_dir" in targs:
         return "hf_args"
     return None
+
+
+def is_state_dump(top: dict[str, object]) -> bool:
+    """``trainer_state.json`` (what the Trainer writes next to a checkpoint): a log, never a
+    config, even though it holds logging_steps, max_steps and train_batch_size."""
+    return isinstance(top.get("log_history"), list) and "global_step" in top
+
+
+_LINE_COMMENT = re.compile(r"^[ \t]*//[^\n]*$", re.MULTILINE)
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def _top_level_keys(text: str, limit: int = 200_000) -> set[str]:
+    """The keys of the top-level object of a JSON text that may be broken or truncated."""
+    keys: set[str] = set()
+    depth = 0
+    i, n = 0, min(len(text), limit)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            if depth == 1:
+                k = j + 1
+                while k < n and text[k] in " \t\r\n":
+                    k += 1
+                if k < n and text[k] == ":":
+                    keys.add(text[i + 1:j])
+            i = j + 1
+            continue
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+        i += 1
+    return keys
+
+
+def _relaxed_top(text: str) -> dict[str, object] | None:
+    """The top-level mapping of JSON written with ``//`` or ``/* */`` comment lines or
+    trailing commas (what editors accept), or None."""
+    relaxed = _TRAILING_COMMA.sub(r"\1", _BLOCK_COMMENT.sub("", _LINE_COMMENT.sub("", text)))
+    if relaxed == text:
+        return None
+    try:
+        data = json.loads(relaxed)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else {}
+
+
+def _json_lines(text: str) -> bool:
+    """Two or more lines that are each a JSON value (JSON Lines data)."""
+    lines = [ln for ln in text.splitlines()[:50] if ln.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        for ln in lines[:-1] if len(lines) == 50 else lines:
+            json.loads(ln)
+    except ValueError:
+        return False
+    return True
 
 
 def _shebang_kind(text: str) -> str | None:
@@ -140,17 +272,34 @@ def detect_kind(path: str, text: str | bytes) -> str:
     if suffix in _MD_EXT:
         return "markdown"
     stripped = text.lstrip("\ufeff \t\r\n")
+    if suffix in _JSONL_EXT:
+        return "data"
     if suffix in _JSON_EXT or (not suffix and stripped.startswith("{")):
         try:
             data = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json can go
             data = None
-            keys = re.findall(r'"([^"\\]+)"[ \t]*:', text)  # invalid JSON: any key, any depth
-            top: dict[str, object] = {k: None for k in keys}
-            if "zero_optimization" in top or "train_micro_batch_size_per_gpu" in top:
+            if _json_lines(stripped):
+                return "data"
+            relaxed = _relaxed_top(stripped)
+            if relaxed is not None:  # JSON with comments or trailing commas: its real shape
+                return _classify_keys(relaxed) or ("json" if suffix in _JSON_EXT else "unknown")
+            # invalid JSON: a DeepSpeed config when its ZeRO section or micro batch is a key of
+            # the top-level object (a document that mentions the key deeper down is not one)
+            first = _top_level_keys(stripped)
+            if not first & _SCHEMA_KEYS and (first & DEEPSPEED_SPECIFIC or any(
+                    k in first and re.search(rf'"{k}"[ \t\r\n]*:[ \t\r\n]*\{{[ \t\r\n]*"{inner}"', stripped)
+                    for k, inner in _BROKEN_SECTIONS)):
                 return "deepspeed"
+            keys = re.findall(r'"([^"\\]+)"[ \t]*:', text)  # any key, any depth
+            top: dict[str, object] = {k: _MISSING for k in keys}
+            top.pop("zero_optimization", None)
+            top.pop("train_micro_batch_size_per_gpu", None)
+            top = {k: None for k in top}
         else:
             top = data if isinstance(data, dict) else {}
+            if is_state_dump(top):
+                return "data"
         return _classify_keys(top) or ("json" if suffix in _JSON_EXT or data is not None
                                        else "unknown")
     if suffix in _YAML_EXT:
@@ -159,7 +308,7 @@ def detect_kind(path: str, text: str | bytes) -> str:
             top[m.group(1)] = None
         for section in ("fp16", "bf16", "optimizer", "scheduler", "zero_optimization"):
             if section in top and re.search(rf"^{section}:[ \t]*(?:#.*)?\n[ \t]+\S", text, re.M):
-                top[section] = {"enabled": None}
+                top[section] = {} if section == "zero_optimization" else {"enabled": None}
         return _classify_keys(top) or "yaml"
     kind = _shebang_kind(text)
     if kind is not None:

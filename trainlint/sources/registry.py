@@ -38,7 +38,8 @@ def _markdown(path: str, text: str) -> MarkdownDoc:
     for block, offset in extract_shell_blocks(text):
         script = parse_shell(block, path, line_offset=offset)
         launches.extend(script.launches)
-        problems.extend(script.problems)
+        if script.launches:  # a block of output or prose marked bash is not judged as shell
+            problems.extend(script.problems)
     return MarkdownDoc(path, launches, problems)
 
 
@@ -96,7 +97,12 @@ PROBLEM_SEVERITY = {
     "duplicate-key": Severity.ERROR,  # DeepSpeed raises on duplicates; json/yaml keep the last silently
     "duplicate-key-same": Severity.WARNING,  # YAML, both copies equal: nothing changes until one is edited
     "non-standard-number": Severity.ERROR,  # NaN/Infinity: not JSON; strict parsers reject it
+    "shell-syntax": Severity.ERROR,  # an unterminated quote, $( or here-document: bash fails
+    # a launch line whose backslash continuation is broken: its last flags never reach it
+    "broken-continuation": Severity.ERROR,
 }
+# In Markdown a command is documentation: what would break a script is a warning there.
+_DOCS_CAP = {"shell-syntax", "broken-continuation"}
 
 
 def invalid_config(path: str, message: str, span=None, line: int = 1, column: int = 1,
@@ -118,6 +124,8 @@ def problem_findings(doc: Any, path: str) -> list[Diagnostic]:
         severity = PROBLEM_SEVERITY.get(p.kind)
         if severity is None:
             continue
+        if p.kind in _DOCS_CAP and path.lower().endswith((".md", ".markdown", ".mdx")):
+            severity = Severity.WARNING
         related = [p.related.related("first written here")] if p.related is not None else []
         out.append(invalid_config(path, p.message, span=p.span, severity=severity, related=related))
     return out
@@ -136,13 +144,14 @@ def _what(kind: str) -> str:
 @dataclass
 class ReadResult:
     """What reading one file gave: its document (None when unreadable), the findings about it,
-    whether it is unparsable (``fix`` never edits it), and whether its problems are
-    ``deferred``: reported only if a launch line or script references the file."""
+    and whether it is unparsable (``fix`` never edits it). A read may give findings to two
+    destinations: ``problems`` are reported, ``deferred`` ones are held back and reported only
+    if a launch line or script references the file as a config (``linking.load_referenced``)."""
 
     doc: Any = None
     problems: list[Diagnostic] = field(default_factory=list)
     unparsable: bool = False
-    deferred: bool = False
+    deferred: list[Diagnostic] = field(default_factory=list)
 
 
 def read_document(kind: str, path: str, text: str, explicit: bool) -> ReadResult:
@@ -155,30 +164,36 @@ def read_document(kind: str, path: str, text: str, explicit: bool) -> ReadResult
     reader = READERS.get(kind)
     if reader is None:
         return ReadResult()
-    # A walked ``*.json``/``*.yaml`` that is not recognisably a training config and is written
-    # in another tool's dialect (JSON with comments like tsconfig.json or VS Code settings, a
-    # Helm/Jinja template) is not ours to judge: its problems are kept aside and reported only
-    # if a launch line or script references it (``linking.load_referenced``). Files named on
-    # the command line, and broken files in no known dialect, are always reported.
-    out = ReadResult(deferred=kind in ("json", "yaml") and not explicit and _other_dialect(text))
+    out = ReadResult()
+    # A walked ``*.json``/``*.yaml`` that is not recognisably a training config (a dataset, a
+    # metrics dump with NaN or duplicate keys, a dataset card, a schema, another tool's
+    # settings in JSON with comments, a Helm/Jinja template) is not ours to judge: its problems
+    # are kept aside and reported only if a launch line or script references it
+    # (``linking.load_referenced``). Files named on the command line, and broken files in no
+    # known dialect, are always reported.
+    generic = kind in ("json", "yaml") and not explicit
+    sink = out.deferred if generic else out.problems
+    # a file broken in no known dialect (not JSON with comments, not a template) is reported
+    # even when walked: it is not data that merely looks odd to a config reader
+    broken_sink = sink if not generic or _other_dialect(text) else out.problems
     if kind == "json" and not explicit and len(text) > MAX_WALKED_GENERIC_JSON:
-        _check_json_quickly(out, path, text)
+        _check_json_quickly(out, broken_sink, path, text)
         return out
     try:
         out.doc = reader(path, text)
     except ReadError as e:
-        out.problems.append(invalid_config(path, f"cannot read this {_what(kind)}: {e.message}",
-                                           line=e.line, column=e.column))
+        broken_sink.append(invalid_config(path, f"cannot read this {_what(kind)}: {e.message}",
+                                          line=e.line, column=e.column))
         out.unparsable = True
         out.doc = None
         return out
     except (RecursionError, MemoryError) as e:
-        out.problems.append(invalid_config(
+        broken_sink.append(invalid_config(
             path, f"cannot read this {_what(kind)}: nesting too deep ({type(e).__name__})"))
         out.unparsable = True
         out.doc = None
         return out
-    out.problems.extend(problem_findings(out.doc, path))
+    sink.extend(problem_findings(out.doc, path))
     if getattr(out.doc, "broken", False):  # a notebook cell that does not parse: never fixed
         out.unparsable = True
     return out
@@ -192,14 +207,14 @@ def _other_dialect(text: str) -> bool:
     return bool(_JSONC.search(text)) or "{{" in text or "{%" in text
 
 
-def _check_json_quickly(out: ReadResult, path: str, text: str) -> None:
+def _check_json_quickly(out: ReadResult, sink: list[Diagnostic], path: str, text: str) -> None:
     import json
 
     try:
         json.loads(text[1:] if text.startswith("\ufeff") else text)
     except json.JSONDecodeError as e:
-        out.problems.append(invalid_config(path, f"cannot read this JSON: {e.msg}", line=e.lineno, column=e.colno))
+        sink.append(invalid_config(path, f"cannot read this JSON: {e.msg}", line=e.lineno, column=e.colno))
         out.unparsable = True
     except (RecursionError, MemoryError) as e:
-        out.problems.append(invalid_config(path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
+        sink.append(invalid_config(path, f"cannot read this JSON: nesting too deep ({type(e).__name__})"))
         out.unparsable = True

@@ -5,8 +5,21 @@ every word keeps its place in the file, understands quotes, comments, ``;``/``&&
 ``|``/``&``, redirections and here-documents, keeps ``VAR=value`` and ``export VAR=value``
 definitions and substitutes ``$VAR``/``${VAR}``/``${VAR:-default}`` in later words (the
 position stays at the use site, the definition is noted), and recognises the launchers
-``python[3] script.py``, ``python -m torch.distributed.run|launch``, ``torchrun``,
-``accelerate launch`` and ``deepspeed``.
+``python[3] script.py`` (and ``-m module``), ``python -m torch.distributed.run|launch``,
+``torchrun``, ``accelerate launch``, ``deepspeed`` and the framework CLIs ``trl <command>``
+and ``llamafactory-cli <command>``.
+
+Shell as people write it: documentation placeholders (``--master_port=<PORT>``,
+``<path-to-model>``, ``run_{task}.py``) are unresolved values, not redirections; ``cd DIR``
+/ ``pushd`` / ``popd`` (also inside ``( ... )``) set the folder later paths start from
+(``LaunchCommand.cwd``; ``cd "$(dirname "$0")"`` is the script's own folder,
+``SCRIPT_DIR``); files the script writes (``cat > ds.json <<EOF``, ``> out``, ``tee``,
+``cp``, ``wget -O``) and folders it clones (``git clone``) are noted
+(``ShellScript.generated``/``cloned``). What the shell would read differently from how it
+is written is a problem: an unterminated quote, ``$(``, ``${`` or here-document
+(``shell-syntax``), and flags that start a command right after a launch line because its
+continuation was broken by a space or a comment after the backslash
+(``broken-continuation``).
 
 Edits on flags keep the continuation layout: removing a flag never removes a trailing
 backslash that other lines need, and a flag alone on its continuation line goes with its line.
@@ -14,6 +27,7 @@ backslash that other lines need, and a flag alone on its continuation line goes 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +60,32 @@ _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
 _OPS = ("&&", "||", ";;", ";", "&", "|", "(", ")")
 _REDIR = re.compile(r"[0-9]*(?:<<<|<<-|<<|>>|>&|<&|&>>|&>|>\||<>|<|>)")
 _DIGIT_REDIR = re.compile(r"[0-9]+[<>]")
+_BLANK_TO_EOL = re.compile(r"[ \t]+(?:#[^\n]*)?(?:\r?\n|$)")
+# ``cd "$(dirname "$0")"`` and friends: the folder of the script itself
+SCRIPT_DIR = "@SCRIPT_DIR@"
+_SUBST_TAIL = re.compile(r'^(.*\))"?((?:/[\w.@+-]*)*)/?"?$', re.DOTALL)
+
+
+def script_dir_expr(raw: str) -> str | None:
+    """``SCRIPT_DIR`` (plus a literal tail such as ``/..``) for the usual spellings of the
+    script's own folder: ``$(dirname "$0")``, ``$(cd "$(dirname "${BASH_SOURCE[0]}")" &&
+    pwd)``, ``$(dirname $(realpath $0))/..``; None for anything else."""
+    text = raw.strip().removeprefix('"')
+    if not text.startswith("$(") or "dirname" not in text or not (
+            "$0" in text or "${0}" in text or "BASH_SOURCE" in text):
+        return None
+    m = _SUBST_TAIL.match(text)
+    if m is None:
+        return None
+    return norm_path(SCRIPT_DIR + m.group(2))
+
+
+def norm_path(path: str) -> str:
+    """``os.path.normpath`` that keeps a leading ``SCRIPT_DIR`` (``SCRIPT_DIR/..`` stays)."""
+    if path.startswith(SCRIPT_DIR):
+        rest = path[len(SCRIPT_DIR):].lstrip("/")
+        return SCRIPT_DIR + ("/" + os.path.normpath(rest) if rest and os.path.normpath(rest) != "." else "")
+    return os.path.normpath(path)
 
 
 @dataclass
@@ -108,11 +148,43 @@ class _XWord:
     from_split: bool = False  # one of several words a single unquoted expansion split into
 
 
+# A documentation placeholder: ``<PORT>``, ``<path-to-model>``, ``<your model path>`` (what a
+# shell would read as a redirection). It must close on the same line and be followed by a
+# word boundary, so ``cmd <in >out`` and ``<<EOF`` stay redirections.
+_PLACEHOLDER = re.compile(r"<[A-Za-z_][\w.:/ -]{0,60}?>(?=[\s;&|\"'/)]|$)")
+# ... also ``run_{task}.py`` in the docs (a literal brace word, not a brace expansion)
+_PLACEHOLDER_IN_TEXT = re.compile(r"<[A-Za-z_][\w.:/ -]{0,60}?>|(?<![$\w])\{[A-Za-z_][\w-]{0,40}\}|"
+                                  r"(?<=[\w/.])\{[A-Za-z_][\w-]{0,40}\}")
+
+
+def has_placeholder(text: str) -> bool:
+    """A documentation placeholder in a word: ``<path-to-model>``, ``run_{task}.py``."""
+    return ("<" in text or "{" in text) and _PLACEHOLDER_IN_TEXT.search(text) is not None
+
+
+@dataclass(frozen=True)
+class HereDoc:
+    """The body of a here-document: offsets in the file, and whether ``$`` is expanded."""
+
+    delimiter: str
+    start: int
+    end: int
+    quoted: bool
+
+
 class _Lexer:
     def __init__(self, text: str, index: LineIndex) -> None:
         self.text = text
         self.index = index
         self.n = len(text)
+        self.problems: list[ReadProblem] = []
+        self.heredocs: list[HereDoc] = []
+
+    def _problem(self, start: int, message: str) -> None:
+        end = self.text.find("\n", start)
+        end = self.n if end == -1 else end
+        self.problems.append(ReadProblem("shell-syntax", message,
+                                         self.index.span(start, max(end, start + 1))))
 
     def tokens(self) -> list[_Word | _Op]:
         text, n = self.text, self.n
@@ -126,6 +198,9 @@ class _Lexer:
                 continue
             if c == "\\" and text.startswith("\r\n", pos + 1):
                 pos += 3
+                continue
+            if c == "\\" and _BLANK_TO_EOL.match(text, pos + 1):
+                pos += 1  # "\ " at the end of a line: a continuation that is not one
                 continue
             if c in " \t\r":
                 pos += 1
@@ -141,6 +216,11 @@ class _Lexer:
                     pos = self._skip_heredocs(pos, heredocs)
                     heredocs = []
                 continue
+            if c == "<" and _PLACEHOLDER.match(text, pos):
+                word = self._word(pos)
+                out.append(word)
+                pos = word.end
+                continue
             if c in "<>" or (c == "&" and text.startswith(">", pos + 1)) or (
                 c.isdigit() and _DIGIT_REDIR.match(text, pos)
             ):
@@ -149,14 +229,15 @@ class _Lexer:
                 op = m.group()
                 out.append(_Op("redir", pos, m.end()))
                 pos = m.end()
-                if op.endswith("<<") or op.endswith("<<-"):
+                if op.lstrip("0123456789") in ("<<", "<<-"):  # not the here-string <<<
                     # a here-document: its delimiter word follows, its body after the newline
                     while pos < n and text[pos] in " \t":
                         pos += 1
                     word = self._word(pos)
                     out.append(word)
                     pos = word.end
-                    heredocs.append(("".join(p.text for p in word.parts), op.endswith("-")))
+                    heredocs.append(("".join(p.text for p in word.parts), op.endswith("-"),
+                                     word.quoted, word.start))
                 continue
             for op in _OPS:
                 if text.startswith(op, pos):
@@ -169,15 +250,22 @@ class _Lexer:
                 pos = word.end
         return out
 
-    def _skip_heredocs(self, pos: int, heredocs: list[tuple[str, bool]]) -> int:
+    def _skip_heredocs(self, pos: int, heredocs: list[tuple[str, bool, bool, int]]) -> int:
         text = self.text
-        for delim, strip_tabs in heredocs:
+        for delim, strip_tabs, quoted, at in heredocs:
+            body = pos
             while pos < self.n:
                 end = text.find("\n", pos)
                 line = text[pos:] if end == -1 else text[pos:end]
-                pos = self.n if end == -1 else end + 1
                 if (line.lstrip("\t") if strip_tabs else line).rstrip("\r") == delim:
+                    self.heredocs.append(HereDoc(delim, body, pos, quoted))
+                    pos = self.n if end == -1 else end + 1
                     break
+                pos = self.n if end == -1 else end + 1
+            else:
+                self.heredocs.append(HereDoc(delim, body, self.n, quoted))
+                self._problem(at, f"here-document without its closing {delim!r} line: the shell "
+                                  f"reads to the end of the file")
         return pos
 
     def _word(self, pos: int) -> _Word:
@@ -197,6 +285,14 @@ class _Lexer:
 
         while pos < n:
             c = text[pos]
+            if c == "<":
+                m = _PLACEHOLDER.match(text, pos)
+                if m is not None:
+                    flush(pos)
+                    parts.append(_Part("unres", m.group(), False, start=pos, end=m.end()))
+                    pos = m.end()
+                    lit_start = pos
+                    continue
             if c in _META:
                 break
             if c == "\\":
@@ -211,7 +307,10 @@ class _Lexer:
             if c == "'":
                 quoted = True
                 end = text.find("'", pos + 1)
-                end = n if end == -1 else end
+                if end == -1:
+                    self._problem(pos, "unterminated single quote: the shell reads to the end of "
+                                       "the file and fails")
+                    end = n
                 lit.append(text[pos + 1:end])
                 pos = end + 1
                 continue
@@ -219,6 +318,7 @@ class _Lexer:
                 quoted = True
                 pos = self._double(pos + 1, parts, lit, flush)
                 continue
+
             if c == "$" and text.startswith("$'", pos):
                 quoted = True
                 end = pos + 2
@@ -241,6 +341,7 @@ class _Lexer:
 
     def _double(self, pos: int, parts: list[_Part], lit: list[str], flush) -> int:
         text, n = self.text, self.n
+        opened = pos - 1
         while pos < n:
             c = text[pos]
             if c == '"':
@@ -263,6 +364,8 @@ class _Lexer:
                 continue
             lit.append(c)
             pos += 1
+        self._problem(opened, "unterminated double quote: the shell reads to the end of the file "
+                              "and fails")
         return n
 
     def _matching(self, pos: int, open_: str, close: str) -> int:
@@ -294,14 +397,23 @@ class _Lexer:
             end = pos + 1
             while end < n and text[end] != "`":
                 end += 2 if text[end] == "\\" else 1
+            if end >= n:
+                self._problem(pos, "unterminated backquote: the shell reads to the end of the file "
+                                   "and fails")
             end = min(end + 1, n)
             return _Part("unres", text[start:end], quoted, start=start, end=end), end
         nxt = text[pos + 1] if pos + 1 < n else ""
         if nxt == "(":
             end = self._matching(pos + 2, "(", ")")
+            if end >= n and not text.endswith(")"):
+                self._problem(pos, "unterminated $( ... ): the shell reads to the end of the file "
+                                   "and fails")
             return _Part("unres", text[start:end], quoted, start=start, end=end), end
         if nxt == "{":
             end = self._matching(pos + 2, "{", "}")
+            if end >= n and not text.endswith("}"):
+                self._problem(pos, "unterminated ${ ... }: the shell reads to the end of the file "
+                                   "and fails")
             inner = text[pos + 2:end - 1]
             m = _NAME.match(inner)
             if m is not None:
@@ -404,8 +516,9 @@ class Command:
 class LaunchCommand:
     """A recognised launch: the launcher, its own options, the script and the script's
     flags. ``launcher`` is ``"python"``, ``"torchrun"`` (also ``python -m
-    torch.distributed.run``), ``"torch.distributed.launch"``, ``"accelerate"`` or
-    ``"deepspeed"``. ``env`` holds the exported variables and the command's env prefix."""
+    torch.distributed.run``), ``"torch.distributed.launch"``, ``"accelerate"``,
+    ``"deepspeed"``, or a framework CLI (``"trl"``, ``"llamafactory-cli"``) with its
+    subcommand in ``cli``. ``env`` holds the exported variables and the command's env prefix."""
 
     launcher: str
     launcher_args: dict[str, Flag]
@@ -418,6 +531,13 @@ class LaunchCommand:
     launcher_span: Span
     positionals: list[tuple[str, Span]] = field(default_factory=list)
     launcher_flags: list[Flag] = field(default_factory=list)  # every launcher option, in order
+    # the folder relative paths start from, after ``cd``/``pushd`` earlier in the script:
+    # None when it did not change (where the script was started), a relative path (from
+    # there), an absolute one, or one under ``SCRIPT_DIR`` (``cd "$(dirname "$0")"``);
+    # ``cwd_known`` False after a ``cd`` to a folder that cannot be resolved
+    cwd: str | None = None
+    cwd_known: bool = True
+    cli: str | None = None  # a framework CLI (``llamafactory-cli train``, ``trl sft``)
 
     def flags(self, name: str) -> list[Flag]:
         """Every script flag with this name (``-``/``_`` spellings alike), in order."""
@@ -541,6 +661,17 @@ def _nnodes(flag: Flag | None) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class GeneratedFile:
+    """A file the script writes before it is used: where its name is written, the
+    here-document that holds its content (when it is one), and the folder it is written in."""
+
+    name: str
+    span: Span
+    heredoc: HereDoc | None
+    cwd: str | None
+
+
 @dataclass
 class ShellScript:
     """A parsed shell file: every simple command, the launches among them, the variables
@@ -552,6 +683,12 @@ class ShellScript:
     variables: dict[str, Assignment]
     problems: list[ReadProblem]
     index: LineIndex
+    # files the script itself writes (``cat > ds.json <<EOF``, ``> out.json``, ``tee``, ``cp``,
+    # ``wget -O``), keyed by the path relative to the folder the script starts in (or
+    # absolute, or under ``SCRIPT_DIR``)
+    generated: dict[str, GeneratedFile] = field(default_factory=dict)
+    cloned: set[str | None] = field(default_factory=set)  # folders from ``git clone``
+    heredocs: list[HereDoc] = field(default_factory=list)
 
 
 # Launcher options that take no value (from the launchers' argparse definitions:
@@ -593,10 +730,17 @@ def _basename(word: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
+# Framework command lines that run a training of their own: ``trl sft``, ``llamafactory-cli
+# train`` (which class they fill is in trainlint.knowledge.frameworks)
+_CLIS = {"trl", "llamafactory-cli", "lmf"}
+
+
 def _is_launcher(words: list[_XWord], i: int) -> bool:
     w = _basename(words[i].text)
     if _PY.match(words[i].text) or w in ("torchrun", "deepspeed"):
         return True
+    if w in _CLIS:
+        return i + 1 < len(words) and not words[i + 1].text.startswith("-")
     return w == "accelerate" and i + 1 < len(words) and words[i + 1].text == "launch"
 
 
@@ -624,6 +768,10 @@ class _Builder:
         self.exported: dict[str, Assignment] = {}
         self.unresolved_vars: set[str] = set()
         self.problems: list[ReadProblem] = []
+        self.cwd: str | None = None  # None: the folder the script was started from
+        self.cwd_known = True
+        self.generated: dict[str, GeneratedFile] = {}
+        self.cloned: set[str | None] = set()
 
     # -- substitution -----------------------------------------------------------------------
     def expand(self, word: _Word) -> list[_XWord]:
@@ -660,6 +808,8 @@ class _Builder:
             if not part.quoted and len(word.parts) == 1 and len(value.split()) > 1:
                 split_value = value
         raw = self.text[word.start:word.end]
+        if not unresolved and has_placeholder("".join(out)):
+            unresolved = True  # "--model <path-to-model>": a placeholder of the docs
         if split_value is not None and not unresolved:
             return [
                 _XWord(piece, word.start, word.end, raw, False, expansions, from_split=True)
@@ -684,6 +834,8 @@ class _Builder:
         )
         xs = self.expand(value_word)
         value = None if any(x.unresolved for x in xs) else " ".join(x.text for x in xs)
+        if value is None:
+            value = script_dir_expr(self.text[eq_end:word.end])
         if m.group(2) == "+=" and value is not None:
             prev = self.vars.get(name)
             value = (prev.value or "") + value if prev is not None else value
@@ -697,31 +849,162 @@ class _Builder:
 
     # -- commands ---------------------------------------------------------------------------
     def run(self) -> ShellScript:
-        tokens = _Lexer(self.text, self.index).tokens()
+        lexer = _Lexer(self.text, self.index)
+        tokens = lexer.tokens()
+        self.problems.extend(lexer.problems)
         commands: list[Command] = []
         launches: list[LaunchCommand] = []
         current: list[_Word] = []
-        skip_next_word = False
+        redirect: str | None = None  # the redirection operator whose target word comes next
+        outputs: list[_Word] = []  # output redirection targets of the current command
+        heredoc_of_cmd: HereDoc | None = None
+        heredoc_count = 0
+        dir_stack: list[tuple[str | None, bool]] = []
+        pending: LaunchCommand | None = None  # a launch that a newline just ended
         for tok in tokens + [_Op("\n", len(self.text), len(self.text))]:
             if isinstance(tok, _Op):
                 if tok.op == "redir":
-                    skip_next_word = True
+                    redirect = self.text[tok.start:tok.end]
+                    if redirect.lstrip("0123456789") in ("<<", "<<-"):
+                        if heredoc_count < len(lexer.heredocs):
+                            heredoc_of_cmd = lexer.heredocs[heredoc_count]
+                        heredoc_count += 1
                     continue
                 if current:
                     cmd = self.command(current)
                     if cmd is not None:
                         commands.append(cmd)
+                        self._orphan_flags(cmd, pending)
+                        self._effects(cmd, outputs, heredoc_of_cmd, dir_stack)
                         launch = self.launch(cmd)
                         if launch is not None:
+                            launch.cwd, launch.cwd_known = self.cwd, self.cwd_known
                             launches.append(launch)
-                current = []
+                        pending = launch if launch is not None and tok.op == "\n" else None
+                    elif outputs:
+                        self._effects(None, outputs, heredoc_of_cmd, dir_stack)
+                elif tok.op == "\n" and pending is not None and not self._blank_or_comment_line(tok.start):
+                    pending = None
+                if tok.op == "(":
+                    dir_stack.append((self.cwd, self.cwd_known))
+                elif tok.op == ")" and dir_stack:
+                    self.cwd, self.cwd_known = dir_stack.pop()
+                current, outputs, heredoc_of_cmd = [], [], None
+                if tok.op != "\n":
+                    pending = None
                 continue
-            if skip_next_word:
-                skip_next_word = False
+            if redirect is not None:
+                if redirect.endswith((">", ">>", ">|")) and not redirect.startswith(("2", "&")):
+                    outputs.append(tok)
+                redirect = None
                 continue
             current.append(tok)
         return ShellScript(self.path, commands, launches, dict(self.vars), self.problems,
-                           self.index)
+                           self.index, generated=dict(self.generated), cloned=set(self.cloned),
+                           heredocs=list(lexer.heredocs))
+
+    def _blank_or_comment_line(self, newline: int) -> bool:
+        start = self.text.rfind("\n", 0, newline) + 1
+        line = self.text[start:newline].strip()
+        return not line or line.startswith("#")
+
+    def _orphan_flags(self, cmd: Command, pending: LaunchCommand | None) -> None:
+        """``--bf16`` starting a command right after a launch line: the continuation of the
+        launch line was broken (a space or a comment after the backslash, a comment line in
+        the middle), so the shell runs these flags as a command of their own."""
+        if pending is None or not cmd.words or not _is_flag_word(cmd.words[0].text) \
+                or cmd.words[0].text == "--":
+            return
+        end = pending.span
+        last_line = self.text[self.index.line_start(self.index.offset(end.end_line, 1)):
+                              self.index.line_end(self.index.offset(end.end_line, 1))] \
+            if end.end_line - self.index.line_offset >= 1 else ""
+        if re.search(r"\\[ \t]+(#.*)?$", last_line):
+            why = "a space after the backslash"
+        elif "#" in last_line and last_line.rstrip().endswith("\\"):
+            why = "a comment before the backslash"
+        else:
+            why = "a comment or blank line inside the command"
+        flags = " ".join(w.text for w in cmd.words[:3]) + (" ..." if len(cmd.words) > 3 else "")
+        self.problems.append(ReadProblem(
+            "broken-continuation",
+            f"{flags} is not passed to the {pending.launcher} command that ends on line "
+            f"{end.end_line}: {why} ends the command there, and the shell runs this line as a "
+            f"command of its own",
+            cmd.span,
+        ))
+
+    def _effects(self, cmd: Command | None, outputs: list[_Word], heredoc: HereDoc | None,
+                 dir_stack: list[tuple[str | None, bool]]) -> None:
+        """What a command does to later ones: ``cd``/``pushd``/``popd`` change the folder
+        paths resolve from; redirections, ``tee``, ``cp``/``mv``, ``wget -O`` create files;
+        ``git clone`` brings another repository."""
+        made: list[tuple[_XWord, HereDoc | None]] = []
+        for w in outputs:
+            for x in self.expand(w):
+                made.append((x, heredoc))
+        words = cmd.words if cmd is not None else []
+        head = _basename(words[0].text) if words else ""
+        args = [w for w in words[1:] if not w.text.startswith("-")]
+        if head in ("cd", "pushd"):
+            if head == "pushd":
+                dir_stack.append((self.cwd, self.cwd_known))
+            self._cd(args[0] if args else None)
+        elif head == "popd":
+            if dir_stack:
+                self.cwd, self.cwd_known = dir_stack.pop()
+            else:
+                self.cwd_known = False
+        elif head == "tee":
+            made.extend((w, heredoc) for w in args)
+        elif head in ("cp", "mv", "ln", "install", "rsync") and len(args) >= 2:
+            made.append((args[-1], None))
+        elif head in ("wget", "curl"):
+            for i, w in enumerate(words[:-1]):
+                if w.text in ("-O", "-o", "--output", "--output-document"):
+                    made.append((words[i + 1], None))
+        elif head == "git" and len(args) >= 2 and args[0].text == "clone":
+            target = args[2].text if len(args) >= 3 else \
+                args[1].text.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+            if target and not args[-1].unresolved:
+                self.cloned.add(self._join(target))
+        elif head in ("huggingface-cli", "hf") and len(args) >= 1 and args[0].text == "download":
+            for i, w in enumerate(words[:-1]):
+                if w.text == "--local-dir":
+                    self.cloned.add(self._join(words[i + 1].text))
+        for w, body in made:
+            if w.unresolved or not w.text or w.text.startswith("/dev/"):
+                continue
+            key = self._join(w.text)
+            if key is not None:
+                self.generated[key] = GeneratedFile(w.text, self.index.span(w.start, w.end), body,
+                                                    self.cwd if self.cwd_known else None)
+
+    def _join(self, path: str) -> str | None:
+        """``path`` relative to the folder the script started in (None when unknown)."""
+        if os.path.isabs(path) or path.startswith(("~", SCRIPT_DIR)):
+            return norm_path(path)
+        if not self.cwd_known:
+            return None
+        return norm_path(os.path.join(self.cwd or "", path))
+
+    def _cd(self, word: _XWord | None) -> None:
+        if word is None or word.text in ("~", "-") or word.text.startswith("~"):
+            self.cwd_known = False
+            return
+        here = script_dir_expr(word.raw)
+        if word.unresolved and here is not None:
+            self.cwd, self.cwd_known = here, True
+            return
+        if word.unresolved:
+            self.cwd_known = False
+            return
+        joined = self._join(word.text) if self.cwd_known or os.path.isabs(word.text) \
+            or word.text.startswith(SCRIPT_DIR) else None
+        if joined is None:
+            self.cwd_known = False
+            return
+        self.cwd, self.cwd_known = joined, True
 
     def command(self, words: list[_Word]) -> Command | None:
         # leading reserved words: `do torchrun ...`, `then python ...`
@@ -832,6 +1115,14 @@ class _Builder:
         elif base == "accelerate":
             launcher = "accelerate"
             j = i + 2
+        elif base in _CLIS:
+            script_args, positionals = self.script_flags(words[i + 2:])
+            return LaunchCommand(
+                launcher=base, launcher_args={}, script=None, module=None,
+                script_args=script_args, env=env, span=cmd.span, path=self.path,
+                launcher_span=self.index.span(head.start, words[i + 1].end),
+                positionals=positionals, cli=words[i + 1].text,
+            )
         else:
             launcher = base
         launcher_span = self.index.span(head.start, words[j - 1].end if j > i else head.end)
@@ -959,15 +1250,19 @@ def find_launches(text: str, path: str = "<shell>") -> list[LaunchCommand]:
 
 # -- Markdown -------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*$")
+_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*$")
 _SHELL_LANGS = {"bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession",
-                "terminal"}
+                "sh-session", "terminal"}
+# an unlabelled block is read as shell when one of its lines starts a launch
+_LAUNCH_LINE = re.compile(
+    r"^\s*(?:\$\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:nohup\s+|srun\s+)?"
+    r"(?:python[0-9.]*|torchrun|deepspeed|accelerate\s+launch|llamafactory-cli|trl\s+\w+)\s", re.MULTILINE)
 _PROMPT = re.compile(r"^(\s*)(\$|>)( |$)")
 
 
 def extract_shell_blocks(md_text: str) -> list[tuple[str, int]]:
-    """The fenced ```bash/sh/shell/console blocks of a Markdown text, as ``(text,
-    line_offset)``: line ``k`` of ``text`` is line ``k + line_offset`` of the file, and
+    """The fenced ```bash/sh/shell/console blocks of a Markdown text (and unlabelled ones
+    with a launch line; fences may be indented, as in lists), as ``(text, line_offset)``: line ``k`` of ``text`` is line ``k + line_offset`` of the file, and
     columns are unchanged (``$ `` prompts are blanked with spaces, output lines of console
     blocks are emptied)."""
     lines = md_text.split("\n")
@@ -986,8 +1281,8 @@ def extract_shell_blocks(md_text: str) -> list[tuple[str, int]]:
             if close.startswith(fence[0] * len(fence)) and not close.strip(fence[0]):
                 break
             j += 1
-        if lang in _SHELL_LANGS:
-            body = lines[start:j]
+        body = lines[start:j]
+        if lang in _SHELL_LANGS or (lang == "" and _LAUNCH_LINE.search("\n".join(body))):
             out.append(("\n".join(_strip_prompts(body, lang == "console")), start))
         i = j + 1
     return out
