@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from trainlint.knowledge.training_args import vkey
+from trainlint.knowledge.training_args import version_index, vkey
 
 __all__ = ["PACKAGES", "NameHistory", "known_versions", "names", "exists", "history", "removed", "import_path", "replacement"]
 
@@ -74,16 +74,7 @@ def known_versions(package: str) -> list[str]:
 
 def _index(package: str, version: str | None) -> int:
     vs = _removed_data()[package]["versions"]
-    if version is None:
-        return len(vs) - 1
-    k = vkey(version)
-    best = 0
-    for i, v in enumerate(vs):
-        if vkey(v) <= k:
-            best = i
-        else:
-            break
-    return best
+    return version_index(vs, version)
 
 
 def exists(package: str, name: str, version: str | None = None) -> bool:

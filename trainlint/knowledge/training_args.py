@@ -156,6 +156,21 @@ def vkey(version: str) -> tuple:
     return (*nums, pre)
 
 
+def version_index(versions: list[str], version: str | None) -> int:
+    """Index of the newest of ``versions`` (ascending) that is not newer than ``version``
+    (the newest when ``version`` is None; the first when all are newer)."""
+    if version is None:
+        return len(versions) - 1
+    k = vkey(version)
+    best = 0
+    for i, v in enumerate(versions):
+        if vkey(v) <= k:
+            best = i
+        else:
+            break
+    return best
+
+
 @lru_cache(maxsize=2)
 def _package_data(package: str) -> dict:
     """``{"versions", "classes", "texts"}`` of one package. TRL's table is ~5x transformers'

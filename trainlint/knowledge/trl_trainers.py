@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from trainlint.knowledge.training_args import vkey
+from trainlint.knowledge.training_args import version_index
 
 __all__ = ["TrainerSignature", "Moved", "known_versions", "trainers", "signature", "moved", "accepted_in"]
 
@@ -67,16 +67,7 @@ def known_versions() -> list[str]:
 @lru_cache(maxsize=256)
 def _index(version: str | None) -> int:
     vs = _data()["versions"]
-    if version is None:
-        return len(vs) - 1
-    k = vkey(version)
-    best = 0
-    for i, v in enumerate(vs):
-        if vkey(v) <= k:
-            best = i
-        else:
-            break
-    return best
+    return version_index(vs, version)
 
 
 def _at(runs: list, i: int, default=None):
