@@ -207,34 +207,21 @@ def trl_newest() -> str:
     return _package_data("transformers")["trl_versions"][-1]
 
 
-def _pick(version: str | None, versions: list[str]) -> int:
-    if version is None:
-        return len(versions) - 1
-    k = vkey(version)
-    best = 0
-    for i, v in enumerate(versions):
-        if vkey(v) <= k:
-            best = i
-        else:
-            break
-    return best
-
-
 @lru_cache(maxsize=256)
 def _index(package: str, version: str | None) -> int:
     """The number of the newest known ``package`` data version <= ``version``."""
-    return _pick(version, _package_data(package)["versions"])
+    return version_index(_package_data(package)["versions"], version)
 
 
 def data_version_for(version: str | None) -> str:
     """The newest known transformers data version <= ``version`` (None: the newest)."""
     vs = _package_data("transformers")["versions"]
-    return vs[_pick(version, vs)]
+    return vs[version_index(vs, version)]
 
 
 def trl_data_version_for(version: str | None) -> str:
     vs = _package_data("trl")["versions"]
-    return vs[_pick(version, vs)]
+    return vs[version_index(vs, version)]
 
 
 # ---------------------------------------------------------------------------------------------
