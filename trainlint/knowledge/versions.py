@@ -216,7 +216,6 @@ def _read_toml(path: Path) -> dict | None:
 def version_from_specifier(spec: str | SpecifierSet, known: list[str]) -> str | None:
     """One version for a specifier set (see the module docstring); None if it has none."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
 
     try:
         sset = spec if isinstance(spec, SpecifierSet) else SpecifierSet(spec)
@@ -225,13 +224,7 @@ def version_from_specifier(spec: str | SpecifierSet, known: list[str]) -> str | 
     specs = list(sset)
     if not specs:
         return None
-    candidates = []
-    for v in known:
-        try:
-            if sset.contains(Version(v), prereleases=False):
-                candidates.append(Version(v))
-        except InvalidVersion:
-            continue
+    candidates = allowed_versions(sset, known)
     if candidates:
         return str(max(candidates))
     for op in ("===", "=="):
@@ -656,18 +649,11 @@ def oldest_allowed(package: str, root: Path, known: list[str]) -> ResolvedVersio
     setup.py, the lowest known version every requirement on ``package`` allows (an unpinned
     one allows every version). None when nothing is declared. A fix that writes a name newer
     than this breaks the project on versions it says it supports, whatever is installed."""
-    from packaging.version import InvalidVersion, Version
 
     declared = declared_requirement(package, root)
     if declared is not None:
         spec, where = declared
-        allowed = []
-        for v in known:
-            try:
-                if spec.contains(Version(v), prereleases=False):
-                    allowed.append(Version(v))
-            except InvalidVersion:
-                continue
+        allowed = allowed_versions(spec, known)
         if allowed:
             return ResolvedVersion(str(min(allowed)), where)
     return _oldest_scanned(package, root, known)
@@ -726,3 +712,18 @@ def _oldest_scanned(package: str, root: Path, known: list[str]) -> ResolvedVersi
     # where: the requirement that sets the lower end (the one that refuses the version before)
     where = next((w for s, w in specs if any(op in str(s) for op in (">", "~="))), specs[0][1])
     return ResolvedVersion(low, where)
+
+
+def allowed_versions(spec, known) -> list:
+    """The ``known`` versions (as ``packaging`` Versions) that ``spec`` admits, pre-releases
+    excluded; unparsable version strings are skipped."""
+    from packaging.version import InvalidVersion, Version
+
+    out = []
+    for v in known:
+        try:
+            if spec.contains(Version(v), prereleases=False):
+                out.append(Version(v))
+        except InvalidVersion:
+            continue
+    return out
