@@ -63,7 +63,10 @@ class LoggingStepsTooLow(Rule):
     (10-50 for short runs; the library default is 500.)
 
     ## Fix safety
-    Safe: the training computes the same thing; only how often it is logged changes.
+    Safe: the training computes the same thing; only how often it is logged changes. The fix
+    is offered only when the setup shows what logging every step costs: an evaluation after
+    every step, or fast steps. When steps take seconds, or their time cannot be told, per-step
+    logs are a choice (the loss curve of a long run) and there is no fix.
 
     ## References
     - transformers `TrainingArguments.logging_steps` and `eval_steps` ("Will default to the same
@@ -83,17 +86,22 @@ class LoggingStepsTooLow(Rule):
         Case(
             """
             from transformers import TrainingArguments
-            args = TrainingArguments(output_dir="out", logging_steps=1)
+            args = TrainingArguments(output_dir="out", logging_steps=1, eval_strategy="steps")
             """,
-            fixed='from transformers import TrainingArguments\nargs = TrainingArguments(output_dir="out", logging_steps=10)\n',
+            fixed='from transformers import TrainingArguments\n'
+                  'args = TrainingArguments(output_dir="out", logging_steps=10, eval_strategy="steps")\n',
+        ),
+        Case(
+            _BERT + "LOG_EVERY = 1\nargs = TrainingArguments(output_dir='out', logging_steps=LOG_EVERY)\n",
+            fixed=_BERT + "LOG_EVERY = 10\nargs = TrainingArguments(output_dir='out', logging_steps=LOG_EVERY)\n",
+            note="fast steps of a small model: the fix is offered",
         ),
         Case(
             """
-            from transformers import TrainingArguments as TA
-            LOG_EVERY = 1
-            args = TA(output_dir="out", logging_steps=LOG_EVERY)
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", logging_steps=1)
             """,
-            fixed='from transformers import TrainingArguments as TA\nLOG_EVERY = 10\nargs = TA(output_dir="out", logging_steps=LOG_EVERY)\n',
+            fixable=False, severity="info", note="the step time cannot be told: per-step logs may be the choice, no fix",
         ),
         Case(
             """
@@ -125,7 +133,14 @@ class LoggingStepsTooLow(Rule):
              severity="warning", message="evaluation falls back to logging_steps",
              note="evaluation falls back to logging_steps: every step"),
         Case(_LLAMA + "args = TrainingArguments(output_dir='o', logging_steps=1, bf16=True)\n", severity="info",
-             message="6.7B-parameter model", note="multi-second steps of a 7B model"),
+             message="6.7B-parameter model", fixable=False, note="multi-second steps of a 7B model: no fix"),
+        Case(files={"recipes/sft.yaml": "model_name_or_path: meta-llama/Llama-3.1-8B\nlogging_steps: 1\n"
+                                        "max_length: 32768\noutput_dir: o\n",
+                    "sft.py": "from trl import SFTConfig, TrlParser\n"
+                              "(args,) = TrlParser((SFTConfig,)).parse_args_and_config()\n",
+                    "run.sh": "accelerate launch --num_processes 8 sft.py --config recipes/sft.yaml\n"},
+             severity="info", fixable=False,
+             note="a long-sequence recipe on 8 GPUs (alignment-handbook's SmolLM3 recipes): per-step logs by choice"),
         Case("from trl import SFTConfig\nargs = SFTConfig(output_dir='o', logging_steps=1, packing=True)\n",
              severity="info", message="packing=True", note="packing: long steps"),
         Case(TA + "args = TrainingArguments(output_dir='o', logging_steps=1, gradient_accumulation_steps=16)\n",
@@ -218,6 +233,10 @@ class LoggingStepsTooLow(Rule):
             message = f"logging_steps={int(steps)}{on} logs {every}: {cost}; {why}"
             span = v.span or v.key_span
             edit_span = v.edit_span()
-            edits = [edit_span.edit(str(opts.fix_value))] if edit_span is not None else None
+            # the fix is offered only where the setup shows a cost (an evaluation per step, fast
+            # steps); a run whose steps take seconds, or whose step time is unknown, logs every
+            # step by choice (per-step curves of a long run), and changing that helps nothing
+            costly = eval_every or ctx.fast_steps is not None
+            edits = [edit_span.edit(str(opts.fix_value))] if edit_span is not None and costly else None
             yield self.diagnostic(span, message, edits=edits, fix_message=f"set logging_steps to {opts.fix_value}",
                                   severity=severity)

@@ -21,8 +21,9 @@ class ManualDevicePlacement(Rule):
     `from_pretrained(...).to(...)` on a model that is later passed to a `Trainer` (or
     `Seq2SeqTrainer`, or a TRL trainer), following the model through reassignments, PEFT
     wrappers (`get_peft_model`, `prepare_model_for_kbit_training`) and helper functions that
-    return it. Moves to a dtype (`.to(torch.bfloat16)`) and models used in a custom training
-    loop without a Trainer are not flagged.
+    return it. Moves to a dtype (`.to(torch.bfloat16)`), models used in a custom training
+    loop without a Trainer, and test files (pytest files, files under `tests/`, modules that
+    import pytest/unittest and define tests) are not flagged.
 
     ## Why is this bad?
     The Trainer places the model itself, at the right time: on the right local GPU for each
@@ -158,6 +159,14 @@ class ManualDevicePlacement(Rule):
             note="flagged, no fix: a DDP wrap takes the device of the parameters",
         ),
         # must not flag
+        Case(files={"tests/test_trainer.py": (
+            "import torch\n"
+            "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+            "def test_train(tmp_path):\n"
+            "    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "    model = AutoModelForCausalLM.from_pretrained('tiny', dtype=torch.float32).to(device)\n"
+            "    Trainer(model=model, args=TrainingArguments(output_dir=str(tmp_path))).train()\n")},
+             flags=False, note="a test (trl's tests): it places its tiny model itself"),
         Case(
             """
             import torch
@@ -203,6 +212,10 @@ class ManualDevicePlacement(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        from trainlint.rules._context import run_context
+
+        if run_context(setup).test_file is not None:
+            return  # a test places its model where it checks it; no multi-GPU launch to spare
         for pf in setup.scripts:
             for flow in model_flows(pf):
                 for mv in flow.moves:

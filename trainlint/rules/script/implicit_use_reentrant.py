@@ -24,7 +24,8 @@ class ImplicitUseReentrant(Rule):
     ## What it does
     Flags gradient checkpointing turned on (`gradient_checkpointing=True`,
     `model.gradient_checkpointing_enable()`, `prepare_model_for_kbit_training`) without saying
-    `use_reentrant` in `gradient_checkpointing_kwargs`.
+    `use_reentrant` in `gradient_checkpointing_kwargs`. Test files (pytest files, files under
+    `tests/`) are not flagged: a test sets checkpointing up as the case it checks.
 
     ## Why is this bad?
     The default flipped between versions: transformers 4.x uses `{"use_reentrant": True}` when
@@ -140,9 +141,19 @@ class ImplicitUseReentrant(Rule):
             """,
             flags=False, note="custom loop: no Trainer, the model is not followed",
         ),
+        Case(files={"tests/test_dpo_trainer.py": (
+            "from trl import DPOConfig, DPOTrainer\n"
+            "def test_train_with_gradient_checkpointing(tmp_path):\n"
+            "    args = DPOConfig(output_dir=str(tmp_path), gradient_checkpointing=True, report_to='none')\n"
+            "    DPOTrainer(model='tiny', args=args).train()\n")},
+             flags=False, note="a test of checkpointing (trl's tests): pinning use_reentrant changes what it tests"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        from trainlint.rules._context import run_context
+
+        if run_context(setup).test_file is not None:
+            return  # a test sets up checkpointing as the case it checks: pinning it changes the test
         major = setup.transformers_tuple()[0]
         seen: set[tuple] = set()
         contexts = trainer_contexts(setup)
