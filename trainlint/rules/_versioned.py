@@ -540,46 +540,80 @@ class SiteRule(Rule):
         return effective(setup, site, name)
 
 
-def project_allows_before(setup: Setup, version: str, path: str | None = None) -> tuple[str, str] | None:
-    """(oldest allowed version, where it is declared) when the checked project declares
-    support for a transformers older than ``version`` (its requirement's lower end, from the
-    nearest folder above ``path`` or the setup's root holding requirements or a
-    pyproject.toml); else None. A renaming fix to a name added in ``version`` would break the
-    project on those versions, whatever the target version is."""
+def _known(package: str) -> list[str]:
+    if package == "transformers":
+        return ta.known_versions()
+    from trainlint.knowledge import public_names
+
+    return public_names.known_versions(package)
+
+
+def allowed_low(setup: Setup, package: str = "transformers", path: str | None = None) -> tuple[str, str] | None:
+    """(oldest version, where it is declared) of ``package`` that the file at ``path`` or its
+    project says it runs on: the ``pip install`` line of the notebook or shell script itself
+    (``%pip install "transformers==4.44.2"``: that file runs on that version, whatever the
+    project or the machine has), else the lower end of the project's requirement (the nearest
+    folder above ``path``, or the setup's root, holding requirements or a pyproject.toml); None
+    when neither says."""
     from pathlib import Path
 
+    from trainlint.knowledge import versions
+
+    if path:
+        own = versions.file_installs(package, path)
+        if own is not None:
+            low = versions.lowest_allowed(own[0], _known(package))
+            if low is not None:
+                return low, own[1]
     start = Path(path).resolve().parent if path else Path(setup.root).resolve()
-    low = None
     for folder in (start, *start.parents):
         files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob("requirements*.txt")]
         if any(p.is_file() for p in files):
             stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in files if p.is_file()))
-            low = _oldest_cached(str(folder), stamp)
-            # an example's own requirements may not name transformers: the project's do
+            low = _oldest_cached(str(folder), stamp, package)
+            # an example's own requirements may not name the package: the project's do
             if low is not None or (folder / "pyproject.toml").is_file() or (folder / "setup.py").is_file():
-                break
+                return low
         if (folder / ".git").exists():
             break
+    return None
+
+
+def project_allows_before(setup: Setup, version: str, path: str | None = None,
+                          package: str = "transformers") -> tuple[str, str] | None:
+    """(oldest allowed version, where it is declared) when the file or its project declares
+    support for a ``package`` older than ``version`` (:func:`allowed_low`); else None. A
+    renaming fix to a name added in ``version`` would break the project on those versions,
+    whatever the target version is."""
+    low = allowed_low(setup, package, path)
     if low is None or ta.vkey(low[0]) >= ta.vkey(version):
         return None
     return low
 
 
 @lru_cache(maxsize=64)
-def _oldest_cached(root: str, _stamp: tuple) -> tuple[str, str] | None:
+def _oldest_cached(root: str, _stamp: tuple, package: str = "transformers") -> tuple[str, str] | None:
     from pathlib import Path
 
     from trainlint.knowledge import versions
 
-    found = versions.oldest_allowed("transformers", Path(root), ta.known_versions())
+    found = versions.oldest_allowed(package, Path(root), _known(package))
     return (found.version, found.source) if found is not None else None
 
 
-def older_support(setup: Setup, since: str, new_name: str, path: str | None) -> tuple[str, str]:
-    """(applicability, message note) of a fix that writes ``new_name`` (added in transformers
-    ``since``): unsafe, with the reason, when the project declares support for older versions."""
-    low = project_allows_before(setup, since, path)
+def declares(where: str) -> str:
+    """Who declares a version: the file itself (its install line) or the project."""
+    own = ":cell " in where or where.split(" line ")[0].endswith((".sh", ".bash"))
+    return "the file installs" if own else "the project allows"
+
+
+def older_support(setup: Setup, since: str, new_name: str, path: str | None,
+                  package: str = "transformers") -> tuple[str, str]:
+    """(applicability, message note) of a fix that writes ``new_name`` (added in ``package``
+    ``since``): unsafe, with the reason, when the file or its project declares support for
+    older versions."""
+    low = project_allows_before(setup, since, path, package)
     if low is None:
         return "safe", ""
-    return "unsafe", (f" (the fix is unsafe: the project allows transformers {low[0]} ({low[1]}), which has no "
+    return "unsafe", (f" (the fix is unsafe: {declares(low[1])} {package} {low[0]} ({low[1]}), which has no "
                       f"{new_name}, added in {since})")

@@ -26,6 +26,7 @@ from trainlint.setup import Setup
 from trainlint.sources.python import TRL_TRAINER_CLASSES, PythonFile, TrainerCall
 
 PROCESSING_CLASS_SINCE = "4.46.0"  # Trainer.__init__ has processing_class (4.46.0 trainer.py)
+TRL_PROCESSING_CLASS_SINCE = "0.12.0"  # TRL trainers take processing_class (trl 0.12.0 sft_trainer.py)
 
 
 TOKENIZER_REMOVED_IN = "5.0.0"  # Trainer.__init__ without tokenizer, no .tokenizer property (5.0.0)
@@ -79,9 +80,10 @@ class TrainerTokenizerArgument(Rule):
 
     ## Fix safety
     Safe: the same object under the new name (when both are written, `tokenizer=` is removed).
-    The fix is unsafe when the project declares support (its requirements or
-    pyproject.toml) for a transformers older than the one that added the new name: it would
-    break the project there.
+    The fix is unsafe when the notebook or shell script installs itself (`%pip install
+    "trl==0.9.6"`), or the project declares support for (its requirements or pyproject.toml), a
+    transformers older than 4.46 or, for a TRL trainer, a TRL older than 0.12 (the releases that
+    added `processing_class`): it would break the code there.
 
     ## References
     - huggingface/transformers#32385
@@ -210,8 +212,10 @@ class TrainerTokenizerArgument(Rule):
                 else:
                     edits = [pf.keyword_name_span(kw).edit("processing_class")]
                     fix_message = "rename to processing_class="
-                applicability, note = ("safe", "") if tc.class_name in TRL_TRAINER_CLASSES else \
-                    older_support(setup, PROCESSING_CLASS_SINCE, "processing_class=", pf.path)
+                applicability, note = older_support(setup, PROCESSING_CLASS_SINCE, "processing_class=", pf.path)
+                if tc.class_name in TRL_TRAINER_CLASSES and applicability == "safe":
+                    applicability, note = older_support(setup, TRL_PROCESSING_CLASS_SINCE, "processing_class=",
+                                                        pf.path, "trl")
                 yield self.diagnostic(
                     pf.keyword_name_span(kw),
                     f"{tc.class_name}(tokenizer=) is {when} ({where}): use processing_class={note}",
