@@ -382,7 +382,7 @@ def test_cli_exclude_verify_refused_and_estimate(tmp_path: Path):
 def test_automagic_and_doctest_prompts(tmp_path: Path):
     cells = [("code", "pip install -q transformers\ncd /content\nls -la"),  # automagic: IPython runs these
              ("code", ">>> from transformers import TrainingArguments\n"
-                      ">>> args = TrainingArguments('o', save_total_limit=1,\n"
+                      ">>> args = TrainingArguments('o', save_total_limit=1, eval_strategy='steps',\n"
                       "...                          logging_steps=1)\n"),
              ("code", "time = 3\nls = [time]\ncd = ls  # Python that starts like a magic stays Python")]
     (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
