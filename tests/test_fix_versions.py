@@ -71,7 +71,7 @@ def test_a_notebook_that_installs_old_versions_gets_no_safe_rename(tmp_path):
     out = fix_folder(tmp_path / "pinned", select=RULES)
     assert not out.fixed, "nothing safe to write"
     msgs = [d.message for d in lint_folder(tmp_path / "pinned", select=RULES).diagnostics]
-    assert any("the file installs transformers 4.38.2 (nb.ipynb:cell 1)" in m for m in msgs), msgs
+    assert any("nb.ipynb installs transformers 4.38.2 (nb.ipynb:cell 1)" in m for m in msgs), msgs
     # 4.44.2 (fine-tune-llms-in-2024-with-trl.ipynb) has gradient_checkpointing_kwargs (from 4.40
     # in the data) but not activation_checkpointing (5.23) nor processing_class in trl 0.9.6
     write_files(tmp_path, {"p444/nb.ipynb": notebook(PIP_OLD.replace("4.38.2", "4.44.2").replace("0.7.11", "0.9.6"),
@@ -81,7 +81,7 @@ def test_a_notebook_that_installs_old_versions_gets_no_safe_rename(tmp_path):
     # a TRL trainer: the TRL that the notebook installs must take processing_class (0.12)
     write_files(tmp_path, {"trl011/nb.ipynb": notebook('%pip install "transformers==4.46.3" "trl==0.11.1"\n', SFT)})
     msgs = [d.message for d in lint_folder(tmp_path / "trl011", select=["TL605"]).diagnostics]
-    assert len(msgs) == 1 and "the file installs trl 0.11.1" in msgs[0], msgs
+    assert len(msgs) == 1 and "nb.ipynb installs trl 0.11.1" in msgs[0], msgs
 
 
 def test_a_notebook_pinning_old_peft_gets_no_safe_kbit_import(tmp_path):
@@ -113,3 +113,27 @@ def test_a_trl_field_rename_is_safe_where_the_new_name_exists_across_the_range(t
         write_files(root, {"requirements.txt": declared + "\n",
                            "train.py": "from trl import SFTConfig\ncfg = SFTConfig(output_dir='o', max_seq_length=512)\n"})
         assert _applicability(root, ["TL601"], options={"trl_version": "1.16.0"}) == {"TL601": {expect}}, declared
+
+
+def test_code_run_by_the_notebooks_of_its_folder_runs_on_their_versions(tmp_path):
+    """philschmid's `training/`: notebooks that pin transformers 4.x run
+    `scripts/run_sft.py --config receipes/x.yaml` and import `utils/*.py`; with no project
+    declaration those files run on what the notebooks install, so a 5.23+ rename is unsafe. A
+    notebook that installs transformers unpinned (`--upgrade`) runs the newest: it stays safe."""
+    nb_old = notebook('%pip install "transformers==4.46.3" "trl==0.12.1"\n', "import utils.peft_utils\n")
+    write_files(tmp_path, {
+        "training/fine-tune.ipynb": nb_old,
+        "training/utils/peft_utils.py": "from transformers import AutoModelForCausalLM, Trainer\n"
+                                        "model = AutoModelForCausalLM.from_pretrained('m')\n"
+                                        "model.gradient_checkpointing_enable()\n"
+                                        "Trainer(model=model, args=args).train()\n",
+        "training/latest.ipynb": notebook("!pip install --upgrade transformers\n",
+                                          "from transformers import TrainingArguments\n"
+                                          "args = TrainingArguments(output_dir='o', evaluation_strategy='epoch')\n"),
+    })
+    got: dict[tuple[str, str], set[str]] = {}
+    for d in lint_folder(tmp_path, select=["TL601", "TL609"]).diagnostics:
+        if d.fix is not None:
+            got.setdefault((d.code, d.path.rsplit("/", 1)[-1]), set()).add(d.fix.applicability)
+    assert got[("TL609", "peft_utils.py")] == {"unsafe"}, got
+    assert got[("TL601", "latest.ipynb")] == {"safe"}, got

@@ -796,6 +796,32 @@ def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, st
     return None
 
 
+@lru_cache(maxsize=256)
+def _installs_unpinned(package: str, path_text: str, _stamp: tuple) -> bool:
+    for line, _where in _install_lines(Path(path_text)):
+        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+            for word in m.group("args").split():
+                word = word.strip("'\"")
+                if word and not word.startswith("-") and "://" not in word:
+                    req = _matches(word, package)
+                    if req is not None and not len(req.specifier):
+                        return True
+    return False
+
+
+def installs_unpinned(package: str, path: str | Path) -> bool:
+    """Whether a notebook or shell script installs ``package`` without a version (``!pip
+    install --upgrade transformers``): it runs on the newest release."""
+    p = Path(path)
+    if p.suffix.lower() not in (".ipynb", ".sh", ".bash"):
+        return False
+    try:
+        st = p.stat()
+    except OSError:
+        return False
+    return _installs_unpinned(package, str(p), (st.st_mtime_ns, st.st_size))
+
+
 def file_installs(package: str, path: str | Path) -> tuple[SpecifierSet, str] | None:
     """The version range of ``package`` that a notebook or shell script installs itself
     (``%pip install "transformers==4.44.2"`` in a cell, ``pip install trl==0.9.6`` in a

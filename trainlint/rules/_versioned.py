@@ -550,21 +550,29 @@ def _known(package: str) -> list[str]:
 
 def allowed_low(setup: Setup, package: str = "transformers", path: str | None = None) -> tuple[str, str] | None:
     """(oldest version, where it is declared) of ``package`` that the file at ``path`` or its
-    project says it runs on: the ``pip install`` line of the notebook or shell script itself
-    (``%pip install "transformers==4.44.2"``: that file runs on that version, whatever the
-    project or the machine has), else the lower end of the project's requirement (the nearest
+    project says it runs on: the ``pip install`` line of the notebook or shell script itself, or
+    of one in the setup that launches it (``%pip install "transformers==4.44.2"``: what it runs
+    runs on that version, whatever the project or the machine has), else the lower end of the project's requirement (the nearest
     folder above ``path``, or the setup's root, holding requirements or a pyproject.toml); None
     when neither says."""
     from pathlib import Path
 
     from trainlint.knowledge import versions
 
-    if path:
-        own = versions.file_installs(package, path)
+    # the file itself, and the notebooks / shell scripts of the setup that launch it (a recipe
+    # run by `!python scripts/run_sft.py --config recipe.yaml` in a notebook that installs
+    # transformers 4.46.3 runs on 4.46.3)
+    found: list[tuple[str, str]] = []
+    if path and versions.installs_unpinned(package, path):
+        return None  # `!pip install --upgrade transformers`: the newest, whatever else is around
+    for p in dict.fromkeys([*([path] if path else []), *setup.files]):
+        own = versions.file_installs(package, p)
         if own is not None:
             low = versions.lowest_allowed(own[0], _known(package))
             if low is not None:
-                return low, own[1]
+                found.append((low, own[1]))
+    if found:
+        return min(found, key=lambda f: ta.vkey(f[0]))
     start = Path(path).resolve().parent if path else Path(setup.root).resolve()
     for folder in (start, *start.parents):
         files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob("requirements*.txt")]
@@ -576,7 +584,43 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
                 return low
         if (folder / ".git").exists():
             break
-    return None
+    # no declaration: a collection of notebooks that each install their own versions
+    # (philschmid's blog code: `training/scripts/run_sft.py` and `training/utils/*.py` are run
+    # by the notebooks of `training/`); the oldest any notebook or shell script beside the file,
+    # or in a folder above it within the project, installs
+    for folder in (start, *start.parents)[:4]:  # the file's folder and three above, within the repository
+        try:
+            stamp = folder.stat().st_mtime_ns
+        except OSError:
+            break
+        low = _folder_installs(str(folder), stamp, package)
+        if low is not None:
+            found.append(low)
+        if (folder / ".git").exists():
+            break
+    return min(found, key=lambda f: ta.vkey(f[0])) if found else None
+
+
+@lru_cache(maxsize=256)
+def _folder_installs(folder: str, _stamp: int, package: str) -> tuple[str, str] | None:
+    """The oldest version of ``package`` a notebook or shell script directly in ``folder``
+    installs itself, with where (at most 200 files are read)."""
+    from pathlib import Path
+
+    from trainlint.knowledge import versions
+
+    out: list[tuple[str, str]] = []
+    try:
+        entries = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in (".ipynb", ".sh", ".bash"))[:200]
+    except OSError:
+        return None
+    for p in entries:
+        own = versions.file_installs(package, p)
+        if own is not None:
+            low = versions.lowest_allowed(own[0], _known(package))
+            if low is not None:
+                out.append((low, own[1]))
+    return min(out, key=lambda f: ta.vkey(f[0])) if out else None
 
 
 def project_allows_before(setup: Setup, version: str, path: str | None = None,
@@ -603,8 +647,9 @@ def _oldest_cached(root: str, _stamp: tuple, package: str = "transformers") -> t
 
 def declares(where: str) -> str:
     """Who declares a version: the file itself (its install line) or the project."""
-    own = ":cell " in where or where.split(" line ")[0].endswith((".sh", ".bash"))
-    return "the file installs" if own else "the project allows"
+    name = where.split(":cell ")[0].split(" line ")[0]
+    own = ":cell " in where or name.endswith((".sh", ".bash"))
+    return f"{name} installs" if own else "the project allows"
 
 
 def older_support(setup: Setup, since: str, new_name: str, path: str | None,
