@@ -58,6 +58,12 @@ def test_install_lines_are_read_from_notebook_cells_and_shell_scripts(tmp_path):
     assert versions.file_installs("transformers", tmp_path / "loose.ipynb") is None, "unpinned: the newest"
     assert versions.file_installs("transformers", tmp_path / "comment.ipynb") is None
     assert versions.file_installs("transformers", tmp_path / "train.py") is None, "a .py file runs no install line"
+    write_files(tmp_path, {"git.ipynb": notebook("!pip install -q -U git+https://github.com/huggingface/transformers.git\n"
+                                                 "!pip install git+https://github.com/huggingface/peft.git@v0.4.0\n")})
+    assert versions.installs_unpinned("transformers", tmp_path / "git.ipynb"), "the main branch: the newest"
+    assert not versions.installs_unpinned("peft", tmp_path / "git.ipynb"), "a tag is a pin"
+    assert versions.installs_unpinned("transformers", tmp_path / "loose.ipynb")
+    assert not versions.installs_unpinned("transformers", tmp_path / "nb.ipynb")
 
 
 def test_a_notebook_that_installs_old_versions_gets_no_safe_rename(tmp_path):

@@ -802,7 +802,11 @@ def _installs_unpinned(package: str, path_text: str, _stamp: tuple) -> bool:
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")
-                if word and not word.startswith("-") and "://" not in word:
+                if "://" in word:  # git+https://github.com/huggingface/transformers.git: the main branch
+                    m = re.search(r"/([A-Za-z0-9_.-]+?)(?:\.git)?(@[^#\s]+)?(?:#.*)?$", word)
+                    if m and m.group(1).lower() == package.lower() and not m.group(2):
+                        return True
+                elif word and not word.startswith("-"):
                     req = _matches(word, package)
                     if req is not None and not len(req.specifier):
                         return True
