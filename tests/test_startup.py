@@ -107,13 +107,22 @@ PLAIN_CASES = [
 ]
 
 
+def test_schema_fields_match_the_settings():
+    from trainlint.config import FIELDS
+    from trainlint.config_schema import SettingsModel
+
+    assert {n: (f.alias or n) for n, f in SettingsModel.model_fields.items()} == {n: k for n, (k, _) in FIELDS.items()}
+    assert {n: f.default for n, f in SettingsModel.model_fields.items()} == \
+        {n: (list(d) if isinstance(d, tuple) else d) for n, (_, d) in FIELDS.items()}
+
+
 @pytest.mark.parametrize("data", PLAIN_CASES)
 def test_plain_values_agree_with_the_schema(data):
-    from trainlint.config_schema import validate_settings
+    from trainlint.config import _validated
 
     plain = _plain_values(data)
     assert plain is not None
-    assert Settings(**plain) == validate_settings(dict(data))
+    assert Settings(**plain) == _validated(dict(data))
 
 
 @pytest.mark.parametrize("data", [
@@ -126,13 +135,16 @@ def test_anything_else_goes_to_the_schema(data):
 
 
 def test_rule_options_defaults_and_validation():
-    from trainlint.config_schema import validate_options
+    from trainlint.rules.args.logging_steps import LoggingStepsTooLow
+    from trainlint.rules.hardware.lr_scaling import LrNotScaled
 
     d = LoggingStepsOptions.model_construct()
     assert (d.threshold, d.fix_value) == (1, 10)
-    v = validate_options(LoggingStepsOptions, "logging-steps-too-low", {"threshold": 5, "fix-value": 20})
+    s = Settings(rule_options={"logging-steps-too-low": {"threshold": 5, "fix-value": 20},
+                               "lr-not-scaled": {"reference-batch-size": 8, "tolerance": 1}})
+    v = s.options_for(LoggingStepsTooLow)
     assert (v.threshold, v.fix_value) == (5, 20)
-    v = validate_options(LrScalingOptions, "lr-not-scaled", {"reference-batch-size": 8, "tolerance": 1})
+    v = s.options_for(LrNotScaled)
     assert (v.rule, v.reference_batch_size, v.reference_learning_rate, v.tolerance) == ("sqrt", 8, None, 1.0)
     assert isinstance(v.tolerance, float)
     assert [name for name, _, _ in __import__("trainlint.rules.hardware.lr_scaling", fromlist=["x"])
@@ -147,3 +159,67 @@ def test_settings_copy_and_pickle():
     assert t.target_root == Path("/x") and t.select == ["TL2"] and s.target_root is None
     assert pickle.loads(pickle.dumps(t)) == t
     assert Settings().select == ["ALL"] and Settings().select is not Settings().select
+
+
+# -- trigger words (TL611 from removed_names.json) ---------------------------------------------
+
+def test_trigger_words_are_in_step():
+    sys.path.insert(0, str(REPO_ROOT / "scripts"))
+    from gen_rule_index import words_text
+
+    from trainlint.rule_index import WORDS_PATH
+
+    assert WORDS_PATH.read_text(encoding="utf-8") == words_text(), \
+        "trainlint/rules/trigger_words.json is stale: run python scripts/gen_rule_index.py"
+
+
+def test_removed_import_words_come_from_the_data():
+    from trainlint.knowledge import public_names, trl_trainers
+    from trainlint.rule_index import lookup, rule_words
+
+    assert lookup("TL611")["words"] and lookup("TL611")["triggers"] == ["peft", "transformers", "trl"]
+    for package in ("transformers", "trl", "peft"):
+        assert set(public_names.removed_names(package)) <= rule_words("TL611", package)
+    assert {"AdamW", "TextDataset"} <= rule_words("TL611", "transformers")
+    assert "prepare_model_for_int8_training" in rule_words("TL611", "peft")
+    assert set(trl_trainers.stub_trainers()) | {"DataCollatorForCompletionOnlyLM"} <= rule_words("TL611", "trl")
+    assert "ORPOTrainer" in rule_words("TL611", "trl") and "ORPOTrainer" not in rule_words("TL611", "transformers")
+    every = set().union(*(rule_words("TL611", p) for p in ("transformers", "trl", "peft")))
+    assert "AutoModelForCausalLM" not in every and "LoraConfig" not in every
+
+
+@pytest.mark.parametrize("text, wanted", [
+    ("from transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained('x')\n", False),
+    ("from peft import LoraConfig, get_peft_model\n", False),
+    ("import transformers\nprint(transformers.__version__)\n", False),
+    ("from transformers import AdamW\n", True),
+    ("from transformers import (\n    get_scheduler,\n    AdamW as Opt,\n)\n", True),
+    ("import transformers as tf\nopt = tf.AdamW(params)\n", True),
+    ("from peft import prepare_model_for_int8_training\n", True),
+    ("from trl import ORPOTrainer\n", True),
+    ("from peft import utils\nfrom transformers import set_seed\n", False),  # trl's removed names
+    ("from trl import set_seed\n", True),
+    ("AdamW = 1  # no package named\n", False),
+    ("from transformers import TrainingArguments\n", True),  # the other rules' triggers
+])
+def test_prefilter_words(text, wanted):
+    from trainlint.workspace import wanted_python
+
+    assert wanted_python(text, Settings()) is wanted
+
+
+def test_removed_import_alone_prefilter(tmp_path):
+    """A walked file whose only finding is TL611 is still found; one that merely imports
+    transformers is not parsed (no TL001 for a broken one that the broad filter would let
+    through is lost: it is syntax-checked)."""
+    import json
+
+    (tmp_path / "opt.py").write_text("from transformers import AdamW\nopt = AdamW(params)\n")
+    (tmp_path / "plain.py").write_text("from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\n")
+    (tmp_path / "broken.py").write_text("from transformers import AutoModel\ndef f(:\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["transformers>=5.0"]\n')
+    out = subprocess.run([sys.executable, "-m", "trainlint", "check", ".", "--no-cache", "--format", "json"],
+                         cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    found = sorted((d["path"], d["code"]) for d in json.loads(out.stdout))
+    assert found == [("broken.py", "TL001"), ("opt.py", "TL611")], out.stdout + out.stderr

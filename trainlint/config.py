@@ -148,9 +148,15 @@ class Settings:
         raw = self.rule_options.get(rule.name)
         if not raw:
             return rule.Options.model_construct()
-        from trainlint.config_schema import validate_options
+        from pydantic import ValidationError
 
-        return validate_options(rule.Options, rule.name, raw)
+        from trainlint.config_schema import option_values
+
+        try:
+            return rule.Options.model_construct(**option_values(rule.Options, raw))
+        except ValidationError as e:
+            raise ConfigError(f"invalid options for rule {rule.name}: {e.errors()[0]['msg']} "
+                              f"({'.'.join(str(x) for x in e.errors()[0]['loc'])})") from None
 
 
 _TOP_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "gpu", "gpus",
@@ -265,9 +271,20 @@ def load_settings(start: Path | None = None, overrides: dict[str, Any] | None = 
     plain = _plain_values(data)
     if plain is not None:
         return Settings(**plain)
-    from trainlint.config_schema import validate_settings
+    return _validated(data)
 
-    return validate_settings(data)
+
+def _validated(data: dict[str, Any]) -> Settings:
+    """``Settings`` from ``data`` through the pydantic schema; a bad value is a ``ConfigError``."""
+    from pydantic import ValidationError
+
+    from trainlint.config_schema import settings_values
+
+    try:
+        return Settings(**settings_values(data))
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ConfigError(f"invalid setting {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
 
 
 def _str_list(v: Any) -> bool:

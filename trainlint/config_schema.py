@@ -1,6 +1,7 @@
 """The schema of the settings and of the rules' options, as pydantic models: imported only when
 a value needs more than the plain type check of ``trainlint.config`` (a coercion, or an error
 message), or when a rule's options are set. A run without either never imports pydantic.
+``trainlint.config`` turns a ``ValidationError`` into its ``ConfigError``.
 """
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from trainlint.config import FIELDS, ConfigError, Settings
 from trainlint.diagnostics import Severity
 
 
@@ -35,17 +35,10 @@ class SettingsModel(BaseModel):
     config_path: Path | None = None
 
 
-assert set(SettingsModel.model_fields) == set(FIELDS), "the schema and config.FIELDS differ"
-
-
-def validate_settings(data: dict[str, Any]) -> Settings:
-    """``Settings`` from ``data`` through the schema; a bad value is a ``ConfigError``."""
-    try:
-        model = SettingsModel.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ConfigError(f"invalid setting {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
-    return Settings(**{name: getattr(model, name) for name in FIELDS})
+def settings_values(data: dict[str, Any]) -> dict[str, Any]:
+    """The values of the settings in ``data`` through the schema (raises ``ValidationError``)."""
+    model = SettingsModel.model_validate(data)
+    return {name: getattr(model, name) for name in SettingsModel.model_fields}
 
 
 _MODELS: dict[type, type[BaseModel]] = {}
@@ -64,12 +57,8 @@ def options_model(options: type) -> type[BaseModel]:
     return model
 
 
-def validate_options(options: type, rule_name: str, raw: dict[str, Any]) -> Any:
-    """An instance of ``options`` (a ``RuleOptions`` class) from the ``[tool.trainlint.<rule>]``
-    table ``raw``; a bad value is a ``ConfigError``."""
-    try:
-        model = options_model(options).model_validate(raw)
-    except ValidationError as e:
-        raise ConfigError(f"invalid options for rule {rule_name}: {e.errors()[0]['msg']} "
-                          f"({'.'.join(str(x) for x in e.errors()[0]['loc'])})") from None
-    return options.model_construct(**{name: getattr(model, name) for name in options.specs()})
+def option_values(options: type, raw: dict[str, Any]) -> dict[str, Any]:
+    """The values of a ``RuleOptions`` class's options in the table ``raw`` through its schema
+    (raises ``ValidationError``)."""
+    model = options_model(options).model_validate(raw)
+    return {name: getattr(model, name) for name in options.specs()}

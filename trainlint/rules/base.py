@@ -117,10 +117,21 @@ class Rule:
     # The names (substrings) of which a walked Python file that nothing links must contain one
     # for this rule to report on it (``trainlint.rules._triggers``). A walked file that holds no
     # trigger of any selected rule is read, never parsed; a one-file run imports only the rules
-    # it can trigger. None: not declared (every file the broad pre-filter lets through).
+    # it can trigger. None: not declared (every file the broad pre-filter lets through). A rule
+    # may also need one of ``index_words()`` as a whole identifier (below).
     # ``needs``: settings without which the rule never reports (``gpu``).
     triggers: ClassVar[tuple[str, ...] | None] = None
     needs: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def index_words(cls) -> dict[str, tuple[str, ...]] | None:
+        """For a rule that needs more than a substring: {trigger: names}. The rule reports on a
+        Python-only setup only if, for some trigger it contains (a substring, one of
+        ``triggers``), one of that trigger's names occurs as a whole identifier: a long list a
+        substring test could not afford, such as the names a migration rule knows were removed
+        from a package (the trigger). Read by ``scripts/gen_rule_index.py`` (so they may come
+        from data files); None: no such lists."""
+        return None
 
     def __init__(self, settings: Settings, options: RuleOptions | None = None) -> None:
         self.settings = settings
