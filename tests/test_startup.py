@@ -223,3 +223,51 @@ def test_removed_import_alone_prefilter(tmp_path):
                          env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
     found = sorted((d["path"], d["code"]) for d in json.loads(out.stdout))
     assert found == [("broken.py", "TL001"), ("opt.py", "TL611")], out.stdout + out.stderr
+
+
+# -- requirements without packaging.requirements ------------------------------------------------
+
+REQUIREMENTS = [
+    "transformers", "transformers>=4.40", "transformers >= 4.40 , < 6", "Transformers==4.46.0", "trl~=0.20",
+    "transformers[torch,sentencepiece]>=4.41.2", "transformers[ torch ] >=4.41", "transformers==4.*", "peft!=0.10.0",
+    "accelerate>=0.26.0,<2", "torch===2.1.0+cu118", "transformers>=4.0.0rc1", "transformers>=1!4.0",
+    "deepspeed>=0.14.0; platform_system == 'Linux'", "transformers @ git+https://github.com/huggingface/transformers",
+    "transformers (>=4.40)", "transformers>=4.*", "transformers~=4", "trl>=", ">=4.0", "transformers>=4.0 extra",
+    "transformers[]", "transformers>=4.0,", "my_pkg.name-x>=1.0.post1", "a>=1.0.dev0", "_bad>=1", "x.>=1",
+    "transformers<=4.50.3,>=4.41.2,!=4.46.0", "transformers>4.4,<5.0.0.dev0", "transformers==4.40.0 ; python_version<'3.12'",
+]
+
+
+@pytest.mark.parametrize("text", REQUIREMENTS)
+def test_requirements_read_as_packaging_does(text):
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from trainlint.knowledge.versions import parse_requirement
+
+    try:
+        req = Requirement(text)
+        expected = (req.name, req.specifier)
+    except InvalidRequirement:
+        expected = None
+    got = parse_requirement(text)
+    assert (None if got is None else (got.name, got.specifier)) == expected
+    if got is not None:
+        assert [(s.operator, s.version) for s in sorted(got.specifier, key=str)] == \
+            [(s.operator, s.version) for s in sorted(expected[1], key=str)]
+
+
+@pytest.mark.parametrize("text", REQUIREMENTS + ["tomli>=2.0; python_version < '3.11'", "transformers-x>=1", "torch"])
+@pytest.mark.parametrize("package", ["transformers", "tomli", "deepspeed", "torch"])
+def test_matches_as_packaging_does(text, package):
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from trainlint.knowledge.versions import _matches
+
+    try:
+        req = Requirement(text)
+        expected = req.specifier if canonicalize_name(req.name) == canonicalize_name(package) else None
+    except InvalidRequirement:
+        expected = None
+    got = _matches(text, package)
+    assert (None if got is None else got.specifier) == expected
