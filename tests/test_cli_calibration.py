@@ -191,7 +191,7 @@ def test_fix_on_folders_with_nothing_to_check_says_so_as_check_does(tmp_path):
 
 
 def test_fix_explains_stdin_and_missing_files(tmp_path):
-    src = BERT + "args = TrainingArguments(output_dir='o', logging_steps=1, save_total_limit=2)\n"
+    src = BERT + "args = TrainingArguments(output_dir='o', eval_strategy='steps', logging_steps=1, save_total_limit=2)\n"
     out = run_cli("fix", "-", "--stdin-filename", "train.py", "--no-cache", input=src, cwd=tmp_path)
     assert out.returncode == 1 and out.stdout == src.replace("logging_steps=1", "logging_steps=10")
     assert "Would fix 1 finding" in out.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Iterable
 
 
@@ -62,10 +63,10 @@ class LoggingStepsTooLow(Rule):
     (10-50 for short runs; the library default is 500.)
 
     ## Fix safety
-    Safe: the training computes the same thing; only how often it is logged changes. The fix
-    is offered only when the setup shows what logging every step costs: an evaluation after
-    every step, or fast steps. When steps take seconds, or their time cannot be told, per-step
-    logs are a choice (the loss curve of a long run) and there is no fix.
+    Safe: the training computes the same thing; only how often it is logged (and evaluated)
+    changes. The fix is offered only when evaluation falls back to `logging_steps`, so the run
+    evaluates after every step. Otherwise per-step logs may be the author's choice (a
+    tutorial's loss curve, a long recipe's) and there is no fix: the finding says what it costs.
 
     ## References
     - transformers `TrainingArguments.logging_steps` and `eval_steps` ("Will default to the same
@@ -91,10 +92,18 @@ class LoggingStepsTooLow(Rule):
                   'args = TrainingArguments(output_dir="out", logging_steps=10, eval_strategy="steps")\n',
         ),
         Case(
-            _BERT + "LOG_EVERY = 1\nargs = TrainingArguments(output_dir='out', logging_steps=LOG_EVERY)\n",
-            fixed=_BERT + "LOG_EVERY = 10\nargs = TrainingArguments(output_dir='out', logging_steps=LOG_EVERY)\n",
-            note="fast steps of a small model: the fix is offered",
+            _BERT + "LOG_EVERY = 1\nargs = TrainingArguments(output_dir='out', logging_steps=LOG_EVERY, "
+                    "eval_strategy='steps')\n",
+            fixed=_BERT + "LOG_EVERY = 10\nargs = TrainingArguments(output_dir='out', logging_steps=LOG_EVERY, "
+                          "eval_strategy='steps')\n",
+            note="through a constant",
         ),
+        Case(files={"dpo.ipynb": json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                                                        "execution_count": None, "source": [
+            "from trl import DPOConfig\n",
+            "args = DPOConfig(output_dir='o', model_init_kwargs=None, max_steps=200, logging_steps=1)\n"]}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5})},
+             fixable=False, note="a tutorial's 200-step run (smol-course DPO notebook): per-step logs by choice"),
         Case(
             """
             from transformers import TrainingArguments
@@ -232,10 +241,9 @@ class LoggingStepsTooLow(Rule):
             message = f"logging_steps={int(steps)}{on} logs {every}: {cost}; {why}"
             span = v.span or v.key_span
             edit_span = v.edit_span()
-            # the fix is offered only where the setup shows a cost (an evaluation per step, fast
-            # steps); a run whose steps take seconds, or whose step time is unknown, logs every
-            # step by choice (per-step curves of a long run), and changing that helps nothing
-            costly = eval_every or ctx.fast_steps is not None
-            edits = [edit_span.edit(str(opts.fix_value))] if edit_span is not None and costly else None
+            # the fix is offered only where logging every step costs an evaluation per step; else
+            # per-step logs are the author's choice (a tutorial's 200-step DPO run on a 135M model
+            # in smol-course, the loss curve of a long recipe), and the fix would change what they see
+            edits = [edit_span.edit(str(opts.fix_value))] if edit_span is not None and eval_every else None
             yield self.diagnostic(span, message, edits=edits, fix_message=f"set logging_steps to {opts.fix_value}",
                                   severity=severity)
