@@ -143,3 +143,21 @@ def test_code_run_by_the_notebooks_of_its_folder_runs_on_their_versions(tmp_path
             got.setdefault((d.code, d.path.rsplit("/", 1)[-1]), set()).add(d.fix.applicability)
     assert got[("TL609", "peft_utils.py")] == {"unsafe"}, got
     assert got[("TL601", "latest.ipynb")] == {"safe"}, got
+
+
+def test_a_notebook_that_installs_a_checkout_gets_no_safe_rename(tmp_path):
+    """Transformers-Tutorials' LayoutXLM notebook clones a 2021 branch of a fork and installs it
+    (`!pip install -q ./transformers`): its version is unknown, so no rename is vouched for."""
+    body = ("from transformers import TrainingArguments\n"
+            "args = TrainingArguments(output_dir='o', evaluation_strategy='epoch')\n")
+    write_files(tmp_path, {
+        "fork/nb.ipynb": notebook("!git clone -b add_layoutlm_relation_extraction https://github.com/nielsrogge/transformers.git\n"
+                                  "!pip install -q ./transformers\n", body),
+        "tag/nb.ipynb": notebook("!pip install git+https://github.com/huggingface/transformers.git@v4.30.0\n", body),
+        "main/nb.ipynb": notebook("!pip install git+https://github.com/huggingface/transformers.git\n", body)})
+    assert versions.installs_checkout("transformers", tmp_path / "fork/nb.ipynb") == "nb.ipynb:cell 1"
+    assert _applicability(tmp_path / "fork", ["TL601"]) == {"TL601": {"unsafe"}}
+    assert _applicability(tmp_path / "tag", ["TL601"]) == {"TL601": {"unsafe"}}
+    assert _applicability(tmp_path / "main", ["TL601"]) == {"TL601": {"safe"}}
+    msg = lint_folder(tmp_path / "fork", select=["TL601"]).diagnostics[0].message
+    assert "nb.ipynb installs transformers from a checkout of unknown version (nb.ipynb:cell 1)" in msg, msg

@@ -842,6 +842,34 @@ def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, st
 
 
 @lru_cache(maxsize=256)
+def _installs_checkout(package: str, path_text: str, _stamp: tuple) -> str | None:
+    for line, where in _install_lines(Path(path_text)):
+        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+            for word in m.group("args").split():
+                word = word.strip("'\"").rstrip("/")
+                if word.startswith(("./", "../", "/", "~")) and word.rsplit("/", 1)[-1].lower() == package.lower():
+                    return where
+                g = re.search(r"github\.com[/:]([^/]+)/([A-Za-z0-9_.-]+?)(?:\.git)?(@[^#\s]+)?(?:#.*)?$", word)
+                if g and g.group(2).lower() == package.lower() and (g.group(3) or g.group(1).lower() != "huggingface"):
+                    return where
+    return None
+
+
+def installs_checkout(package: str, path: str | Path) -> str | None:
+    """Where a notebook or shell script installs ``package`` from a checkout whose version is
+    not known (``pip install ./transformers`` after cloning a branch, a fork or a tagged git
+    URL), else None."""
+    p = Path(path)
+    if p.suffix.lower() not in (".ipynb", ".sh", ".bash"):
+        return None
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return _installs_checkout(package, str(p), (st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=256)
 def _installs_unpinned(package: str, path_text: str, _stamp: tuple) -> bool:
     for line, _where in _install_lines(Path(path_text)):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):

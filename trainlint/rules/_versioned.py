@@ -566,6 +566,9 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
     if path and versions.installs_unpinned(package, path):
         return None  # `!pip install --upgrade transformers`: the newest, whatever else is around
     for p in dict.fromkeys([*([path] if path else []), *setup.files]):
+        checkout = versions.installs_checkout(package, p)
+        if checkout is not None:  # a branch or fork of unknown version: no rename is vouched for
+            return "0", f"{checkout}: a checkout of unknown version"
         own = versions.file_installs(package, p)
         if own is not None:
             low = versions.lowest_allowed(own[0], _known(package))
@@ -645,6 +648,14 @@ def _oldest_cached(root: str, _stamp: tuple, package: str = "transformers") -> t
     return (found.version, found.source) if found is not None else None
 
 
+def version_words(package: str, low: tuple[str, str]) -> str:
+    """``transformers 4.44.2 (nb.ipynb:cell 1)``, or for a checkout ``transformers from a
+    checkout of unknown version (nb.ipynb:cell 3)``."""
+    if low[0] == "0":
+        return f"{package} from a checkout of unknown version ({low[1].split(': a checkout')[0]})"
+    return f"{package} {low[0]} ({low[1]})"
+
+
 def declares(where: str) -> str:
     """Who declares a version: the file itself (its install line) or the project."""
     name = where.split(":cell ")[0].split(" line ")[0]
@@ -660,5 +671,7 @@ def older_support(setup: Setup, since: str, new_name: str, path: str | None,
     low = project_allows_before(setup, since, path, package)
     if low is None:
         return "safe", ""
-    return "unsafe", (f" (the fix is unsafe: {declares(low[1])} {package} {low[0]} ({low[1]}), which has no "
-                      f"{new_name}, added in {since})")
+    return "unsafe", (f" (the fix is unsafe: {declares(low[1])} {version_words(package, low)}, which has no "
+                      f"{new_name}, added in {since})" if low[0] != "0" else
+                      f" (the fix is unsafe: {declares(low[1])} {version_words(package, low)}, which may not have "
+                      f"{new_name})")

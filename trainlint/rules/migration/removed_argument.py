@@ -12,6 +12,7 @@ from trainlint.rules._versioned import (
     is_known_class,
     declares,
     project_allows_before,
+    version_words,
     target_text,
     tolerant_parse,
     valid_names,
@@ -225,7 +226,7 @@ class RemovedArgument(Rule):
                 low = project_allows_before(setup, bound, site.path, h.package)
                 if low is not None:
                     applicability = "unsafe"
-                    note = (f" (the fix is unsafe: {declares(low[1])} {h.package} {low[0]} ({low[1]}), where "
+                    note = (f" (the fix is unsafe: {declares(low[1])} {version_words(h.package, low)}, where "
                             f"{name} still works and the fixed code means something else or fails)")
             message = (f"{_shown(value)} was removed from {site.class_name} in {h.package} {removed} "
                        f"({target_text(setup, h.package)}): {advice}{note}")

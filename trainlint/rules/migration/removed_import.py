@@ -399,18 +399,18 @@ def _destination_support(setup: Setup, path: str, package: str, name: str, fix_m
     """(applicability, message note) of a safe import fix: it stays safe only when the new
     import works on the oldest version the file installs or the project allows (the target
     itself is checked by the finding); otherwise it would break the code there."""
-    from trainlint.rules._versioned import allowed_low, declares
+    from trainlint.rules._versioned import allowed_low, declares, version_words
 
     low = allowed_low(setup, package, path)
     if low is None:
         return "safe", ""
     # "import NEW from MODULE"
     new_name, _, module = fix_message[len("import "):].partition(" from ")
-    ok = exports_at(package, new_name, module, low[0])
+    ok = exports_at(package, new_name, module, low[0]) if low[0] != "0" else None
     if ok:
         return "safe", ""
     why = "which the data does not reach" if ok is None else f"where `from {module} import {new_name}` fails"
-    return "unsafe", f" (the fix is unsafe: {declares(low[1])} {package} {low[0]} ({low[1]}), {why})"
+    return "unsafe", f" (the fix is unsafe: {declares(low[1])} {version_words(package, low)}, {why})"
 
 
 def _stub_path(text: str, name: str) -> str | None:
