@@ -222,3 +222,38 @@ def test_loaders_match_installed_transformers():
         lo = model_api.loader(key, v)
         params, varkw = _params(func)
         assert (list(lo.params), lo.varkw) == (params, varkw), key
+
+
+# --------------------------------------------------------------------------- TRL parser dataclasses
+
+
+def test_trl_script_args_versions_and_moves():
+    from trainlint.knowledge import trl_script_args as sa
+
+    assert sa.known_versions() == __import__("trainlint.knowledge.training_args", fromlist=["x"]).trl_known_versions()
+    assert sa.class_at("trl.ScriptArguments", "0.12.2") == "trl.utils.ScriptArguments"
+    assert sa.class_at("trl.ScriptArguments", "0.13.0") == "trl.scripts.utils.ScriptArguments"
+    assert sa.class_at("trl.ScriptArguments", "0.8.6") is None  # older than the data: not guessed
+    assert sa.class_at("trl.DPOScriptArguments", "0.13.0") is None
+    mc_old = sa.field_names("trl.ModelConfig", "0.20.0")
+    mc_new = sa.field_names("trl.ModelConfig", "1.16.0")
+    assert {"model_name_or_path", "torch_dtype", "lora_r", "use_peft", "load_in_4bit"} <= mc_old
+    assert "torch_dtype" not in mc_new and "dtype" in mc_new
+    assert sa.present("trl.ModelConfig", "torch_dtype")[0][0] == "0.12.0"
+    assert "torch_dtype" in sa.ever_fields("trl.ModelConfig")
+    assert {"reward_model_name_or_path", "dataset_name"} <= sa.field_names("trl.scripts.grpo.GRPOScriptArguments",
+                                                                         "0.20.0")
+    assert not sa.is_known("trl.SFTConfig") and not sa.is_known("mylib.ModelConfig")
+
+
+@pytest.mark.parametrize("name", ["ScriptArguments", "ModelConfig"])
+def test_trl_script_args_match_installed_trl(name):
+    import dataclasses
+
+    from trainlint.knowledge import trl_script_args as sa
+
+    trl = _installed("trl", sa.known_versions())
+    cls = getattr(trl, name)
+    installed = {f.name for f in dataclasses.fields(cls) if f.init}
+    assert sa.field_names(f"trl.{name}", trl.__version__) == installed
+    assert sa.class_at(f"trl.{name}", trl.__version__) == f"{cls.__module__}.{name}"

@@ -11,6 +11,7 @@ from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
     names_open,
+    parser_library_fields,
     python_keyword,
     remove_edit,
     rename_key_edit,
@@ -84,6 +85,8 @@ def _status(setup: Setup, site: ArgsSite, name: str) -> tuple[str, ta.FieldHisto
                 return "skip", None  # --no_X of a removed bool field: reported for X elsewhere
         if names_open(site):
             return "skip", None  # may be a field of the reader's other dataclasses
+        if site.call is None and name in parser_library_fields(setup):
+            return "skip", None  # a field TRL's ModelConfig/ScriptArguments had in another release
         return "unknown", None
     version = _version_for(setup, h.package)
     if h.first is not None and _vkey(version) < _vkey(h.first):
