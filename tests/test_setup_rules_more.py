@@ -148,7 +148,6 @@ def test_offload_not_needed_reads_the_estimate_that_trainlint_estimate_prints(tm
     offload, which a full-fine-tuning assumption would have missed."""
     from dataclasses import replace
 
-    from trainlint.config import Settings
     from trainlint.estimate import estimate_setup
     from trainlint.linking import link_setups
     from trainlint.memory import estimate, format_bytes

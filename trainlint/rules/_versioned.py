@@ -36,6 +36,15 @@ def target(setup: Setup) -> tuple[str, str, str, str]:
             trl.value if trl else ta.trl_newest(), trl.note if trl else "newest known")
 
 
+def behaviour_holds(setup: Setup, marker: str) -> bool:
+    """Whether the target version (of the marker's package) has the start-up check ``marker``
+    of ``knowledge/data/behaviour_markers.json`` (generated from the released sources)."""
+    from trainlint.knowledge import behaviour
+
+    tf, _, trl, _ = target(setup)
+    return behaviour.holds(marker, trl if behaviour.package(marker) == "trl" else tf)
+
+
 def transformers_at_least(setup: Setup, version: str) -> bool:
     """Whether the target transformers version is ``version`` or newer."""
     return ta.vkey(target(setup)[0]) >= ta.vkey(version)

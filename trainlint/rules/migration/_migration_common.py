@@ -190,9 +190,6 @@ def _replacement_fix(setup: Setup, site: ArgsSite, value: Value, valid: frozense
     return ([e] if e else None), ("safe" if safe else "unsafe"), f"remove {name}", advice
 
 
-LOAD_IN_REMOVED_IN = "5.0.0"  # 5.x from_pretrained no longer parses load_in_8bit/load_in_4bit
-
-
 def _from_pretrained_calls(pf: PythonFile) -> Iterator[ast.Call]:
     for cs in pf.calls:
         f = cs.node.func
