@@ -215,6 +215,17 @@ def _parser_extra_fields(setup: Setup, strict: bool = True) -> set[str] | None:
     return out if found else None
 
 
+def parser_library_dataclasses(setup: Setup) -> list[str]:
+    """The TRL parser dataclasses (``trl.ModelConfig``...) the setup's parsers read."""
+    from trainlint.consumers import parser_uses
+
+    out: list[str] = []
+    for pf in setup.scripts:
+        for use in parser_uses(pf):
+            out += [n for n in use.library_dataclasses if n not in out]
+    return out
+
+
 def parser_library_fields(setup: Setup) -> frozenset[str]:
     """Every field any release of the TRL parser dataclasses of the setup's parsers has had
     (``ModelConfig.torch_dtype``, gone in later releases): such a name is not an unknown

@@ -37,6 +37,32 @@ V50 = {"transformers_version": "5.0.0"}
 V524 = {"transformers_version": "5.24.0"}
 
 
+# Scripts of the TrlParser cases (TRL's own ScriptArguments / ModelConfig; a project subclass)
+TRL_SFT = """from trl import ModelConfig, ScriptArguments, SFTConfig, SFTTrainer, TrlParser
+
+if __name__ == "__main__":
+    parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig))
+    script_args, training_args, model_args = parser.parse_args_and_config()
+    SFTTrainer(model=model_args.model_name_or_path, args=training_args).train()
+"""
+
+TRL_GRPO_PROJECT = """from dataclasses import dataclass, field
+import trl
+from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser
+
+
+@dataclass
+class GRPOScriptArguments(trl.ScriptArguments):
+    my_reward_weight: float = field(default=1.0, metadata={"help": "weight"})
+
+
+if __name__ == "__main__":
+    parser = TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))
+    script_args, training_args, model_args = parser.parse_args_and_config()
+    GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[], args=training_args).train()
+"""
+
+
 # Removed arguments whose deletion never changes what the target version does (the library had
 # stopped reading them, or they only named what is now always done).
 _DELETE_IS_SAFE = {

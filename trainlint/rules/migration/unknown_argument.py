@@ -16,36 +16,13 @@ from trainlint.rules._versioned import (
 )
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.migration._migration_common import (
+    TRL_GRPO_PROJECT,
+    TRL_SFT,
     V524,
     _shown,
     _written_with_status,
 )
 from trainlint.setup import Setup
-
-
-TRL_SFT = """from trl import ModelConfig, ScriptArguments, SFTConfig, SFTTrainer, TrlParser
-
-if __name__ == "__main__":
-    parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig))
-    script_args, training_args, model_args = parser.parse_args_and_config()
-    SFTTrainer(model=model_args.model_name_or_path, args=training_args).train()
-"""
-
-TRL_GRPO_PROJECT = """from dataclasses import dataclass, field
-import trl
-from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser
-
-
-@dataclass
-class GRPOScriptArguments(trl.ScriptArguments):
-    my_reward_weight: float = field(default=1.0, metadata={"help": "weight"})
-
-
-if __name__ == "__main__":
-    parser = TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))
-    script_args, training_args, model_args = parser.parse_args_and_config()
-    GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[], args=training_args).train()
-"""
 
 
 class UnknownArgument(Rule):
