@@ -213,15 +213,30 @@ def test_forward_matches_installed_transformers():
 
 def test_loaders_match_installed_transformers():
     transformers = _installed("transformers", model_api.known_versions())
-    from transformers import PreTrainedTokenizerBase, Trainer
+    from transformers import PreTrainedTokenizerBase, Seq2SeqTrainer, Trainer
 
     v = transformers.__version__
     for key, func in (("Trainer.push_to_hub", Trainer.push_to_hub),
                       ("Trainer.create_model_card", Trainer.create_model_card),
+                      ("Trainer.__init__", Trainer.__init__),
+                      ("Seq2SeqTrainer.__init__", Seq2SeqTrainer.__init__),
                       ("PreTrainedTokenizerBase.from_pretrained", PreTrainedTokenizerBase.from_pretrained)):
         lo = model_api.loader(key, v)
         params, varkw = _params(func)
         assert (list(lo.params), lo.varkw) == (params, varkw), key
+
+
+def test_keyword_windows_of_the_loaders():
+    """The release windows the migration rules read instead of version numbers."""
+    assert model_api.keyword_window("Trainer.__init__", "processing_class") == ("4.46.0", None)
+    assert model_api.keyword_window("Trainer.__init__", "tokenizer", alias=True) == ("4.40.0", "5.0.0")
+    assert model_api.keyword_window("Trainer.__init__", "tokenizer") == ("4.40.0", "4.46.0")  # a parameter
+    assert model_api.loader("Trainer.__init__", "4.57.1").aliases == {"tokenizer": "processing_class"}
+    fp = "PreTrainedModel.from_pretrained"
+    assert model_api.keyword_window(fp, "use_auth_token")[1] == "5.0.0"
+    assert model_api.keyword_window(fp, "load_in_8bit")[1] == "5.0.0"
+    assert model_api.keyword_window(fp, "dtype") == ("4.56.0", None)
+    assert model_api.keyword_window(fp, "no_such_keyword") == (None, None)
 
 
 # --------------------------------------------------------------------------- TRL parser dataclasses
