@@ -215,8 +215,9 @@ def test_exit_code_does_not_depend_on_a_closed_pipe(tmp_path):
 
 
 def test_statistics_marks_safe_and_unsafe_like_the_findings(tmp_path):
-    write_files(tmp_path, {"train.py": BERT + "args = TrainingArguments(output_dir='o', logging_steps=1, "
-                                              "max_steps=90000)\nTrainer(model=model, args=args).train()\n"})
+    write_files(tmp_path, {"train.py": BERT + "args = TrainingArguments(output_dir='o', eval_strategy='steps', "
+                                              "logging_steps=1, max_steps=90000)\n"
+                                              "Trainer(model=model, args=args).train()\n"})
     out = run_cli("check", str(tmp_path), "--statistics", "--no-cache")
     lines = {line.split("\t")[1]: line for line in out.stdout.splitlines()}
     assert "[*] logging-steps-too-low" in lines["TL201"]  # a safe fix
