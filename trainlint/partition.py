@@ -200,7 +200,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
     own: dict[str, set[str]] = {}
     for u in candidates:
         if u.path.lower().endswith(".ipynb"):
-            own[u.path] = names = _mentioned_names(u.text)
+            own[u.path] = names = _mentioned_names(_scan_text(u.path, u.text))
             for n in names:
                 named[n] = named.get(n, 0) + 1
     # Python files that import one another (``from config import training_args``, a Trainer
@@ -218,11 +218,12 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
         if in_blob is not None and (in_blob.mentions(base) or (stem and in_blob.mentions_word(stem))
                                     or in_blob.runs_module(unit.path)):  # python -m pkg.train, -m pkg
             continue
+        scan = _scan_text(unit.path, unit.text)
         if other_names:
-            index = NameIndex(unit.text, name_suffixes, longest, words=False)
+            index = NameIndex(scan, name_suffixes, longest, words=False)
             if any(index.mentions(name) for name in other_names):
                 continue
-        if os.path.dirname(unit.path) in config_folders and any(n in unit.text for n in SAME_FOLDER_NAMES):
+        if os.path.dirname(unit.path) in config_folders and any(n in scan for n in SAME_FOLDER_NAMES):
             continue
         alone.add(unit.path)
     units = [u for u in candidates if u.path in alone]
@@ -285,6 +286,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
         text = texts.get(p)
         if not text:
             continue
+        text = _scan_text(p, text)
         py = is_py(p)
         named = NameIndex(text, suffixes, longest, words=not py)
         bases = named.ends & (other_bases if py else by_base.keys())
@@ -320,7 +322,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
                 union(index[path], j)
     for u in scripts:
         if u.path.lower().endswith(".ipynb"):
-            for n in _mentioned_names(u.text):
+            for n in _mentioned_names(_scan_text(u.path, u.text)):
                 for j in by_base.get(n, []) + by_stem.get(n, []):
                     union(index[u.path], j)
     groups: dict[int, list[tuple[str, bool]]] = {}
@@ -333,7 +335,16 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
 
 
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\.*([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
-_FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
+
+
+def _scan_text(path: str, text: str) -> str:
+    """The text searched for the names a file mentions: a notebook's code cells (its outputs
+    and markdown name no file a launch line or import could reach)."""
+    if path.lower().endswith(".ipynb"):
+        from trainlint.sources.notebook import code_text
+
+        return code_text(text)
+    return text
 
 
 def _module_stem(path: str) -> str:
@@ -345,17 +356,26 @@ def _module_stem(path: str) -> str:
 def _imports_between(scripts: list[Unit]) -> dict[str, set[str]]:
     """For each script, the module names of the other scripts that it imports."""
     stems = {_module_stem(u.path) for u in scripts}
-    return {u.path: {part for groups in _IMPORT.findall(u.text) for m in groups for part in m.split(".") if part}
-            & stems for u in scripts}
+    return {u.path: {part for groups in _IMPORT.findall(_scan_text(u.path, u.text)) for m in groups
+                     for part in m.split(".") if part} & stems for u in scripts}
+
+
+_EXTENSION = re.compile(r"\.(?:py|ipynb|sh|json|ya?ml)\b")
+_RUN_MODULE = re.compile(r"-m\s+(?:[\w]+\.)*(\w+)")
 
 
 def _mentioned_names(text: str) -> set[str]:
     """Basenames of files (``train.py``, ``ds.json``) and last parts of modules (``-m pkg.run``)
-    a notebook's text names."""
+    a notebook's code names, searched from each extension (a literal ``.``) back to the name's
+    start (``a.py.json`` gives ``a.py.json`` and ``a.py``): linear in the text."""
     out: set[str] = set()
-    for m in _FILE_NAME.finditer(text):
-        name = m.group(1) or m.group(2)
-        out.add(name.rsplit("/", 1)[-1])
+    for m in _EXTENSION.finditer(text):
+        start = m.start()
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+            start -= 1
+        if start < m.start():
+            out.add(text[start:m.end()])
+    out.update(m.group(1) for m in _RUN_MODULE.finditer(text))
     return out
 
 
