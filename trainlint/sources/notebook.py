@@ -54,10 +54,10 @@ _PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "memit", "debug", "mprun
 _SHELL_CELL_MAGICS = {"bash", "sh", "!", "sx", "system"}
 _SCRIPT_SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/env bash"}
 _WRITE_CELL_MAGICS = {"writefile", "file"}
+# (``%cd``, ``os.chdir`` and ``cd`` are followed: the launch lines resolve from where they lead)
 _FETCH = re.compile(r"\b(?:wget|curl|git\s+clone|gdown|unzip|tar|cp|mv|rsync|hf_hub_download|"
-                    r"snapshot_download|urlretrieve|files\.upload|drive\.mount|os\.chdir|kaggle|gsutil|"
-                    r"aws\s+s3|huggingface-cli|hf\s+download)\b|^\s*%(?:cd|pushd)\b|(?:^|[;&|!]\s*)cd\s",
-                    re.M)
+                    r"snapshot_download|urlretrieve|files\.upload|drive\.mount|kaggle|gsutil|"
+                    r"aws\s+s3|huggingface-cli|hf\s+download)\b", re.M)
 _ASSIGN_SPECIAL = re.compile(
     r"([A-Za-z_][\w.]*(?:\[[^\]\n]*\])?(?:\s*,\s*[A-Za-z_][\w.]*)*)(\s*=\s*)(!|%(?!%))")
 _HELP_END = re.compile(r"%{0,2}[A-Za-z_*][\w*]*(?:\.[A-Za-z_*][\w*]*|\[[^\]\n]*\])*\s*\?\??$")
@@ -69,6 +69,7 @@ _AUTOMAGIC = re.compile(r"(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|cat|cp|mv|rm|rmdi
 _MAYBE_IPYTHON = re.compile(r"^[ \t]*[!%?/,;]|\?[ \t]*$|=[ \t]*[!%]|^[ \t]*(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|"
                             r"cat|cp|mv|rm|rmdir|load_ext|matplotlib|env|run|time|timeit|pushd|popd|wget)[ \t]",
                             re.M)
+_CD_WORD = re.compile(r"(?:^|[;&|(!]\s*)(?:cd|pushd|popd)(?:\s|$)")
 _PROMPT = re.compile(r"(?:>>>|\.\.\.)(?: |$)")
 _BRACE = re.compile(r"\{[^{}\n]*\}")
 _TIMEIT_OPT = re.compile(r"(?:-[nrp]\s*\d+\s+|-[tcqo]\s+)*")
@@ -187,6 +188,9 @@ class VLine:
     # the cell's (``%run x`` read as ``python x``)
     shift: tuple[int, int] | None = None
     length: int = 0  # characters of the cell line, without its newline
+    # IPython's expansions in a shell line (``{lr}`` -> ``3e-05``): (shell start, shell end,
+    # cell start, cell end) of each, 1-based, end exclusive (``notebook_flow``)
+    subs: list[tuple[int, int, int, int]] | None = None
 
 
 @dataclass
@@ -283,6 +287,15 @@ class Notebook:
             v = self.vline(len(self.vlines) - 1)
             return v.cell, v.line, v.length + 1
         v = self.vline(line - 1)
+        if v.subs is not None:
+            delta = 0
+            for ds, de, cs, ce in v.subs:
+                if column < ds:
+                    break
+                if column < de:
+                    return v.cell, v.line, cs + min(column - ds, ce - cs)
+                delta = ce - de
+            return v.cell, v.line, max(1, column + delta)
         if v.shift is not None and column >= v.shift[0]:
             column -= v.shift[1]
         elif v.shift is not None:
@@ -427,6 +440,9 @@ class _Builder:
         self.plain: list[tuple[int, int]] = []  # (first index, cell) of the plain cells' lines
         self.writes: list[tuple[str, bool, int, list[str], int]] = []  # name, append, magic line, body, cell
         self.cell_ranges: list[tuple[int, int, int]] = []  # (cell, first vline, count) of Python cells
+        # shell lines IPython expands ``{expr}``/``$name`` in: (index, first column of the
+        # command, the line's opaque ranges that are not about fields)
+        self.sites: list[tuple[int, int, list[tuple[int, int]]]] = []
         self.shell_any = False
 
     def add(self, cell: int, k: int, raw: str, py: str, sh: str, opaque=None, shift=None) -> None:
@@ -551,7 +567,13 @@ class _Builder:
                 cmd_start = ind + bangs if j == 0 else 0
                 sh, opaque = self._shell_words(raw, cmd_start)
                 py = indent + "..." if j == 0 else ""
-                self.add(n, k + j, raw, py, sh, opaque=opaque + ([(1, cmd_start + 1)] if j == 0 else []))
+                base = [(1, cmd_start + 1)] if j == 0 else []
+                if count == 1 and "#" not in raw and _CD_WORD.search(raw[cmd_start:]):
+                    # each ! line runs in a shell of its own: its cd ends with it
+                    sh = sh[:cmd_start - 1] + "(" + sh[cmd_start:] + " )"
+                    base = base + [(len(raw) + 1, len(sh) + 2)]
+                self.sites.append((len(self.vlines), cmd_start, base))
+                self.add(n, k + j, raw, py, sh, opaque=opaque + base)
             return count
         m = _ASSIGN_SPECIAL.match(stripped)
         if m is not None:
@@ -564,8 +586,9 @@ class _Builder:
                     raw = lines[i + j]
                     start = rhs if j == 0 else 0
                     sh, opaque = self._shell_words(raw, start)
-                    self.add(n, k + j, raw, py if j == 0 else "", sh,
-                             opaque=opaque + ([(ind + m.end(2) + 1, len(py) + 2)] if j == 0 else []))
+                    base = [(ind + m.end(2) + 1, len(py) + 2)] if j == 0 else []
+                    self.sites.append((len(self.vlines), start, base))
+                    self.add(n, k + j, raw, py if j == 0 else "", sh, opaque=opaque + base)
             else:
                 py = target + "get_ipython().run_line_magic()"
                 for j in range(count):
@@ -610,6 +633,9 @@ class _Builder:
                 name_at = rest_at + mm.start(2)
                 value = mm.group(4)
                 value_sh = value if _SIMPLE_WORD.fullmatch(value) else _quote(value)
+                if "{" in value or "$" in value:  # IPython expands it from Python values
+                    value_sh = '"$___"'
+
                 sh = " " * name_at + mm.group(2) + "=" + value_sh + ";export " + mm.group(2)
                 opaque = [(1, name_at + 1), (name_at + len(mm.group(2)) + 1, name_at + len(mm.group(2)) + 2),
                           (len(ln) + 1, len(sh) + 2)]
@@ -653,9 +679,22 @@ class _Builder:
                 raw = lines[i + j]
                 start = rest_at if j == 0 else 0
                 sh, opaque = self._shell_words(raw, start)
-                self.add(n, k + j, raw, indent + "..." if j == 0 else "", sh,
-                         opaque=opaque + ([(1, start + 1)] if j == 0 else []))
+                base = [(1, start + 1)] if j == 0 else []
+                self.sites.append((len(self.vlines), start, base))
+                self.add(n, k + j, raw, indent + "..." if j == 0 else "", sh, opaque=opaque + base)
             return count
+        if name in ("cd", "pushd", "popd") and count == 1:
+            # the kernel's folder: later ! lines and %%bash cells start there (as ``cd``)
+            words = rest.split()
+            if "-b" in words:  # a bookmark: a folder only the kernel knows
+                sh = " " * (len(ln) + 1) + "cd ~"
+                self.add(n, k, ln, indent + "...", sh, opaque=[(1, len(sh) + 2)])
+                return 1
+            word_at = rest_at - len(name)
+            sh, _ = self._shell_words(ln, word_at)
+            self.sites.append((len(self.vlines), word_at, [(1, len(ln) + 2)]))
+            self.add(n, k, ln, indent + "...", sh, opaque=[(1, len(ln) + 2)])
+            return 1
         if name in ("time", "timeit", "prun") and count == 1:
             stmt_at = rest_at + len(rest) - len(rest.lstrip())
             if name == "timeit":
@@ -797,6 +836,10 @@ def _parse_python(nb: Notebook) -> None:
             nb.python_text = text
         if tree is not None:
             nb.python = PythonFile(nb.path, text, tree)
+            if nb._builder.sites or "os" in text:  # type: ignore[attr-defined]
+                from trainlint.sources.notebook_flow import apply_flow
+
+                apply_flow(nb, tree)
     _written(nb)
 
 
