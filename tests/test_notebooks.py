@@ -532,3 +532,41 @@ def test_unknown_expansions_make_no_findings(tmp_path: Path, cells):
     assert "TL201" not in _codes(result)
     assert not any("$__" in d.message or "{" in d.message for d in result.diagnostics)
     assert not _codes(result) & {"TL000", "TL001", "TL003"}
+
+
+# -- pre-filter and partition read the code cells only (issue 16 §1) ----------------------------
+
+def test_prefilter_reads_code_cells_not_outputs_or_markdown():
+    from trainlint.sources.notebook import code_text, prefilter
+    from trainlint.workspace import PY_PREFILTER
+
+    outputs_only = notebook([("markdown", "We fine-tune with the `Trainer` and `TrainingArguments`."),
+                             ("code", "import pandas as pd\ndf = pd.read_csv('x.csv')\nprint(df)")])
+    outputs_only = outputs_only.replace("out 1 é", "Some weights of BertModel (transformers) were not initialized")
+    assert "Trainer" in outputs_only and not prefilter(outputs_only, PY_PREFILTER)
+    assert "Trainer" not in code_text(outputs_only)
+    # a name right after a JSON escape (a new line, a tab) is still found in the raw text
+    escaped = notebook([("code", "x = 1\n\ttokenizer = None", )], as_string=True)
+    assert "\\n\\ttokenizer" in escaped and prefilter(escaped, PY_PREFILTER)
+    # launch lines and written files count even without a library name
+    assert prefilter(notebook([("code", "!python run.py --output_dir o")]), PY_PREFILTER)
+    # ``!pip install transformers`` alone is no training code
+    assert not prefilter(notebook([("code", "!pip install -q transformers\n%pip install trl")]), ("transformers", "trl"))
+
+
+def test_notebook_that_only_mentions_training_in_outputs_is_not_read(tmp_path: Path):
+    nb = notebook([("code", "import numpy as np\nprint(np.ones(3))")]).replace("out 0 é", "TrainingArguments(...)")
+    (tmp_path / "a.ipynb").write_text(nb, encoding="utf-8")
+    (tmp_path / "b.ipynb").write_text(notebook(COLAB), encoding="utf-8")
+    result = lint_folder(tmp_path, options={"gpu": "A100"})
+    assert str(tmp_path / "a.ipynb") not in {str(p) for p in result.files}
+    assert COLAB_EXPECTED <= _found(result)
+
+
+def test_names_a_notebook_mentions():
+    from trainlint.partition import _mentioned_names
+
+    text = ("!python run_glue.py --config cfg.yaml --deepspeed ds_config.json\n"
+            "%run -m pkg.train_mod\n!bash ./scripts/launch.sh\nimg = 'aGVsbG8' * 10000 + 'x.png'\n")
+    assert _mentioned_names(text) == {"run_glue.py", "cfg.yaml", "ds_config.json", "train_mod", "launch.sh"}
+    assert _mentioned_names("x" * 200_000 + ".pyc") == set()
