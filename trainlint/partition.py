@@ -49,6 +49,8 @@ class Plan:
     groups: list[list[tuple[str, bool]]] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)  # bytes of each group's text
     group_texts: dict[str, str] = field(default_factory=dict)  # the texts of the groups' files read
+    walked: list[tuple[str, bool]] = field(default_factory=list)  # every walked path, in walk order
+    dropped: dict[str, str] = field(default_factory=dict)  # walked scripts the pre-filter rules out
 
 
 # Which files of a run name each other, answered by set lookups. The stand-alone test asks two
@@ -160,13 +162,17 @@ def _suffix(name: str) -> str:
     return name[i:] if i > 0 else ""
 
 
-def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
-    """Walk ``paths`` and partition what is found (see the module's documentation)."""
+def split(paths: list[Path], settings: Any, overlay: dict[str, str],
+          walked: list[tuple[str, bool]] | None = None) -> Plan:
+    """Walk ``paths`` (or take ``walked``, what ``walk_order`` gave) and partition what is
+    found (see the module's documentation)."""
     candidates: list[Unit] = []
     order: list[tuple[str, bool, Unit | None]] = []
     others: dict[str, str] = {}  # non-Python path -> text
-    for p, explicit in walk(paths, settings.exclude):
-        path = norm(p)
+    dropped: dict[str, str] = {}
+    if walked is None:
+        walked = walk_order(paths, settings)
+    for path, explicit in walked:
         if path.lower().endswith((".py", ".ipynb")):
             try:
                 text = read_text(path, overlay).text
@@ -174,6 +180,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
                 order.append((path, explicit, None))
                 continue
             if not explicit and not _prefilter(path, text):
+                dropped[path] = text
                 continue  # the workspace drops it too, without a finding
             # (a file only the broad pre-filter lets through is syntax-checked there)
             unit = Unit(path, explicit, text)
@@ -230,7 +237,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
     groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone])
-    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts)
+    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped)
 
 
 def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
