@@ -84,15 +84,17 @@ class NameIndex:
         # consecutive dotted parts of a run (``python -m a.pkg.train``: ``a.pkg``, ``pkg.train``)
         self.modules: set[str] = set()
         if words:
-            for run in _NAME_RUN.findall(text):
-                self.words.add(run)
+            runs = set(_NAME_RUN.findall(text))  # each distinct run once (a data file repeats them)
+            self.words = set(runs)
+            for run in runs:
+                if "." not in run:
+                    continue
                 i = run.find(".")
                 while i != -1:
                     self.words.add(run[:i])
                     i = run.find(".", i + 1)
-                if "." in run:
-                    parts = run.split(".")
-                    self.modules.update(f"{a}.{b}" for a, b in itertools.pairwise(parts) if a and b)
+                parts = run.split(".")
+                self.modules.update(f"{a}.{b}" for a, b in itertools.pairwise(parts) if a and b)
         self.ends: set[str] = set()
         for suffix in self.suffixes:
             n = len(suffix)
