@@ -200,7 +200,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     blob = "\n".join(others.values())
     bases = {os.path.basename(u.path) for u in candidates}
     in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
-                        max((len(b) for b in bases), default=0)) if blob else None
+                        max((len(b) for b in bases), default=0)) if blob and candidates else None
     name_suffixes = {_suffix(n) for n in other_names} - {""}
     longest = max((len(n) for n in other_names), default=0)
     # a notebook's launch lines name scripts (and modules) too: the names each notebook
@@ -290,12 +290,14 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
     for i, p in enumerate(paths):
         if p.lower().endswith((".json", ".yaml", ".yml")):
             config_folders.setdefault(os.path.dirname(p), []).append(i)
+    # the words of a non-Python text are asked about only for the scripts' stems and modules
+    words = bool(by_stem or by_dotted or by_package)
     for i, p in enumerate(paths):
         text = texts.get(p)
-        if not text:
+        if not text or len(paths) == 1:
             continue
         py = is_py(p)
-        named = NameIndex(text, suffixes, longest, words=not py)
+        named = NameIndex(text, suffixes, longest, words=not py and words)
         bases = named.ends & (other_bases if py else by_base.keys())
         bases.update(b for b in odd_bases if (not py or b in other_bases) and b in text)
         for b in bases:
