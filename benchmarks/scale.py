@@ -39,7 +39,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PY = sys.executable
-TRAINLINT = [PY, "-m", "trainlint", "check", "--exit-zero", "--format", "concise"]
+TRAINLINT_ANY = [PY, "-m", "trainlint", "check", "--exit-zero"]
+TRAINLINT = TRAINLINT_ANY + ["--format", "concise"]
 
 FLOOR = r"""
 import ast, json, os, sys
@@ -224,8 +225,8 @@ def inputs(rounds: int) -> None:
     r = interleaved({
         "check": (TRAINLINT + ["--no-cache", str(ds)], base),
         "json.load": ([PY, "-c", f"import json; json.load(open({str(ds)!r}))"], base),
-        "concise": (TRAINLINT + ["--no-cache", "--format", "concise", str(folder)], base),
-        "text": (TRAINLINT + ["--no-cache", "--format", "text", str(folder)], base),
+        "concise": (TRAINLINT_ANY + ["--no-cache", "--format", "concise", str(folder)], base),
+        "text": (TRAINLINT_ANY + ["--no-cache", "--format", "text", str(folder)], base),
     }, rounds)
     print("| what | wall s | CPU s | peak MiB | ratio (wall, CPU) |")
     print("|---|---|---|---|---|")

@@ -41,6 +41,11 @@ class RuleSet:
             rule = self._made[entry["code"]] = cls(self.settings, self.settings.options_for(cls))
         return rule
 
+    def make_all(self) -> None:
+        """Make every selected rule now (before a pool forks its workers)."""
+        for e in self.entries:
+            self._rule(e)
+
     def for_workspace(self, ws: Workspace) -> list[Rule]:
         if any(f.kind != "python" for f in ws.files.values()):
             return [self._rule(e) for e in self.entries]

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 
 MAX_FIX_PASSES = 8
 MIN_POOL_FILES = 50  # the pool starts above this many files to check
+# With the default jobs, the pool starts only when it can pay for its start (forking, each
+# worker's first rules and tables): this many bytes of text to check, and no task so large
+# that the others cannot finish beside it (the run's expected speed-up below MIN_POOL_GAIN).
+MIN_POOL_BYTES = 2_000_000
+MIN_POOL_GAIN = 1.4
 
 
 @dataclass
@@ -199,7 +204,8 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
     run_tasks = [tasks[i] for i in pending]
     n_files = sum(1 if not isinstance(t, list) else len(t) for t in run_tasks)
     n_jobs = jobs if jobs is not None else _default_jobs()
-    if n_jobs > 1 and n_files > min_files and len(run_tasks) > 1:
+    if n_jobs > 1 and n_files > min_files and len(run_tasks) > 1 and \
+            (jobs is not None or _pool_pays([sizes[i] for i in pending], n_jobs)):
         from trainlint.parallel import PoolRun
 
         fresh = PoolRun(run_tasks, [sizes[i] for i in pending], settings, ctx, overlay, n_jobs).results()
@@ -344,6 +350,16 @@ def _memo_key(task: Any, plan: Any) -> tuple | None:
     if not all(p in plan.group_texts for p, _ in task):
         return None
     return ("group", tuple((p, e, plan.group_texts[p]) for p, e in task))
+
+
+def _pool_pays(sizes: list[int], jobs: int) -> bool:
+    """Whether the default jobs should use the pool for tasks of these sizes: enough to check,
+    and spread enough that ``jobs`` processes finish well before one would (a repository
+    whose modules import each other is mostly one group of linked files: one process)."""
+    total = sum(sizes)
+    if total < MIN_POOL_BYTES:
+        return False
+    return total / max(max(sizes), total / jobs) >= MIN_POOL_GAIN
 
 
 def _default_jobs() -> int:
