@@ -218,7 +218,7 @@ def inputs(rounds: int) -> None:
     big_deepspeed(ds)
     folder = base / "findings"
     folder.mkdir()
-    for i in range(5):
+    for i in range(10):  # 2,000 calls with 2 findings each per file: 40,000 findings
         (folder / f"train_{i}.py").write_text(FINDINGS_SCRIPT)
     n = subprocess.run(TRAINLINT + ["--no-cache", "--format", "json", str(folder)], capture_output=True, text=True,
                        env=env()).stdout.count('"code"')
