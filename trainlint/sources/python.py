@@ -916,7 +916,14 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def parse_python(path: str, text: str) -> PythonFile:
-    """Parse ``text``; raises SyntaxError (with lineno/offset) on invalid Python."""
-    tree = ast.parse(text, filename=path)
+def parse_python(path: str, text: str, triggers: tuple[str, ...] | None = None) -> PythonFile:
+    """Parse ``text``; raises SyntaxError (with lineno/offset) on invalid Python. ``triggers``
+    (the names the selected rules trigger on): a very large module is read without the
+    top-level statements that cannot matter (``trainlint.sources.pruning``)."""
+    if triggers is not None:
+        from trainlint.sources.pruning import relevant_text
+
+        tree = ast.parse(relevant_text(text, triggers), filename=path)
+    else:
+        tree = ast.parse(text, filename=path)
     return PythonFile(path, text, tree)
