@@ -45,16 +45,14 @@ def _benchmark_module(name: str):
 
 
 def _pathological_texts() -> dict[str, str]:
-    scale = _benchmark_module("scale")
     patho = _benchmark_module("pathological")
-    head = "from transformers import Trainer, TrainingArguments\nmodel = ds = None\n"
-    filler = "".join(scale.FILLER.format(i=i) for i in range(60))
+    head = patho.HEAD
+    filler = "".join(patho.FILLER.format(i=i) for i in range(60))
     return {
-        "calls.py": head + "".join(scale.ARGS.format(i=i) for i in range(40)),
-        "pairs.py": head + "".join(scale.PAIR.format(i=i) for i in range(40)),
+        "calls.py": head + "".join(patho.ARGS.format(i=i) for i in range(40)),
+        "pairs.py": head + "".join(patho.PAIR.format(i=i) for i in range(40)),
         "helpers.py": head + filler + "trainer = Trainer(model=model, args=TrainingArguments('o', logging_steps=1))\n",
-        "blocks.py": "from transformers import TrainingArguments, Trainer, AutoTokenizer\n"
-                     "tok = AutoTokenizer.from_pretrained('gpt2')\n" + "".join(patho.BLOCK.format(i=i) for i in range(30)),
+        "blocks.py": patho.BLOCKS_HEAD + "".join(patho.BLOCK.format(i=i) for i in range(30)),
     }
 
 
