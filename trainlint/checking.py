@@ -15,7 +15,7 @@ from trainlint.config import ConfigError, Settings
 from trainlint.consumers import with_assumed, with_consumer
 from trainlint.diagnostics import Diagnostic, Severity, internal_error
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
-from trainlint.rule_index import can_trigger, is_selected, selected
+from trainlint.rule_index import can_trigger, identifiers, is_selected, selected
 from trainlint.rules.base import Rule
 from trainlint.suppression import Suppressions
 from trainlint.workspace import Workspace, read_entry
@@ -47,7 +47,14 @@ class RuleSet:
         texts = [f.text.text for f in ws.files.values() if f.doc is not None]
         names = {t for e in self.entries for t in (e["triggers"] or ())}
         present = {t for t in names if any(t in text for text in texts)}  # each name searched once
-        return [self._rule(e) for e in self.entries if can_trigger(e, present)]
+        found: list[set[str]] = []
+
+        def tokens() -> set[str]:  # the identifiers of the texts, for rules with words; once
+            if not found:
+                found.append(set().union(*(identifiers(text) for text in texts)))
+            return found[0]
+
+        return [self._rule(e) for e in self.entries if can_trigger(e, present, tokens)]
 
 
 def make_rules(settings: Settings) -> RuleSet | list[Rule]:

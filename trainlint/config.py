@@ -29,8 +29,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from trainlint.diagnostics import Severity
 
 if sys.version_info >= (3, 11):  # pragma: no cover
@@ -43,30 +41,94 @@ class ConfigError(Exception):
     """Bad configuration: a usage error (exit code 2)."""
 
 
-class Settings(BaseModel):
-    # Validated only when a pyproject table or a command-line option sets something
-    # (``load_settings``): the defaults need no validator, and building one is ~10 ms.
-    model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True)
-
-    # Plain defaults, not default_factory: pydantic copies them per instance, and a factory
-    # makes model_construct() inspect its signature (tokenizing ``list``'s text signature).
-    select: list[str] = ["ALL"]
-    ignore: list[str] = []
-    extend_select: list[str] = Field(default=[], alias="extend-select")
-    per_file_ignores: dict[str, list[str]] = Field(default={}, alias="per-file-ignores")
-    exclude: list[str] = []
-    gpu: str | None = None
-    gpus: int | None = Field(default=None, ge=1)
-    transformers_version: str | None = Field(default=None, alias="transformers-version")
-    trl_version: str | None = Field(default=None, alias="trl-version")
-    base: str = "HEAD"
-    fail_on: Severity = Field(default=Severity.WARNING, alias="fail-on")
-    rule_options: dict[str, dict[str, Any]] = {}
-    project_root: Path | None = None  # the folder of the pyproject.toml the settings came from
+# name: (the key in [tool.trainlint], the default). The schema with its constraints (``gpus``
+# >= 1, ``fail-on`` a severity, no other key) is ``trainlint.config_schema``'s pydantic model;
+# ``load_settings`` accepts values of exactly the right type itself and asks pydantic (imported
+# only then) for anything else: its coercions and its error messages.
+FIELDS: dict[str, tuple[str, Any]] = {
+    "select": ("select", ("ALL",)),
+    "ignore": ("ignore", ()),
+    "extend_select": ("extend-select", ()),
+    "per_file_ignores": ("per-file-ignores", {}),
+    "exclude": ("exclude", ()),
+    "gpu": ("gpu", None),
+    "gpus": ("gpus", None),
+    "transformers_version": ("transformers-version", None),
+    "trl_version": ("trl-version", None),
+    "base": ("base", "HEAD"),
+    "fail_on": ("fail-on", Severity.WARNING),
+    "rule_options": ("rule_options", {}),
+    "project_root": ("project_root", None),  # the folder of the pyproject.toml the settings came from
     # the project whose declared versions are the targets: resolved once per run from the
     # command line's paths (``knowledge.versions.find_project_root``), shared by workers
-    target_root: Path | None = None
-    config_path: Path | None = None
+    "target_root": ("target_root", None),
+    "config_path": ("config_path", None),
+}
+
+
+def _fresh(default: Any) -> Any:
+    if isinstance(default, tuple):
+        return list(default)
+    if isinstance(default, dict):
+        return dict(default)
+    return default
+
+
+class Settings:
+    """The settings of a run (plain attributes; see ``FIELDS``). ``Settings(**values)`` does not
+    validate: ``load_settings`` does."""
+
+    __slots__ = tuple(FIELDS)
+    model_fields = FIELDS  # the field names, as the pydantic model had them
+
+    select: list[str]
+    ignore: list[str]
+    extend_select: list[str]
+    per_file_ignores: dict[str, list[str]]
+    exclude: list[str]
+    gpu: str | None
+    gpus: int | None
+    transformers_version: str | None
+    trl_version: str | None
+    base: str
+    fail_on: Severity
+    rule_options: dict[str, dict[str, Any]]
+    project_root: Path | None
+    target_root: Path | None
+    config_path: Path | None
+
+    def __init__(self, **values: Any) -> None:
+        unknown = set(values) - set(FIELDS)
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+        for name, (_, default) in FIELDS.items():
+            setattr(self, name, values[name] if name in values else _fresh(default))
+
+    @classmethod
+    def model_construct(cls, **values: Any) -> Settings:
+        """The defaults with ``values`` set, unvalidated."""
+        return cls(**values)
+
+    def model_copy(self, update: dict[str, Any] | None = None) -> Settings:
+        """A shallow copy with ``update`` set (unvalidated)."""
+        values = {name: getattr(self, name) for name in FIELDS}
+        values.update(update or {})
+        return type(self)(**values)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in FIELDS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name in FIELDS:
+            setattr(self, name, state[name] if name in state else _fresh(FIELDS[name][1]))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.__getstate__() == other.__getstate__()  # type: ignore[union-attr]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in FIELDS) + ")"
 
     def ignored_for(self, path: str) -> list[str]:
         out: list[str] = []
@@ -82,12 +144,16 @@ class Settings(BaseModel):
                 out.extend(codes)
         return out
 
-    def options_for(self, rule: Any) -> BaseModel:
+    def options_for(self, rule: Any) -> Any:
         raw = self.rule_options.get(rule.name)
         if not raw:
             return rule.Options.model_construct()
+        from pydantic import ValidationError
+
+        from trainlint.config_schema import option_values
+
         try:
-            return rule.Options.model_validate(raw)
+            return rule.Options.model_construct(**option_values(rule.Options, raw))
         except ValidationError as e:
             raise ConfigError(f"invalid options for rule {rule.name}: {e.errors()[0]['msg']} "
                               f"({'.'.join(str(x) for x in e.errors()[0]['loc'])})") from None
@@ -200,10 +266,57 @@ def load_settings(start: Path | None = None, overrides: dict[str, Any] | None = 
             continue
         data[key.replace("_", "-") if key.replace("_", "-") in _TOP_KEYS else key] = value
     if not data and not rule_options:
-        return Settings.model_construct()  # nothing set: the defaults, nothing to validate
+        return Settings()  # nothing set: the defaults, nothing to validate
     data["rule_options"] = rule_options
+    plain = _plain_values(data)
+    if plain is not None:
+        return Settings(**plain)
+    return _validated(data)
+
+
+def _validated(data: dict[str, Any]) -> Settings:
+    """``Settings`` from ``data`` through the pydantic schema; a bad value is a ``ConfigError``."""
+    from pydantic import ValidationError
+
+    from trainlint.config_schema import settings_values
+
     try:
-        return Settings.model_validate(data)
+        return Settings(**settings_values(data))
     except ValidationError as e:
         err = e.errors()[0]
         raise ConfigError(f"invalid setting {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+
+
+def _str_list(v: Any) -> bool:
+    return type(v) is list and all(type(x) is str for x in v)
+
+
+def _optional(kind: type) -> Any:
+    return lambda v: v is None or type(v) is kind
+
+
+_PLAIN_CHECKS: dict[str, Any] = {
+    "select": _str_list, "ignore": _str_list, "extend_select": _str_list, "exclude": _str_list,
+    "per_file_ignores": lambda v: type(v) is dict and all(type(k) is str and _str_list(x) for k, x in v.items()),
+    "gpu": _optional(str), "transformers_version": _optional(str), "trl_version": _optional(str),
+    "gpus": lambda v: v is None or (type(v) is int and v >= 1),
+    "base": lambda v: type(v) is str,
+    "fail_on": lambda v: isinstance(v, Severity) or (type(v) is str and v in Severity._value2member_map_),
+    "rule_options": lambda v: type(v) is dict and all(type(k) is str and type(x) is dict for k, x in v.items()),
+    "project_root": _optional(type(Path())), "target_root": _optional(type(Path())),
+    "config_path": _optional(type(Path())),
+}
+_BY_KEY = {key: name for name, (key, _) in FIELDS.items()}
+
+
+def _plain_values(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The settings of ``data`` (keys as in [tool.trainlint], or field names) when every value
+    has exactly the type the schema asks for and meets its constraints, which is what the
+    schema would give too; None for anything else (pydantic decides: coercion or error)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = _BY_KEY.get(key, key if key in FIELDS else None)
+        if name is None or name in out or not _PLAIN_CHECKS[name](value):
+            return None
+        out[name] = Severity(value) if name == "fail_on" else value
+    return out

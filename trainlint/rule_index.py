@@ -17,13 +17,17 @@ from pathlib import Path
 from typing import Any
 
 INDEX_PATH = Path(__file__).resolve().parent / "rules" / "index.json"
+# the rules' ``index_words()`` (``{"words": {code: {trigger: [name, ...]}}}``), generated with the index and
+# read only when a file holds the triggers of a rule that has words
+WORDS_PATH = INDEX_PATH.parent / "trigger_words.json"
 
 
 @lru_cache(maxsize=1)
 def entries() -> tuple[dict[str, Any], ...]:
     """One entry per rule, ordered by code: ``code``, ``name``, ``module``, ``class``,
     ``engine`` (reported by the readers, not run), ``triggers`` (``Rule.triggers``: a sorted
-    list, or None) and ``needs``."""
+    list, or None), ``words`` (True when the rule has ``Rule.index_words()``, in
+    ``trigger_words.json``; else None) and ``needs``."""
     with open(INDEX_PATH, encoding="utf-8") as f:
         return tuple(json.load(f)["rules"])
 
@@ -60,39 +64,103 @@ def _active(entry: dict[str, Any], settings: Any) -> bool:
 
 
 def prefilter_names(settings: Any) -> tuple[str, ...] | None:
-    """The names of which a walked Python file must contain one to be parsed: the triggers of
-    the selected rules that can report under ``settings``; None when one of them declares none
-    (then the broad pre-filter applies)."""
+    """The names of which a walked Python file must contain one to be parsed on account of the
+    rules that declare no ``words``: the triggers of the selected rules that can report under
+    ``settings``; None when one of them declares none (then the broad pre-filter applies)."""
+    return prefilter(settings).names
+
+
+class Prefilter:
+    """Whether a walked Python file holds a trigger of a selected rule (``wanted``): one of
+    ``names`` as a substring, or, for a rule with words, one of its triggers as a substring and
+    one of that trigger's words as a whole identifier. ``names`` is None when a selected rule
+    declares no triggers (then the caller's broad pre-filter applies)."""
+
+    def __init__(self, names: tuple[str, ...] | None, worded: list[tuple[str, list[str]]]) -> None:
+        self.names = names
+        self.worded = worded  # (trigger, the codes of the rules with words for it)
+
+    def wanted(self, text: str) -> bool:
+        names = self.names
+        if names is None:
+            return True
+        if any(n in text for n in names):
+            return True
+        tokens: set[str] | None = None
+        for trigger, codes in self.worded:
+            if trigger in text:
+                if tokens is None:
+                    tokens = identifiers(text)
+                if any(not rule_words(code, trigger).isdisjoint(tokens) for code in codes):
+                    return True
+        return False
+
+
+def prefilter(settings: Any) -> Prefilter:
     key = (tuple(settings.select), tuple(settings.extend_select), tuple(settings.ignore), bool(settings.gpu))
-    return _prefilter(key, settings)
+    found = _PREFILTERS.get(key)
+    if found is None:
+        found = _PREFILTERS[key] = _make_prefilter(settings)
+    return found
 
 
-_PREFILTERS: dict[tuple, tuple[str, ...] | None] = {}
+_PREFILTERS: dict[tuple, Prefilter] = {}
 
 
-def _prefilter(key: tuple, settings: Any) -> tuple[str, ...] | None:
-    if key not in _PREFILTERS:
-        names: set[str] = set()
-        found: tuple[str, ...] | None = ()
-        for e in selected(list(settings.select) + list(settings.extend_select), list(settings.ignore)):
-            if not _active(e, settings):
-                continue
-            if e["triggers"] is None:
-                found = None
-                break
+def _make_prefilter(settings: Any) -> Prefilter:
+    names: set[str] = set()
+    worded: dict[str, set[str]] = {}
+    for e in selected(list(settings.select) + list(settings.extend_select), list(settings.ignore)):
+        if not _active(e, settings):
+            continue
+        if e["triggers"] is None:
+            return Prefilter(None, [])
+        if e.get("words"):
+            for t in e["triggers"]:
+                worded.setdefault(t, set()).add(e["code"])
+        else:
             names.update(e["triggers"])
-        if found is not None:
-            # a name that contains another is redundant in a substring test
-            found = tuple(sorted(n for n in names if not any(m != n and m in n for m in names)))
-        _PREFILTERS[key] = found
-    return _PREFILTERS[key]
+    # a name that contains another is redundant in a substring test
+    kept = tuple(sorted(n for n in names if not any(m != n and m in n for m in names)))
+    return Prefilter(kept, [(t, sorted(codes)) for t, codes in sorted(worded.items())])
 
 
-def can_trigger(entry: dict[str, Any], present: set[str]) -> bool:
+_IDENTIFIER = None
+
+
+def identifiers(text: str) -> set[str]:
+    """The identifier-like words of ``text`` (ASCII letters, digits, underscores; a superset of
+    the identifiers a Python parser would find in it)."""
+    global _IDENTIFIER
+    if _IDENTIFIER is None:
+        import re
+
+        _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+    return set(_IDENTIFIER.findall(text))
+
+
+def can_trigger(entry: dict[str, Any], present: set[str], tokens: Any = None) -> bool:
     """Whether the rule of ``entry`` may report on a setup of Python files only, in which the
-    trigger names ``present`` occur."""
+    trigger names ``present`` occur (substrings); for a rule with words, ``tokens()`` gives the
+    identifiers of the setup's texts."""
     triggers = entry["triggers"]
-    return triggers is None or any(t in present for t in triggers)
+    if triggers is not None and not any(t in present for t in triggers):
+        return False
+    if entry.get("words") and tokens is not None:
+        return any(t in present and not rule_words(entry["code"], t).isdisjoint(tokens()) for t in triggers or ())
+    return True
+
+
+@lru_cache(maxsize=None)
+def _all_words() -> dict[str, dict[str, list[str]]]:
+    with open(WORDS_PATH, encoding="utf-8") as f:
+        return json.load(f)["words"]
+
+
+@lru_cache(maxsize=None)
+def rule_words(code: str, trigger: str) -> frozenset[str]:
+    """The words of the rule ``code`` for ``trigger`` (``Rule.index_words()``; empty when none)."""
+    return frozenset(_all_words().get(code, {}).get(trigger, ()))
 
 
 def unknown_selector(selector: str) -> str | None:

@@ -280,16 +280,19 @@ class Setup:
         return v.value if v is not None else None
 
     def _satisfied(self, requires: tuple[str, ...]) -> bool:
-        from packaging.requirements import InvalidRequirement, Requirement
         from packaging.version import InvalidVersion, Version
 
+        from trainlint.knowledge.versions import parse_requirement
+
         for text in requires:
+            req = parse_requirement(text)
+            if req is None:
+                continue
             try:
-                req = Requirement(text)
                 target = self.target_of(req.name.lower())
                 if target and not req.specifier.contains(Version(target), prereleases=True):
                     return False
-            except (InvalidRequirement, InvalidVersion):
+            except InvalidVersion:
                 continue
         return True
 

@@ -29,12 +29,13 @@ PY_PREFILTER = ("Trainer", "TrainingArguments", "Config", "transformers", "trl",
 
 def wanted_python(text: str, settings: Settings | None = None) -> bool:
     """Whether a walked Python file is worth parsing (the pre-filter)."""
-    names: tuple[str, ...] | None = None
     if settings is not None:
-        from trainlint.rule_index import prefilter_names
+        from trainlint.rule_index import prefilter
 
-        names = prefilter_names(settings)
-    return any(tok in text for tok in (PY_PREFILTER if names is None else names))
+        found = prefilter(settings)
+        if found.names is not None:
+            return found.wanted(text)
+    return any(tok in text for tok in PY_PREFILTER)
 
 
 @dataclass

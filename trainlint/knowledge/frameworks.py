@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class FrameworkCli:
 
 @lru_cache(maxsize=1)
 def _data() -> dict:
-    text = resources.files("trainlint.knowledge").joinpath("data/framework_clis.json").read_text("utf-8")
+    text = (Path(__file__).resolve().parent / "data" / "framework_clis.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 GIB = 2**30
 
@@ -90,7 +90,7 @@ def _key(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _table() -> tuple[tuple[Gpu, str | None, bool], ...]:
-    raw = json.loads(resources.files("trainlint.knowledge").joinpath("data/gpus.json").read_text())
+    raw = json.loads((Path(__file__).resolve().parent / "data" / "gpus.json").read_text(encoding="utf-8"))
     out = []
     for row in raw["gpus"]:
         cc = row.get("compute_capability")

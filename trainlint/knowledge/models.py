@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -625,7 +624,7 @@ def _norm(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _table() -> tuple[ModelInfo, ...]:
-    raw = json.loads(resources.files("trainlint.knowledge").joinpath("data/models.json").read_text())
+    raw = json.loads((Path(__file__).resolve().parent / "data" / "models.json").read_text(encoding="utf-8"))
     rows = []
     for r in raw["models"]:
         rows.append(

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from trainlint.knowledge.training_args import version_index, vkey
 
-__all__ = ["PACKAGES", "NameHistory", "known_versions", "names", "exists", "history", "removed", "import_path", "replacement"]
+__all__ = ["PACKAGES", "NameHistory", "known_versions", "names", "exists", "history", "removed", "removed_names", "import_path", "replacement"]
 
 DATA = Path(__file__).parent / "data" / "public_names.json"
 REMOVED = Path(__file__).parent / "data" / "removed_names.json"
@@ -120,6 +120,12 @@ def removed(package: str, name: str) -> NameHistory | None:
     level and a later one does not; None for every other name (reads only the small file)."""
     runs = _removed_data()[package]["removed"].get(name)
     return _history_of(package, name, runs) if runs else None
+
+
+def removed_names(package: str) -> list[str]:
+    """Every name :func:`removed` knows a history for (some known version exports it, a later
+    one does not)."""
+    return sorted(n for n, runs in _removed_data()[package]["removed"].items() if runs)
 
 
 def import_path(package: str, name: str, version: str | None = None) -> str | None:

@@ -18,7 +18,6 @@ by the TRL class's own fields (and its TRL base classes) of the given TRL versio
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from functools import lru_cache
@@ -442,6 +441,8 @@ def did_you_mean(
     r = rename_for(cls, name)
     if r is not None and r.new in valid and r.kind in ("field", "value", "dict-key"):
         out.append(r.new)
+    import difflib
+
     for m in difflib.get_close_matches(name, sorted(valid), n=n, cutoff=0.8):
         if m not in out and m != name:
             out.append(m)

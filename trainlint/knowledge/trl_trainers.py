@@ -86,6 +86,11 @@ def trainers(version: str | None = None) -> list[str]:
     return sorted(n for n, e in table.items() if _at(e["module"], i) is not None)
 
 
+def stub_trainers() -> list[str]:
+    """The trainers some known TRL version exports only as a deprecation stub (``stub`` set)."""
+    return sorted(n for n, e in _data()["trainers"].items() if any(run[2] for run in e.get("stub", [])))
+
+
 @lru_cache(maxsize=512)
 def signature(cls: str, version: str | None = None) -> TrainerSignature | None:
     """The constructor of ``cls`` in that TRL version; None when the class does not exist there

@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 from trainlint.knowledge import training_args
 
 if TYPE_CHECKING:  # pragma: no cover
-    from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet
 
 # ``packaging`` (~50 ms to import its requirement parser) is imported only when a project pin
@@ -252,17 +251,64 @@ def _requirement_line(line: str) -> str:
     return re.split(r"\s+--?\w", line, maxsplit=1)[0].strip()
 
 
-def _matches(req_text: str, package: str) -> Requirement | None:
+class Req(NamedTuple):
+    """A requirement's project name and version specifier (what the pins need of
+    ``packaging.requirements.Requirement``)."""
+
+    name: str
+    specifier: SpecifierSet
+
+
+_SPEC = r"(?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+"
+_SIMPLE_REQUIREMENT = re.compile(
+    r"\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
+    r"(?:\[\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*"
+    r"(?:,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*)*)?\])?\s*"
+    rf"(?P<spec>{_SPEC}(?:\s*,\s*{_SPEC})*)?\s*")
+
+
+def parse_requirement(text: str) -> Req | None:
+    """The name and specifier of a PEP 508 requirement; None when it is not one. A plain
+    ``name[extras] specifiers`` is read here with ``packaging.specifiers`` alone; anything else
+    (markers, URLs, parentheses) goes to ``packaging.requirements``, whose import brings
+    ``packaging.markers``, ``packaging.tags``, logging and subprocess (~40 ms)."""
+    m = _SIMPLE_REQUIREMENT.fullmatch(text)
+    if m is not None:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            return Req(m.group("name"), SpecifierSet(m.group("spec") or ""))
+        except InvalidSpecifier:
+            return None
     from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
 
     try:
-        req = Requirement(req_text)
+        req = Requirement(text)
     except InvalidRequirement:
         return None
-    if canonicalize_name(req.name) != canonicalize_name(package):
+    return Req(req.name, req.specifier)
+
+
+_LEADING_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+
+
+def _matches(req_text: str, package: str) -> Req | None:
+    lead = _LEADING_NAME.match(req_text)
+    if lead is not None and canonicalize_name(lead.group(1)) != canonicalize_name(package):
+        return None  # another project's requirement, valid or not: not parsed
+    req = parse_requirement(req_text)
+    if req is None or canonicalize_name(req.name) != canonicalize_name(package):
         return None
     return req
+
+
+def canonicalize_name(name: str) -> str:
+    """PEP 503's normalized name (``packaging.utils.canonicalize_name``, whose module imports
+    ``packaging.tags`` and with it logging and subprocess)."""
+    return _SEPARATORS.sub("-", name).lower()
+
+
+_SEPARATORS = re.compile(r"[-_.]+")
 
 
 def _requirement_files(root: Path) -> list[Path]:
@@ -571,7 +617,6 @@ def _old_find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion
 
 def _pyproject_specs(data: dict, package: str, main: bool = False, unpinned: bool = False) -> list[SpecifierSet]:
     from packaging.specifiers import SpecifierSet
-    from packaging.utils import canonicalize_name
 
     out: list[SpecifierSet] = []
     project = data.get("project", {})

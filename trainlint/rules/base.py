@@ -12,8 +12,6 @@ import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from trainlint.diagnostics import Diagnostic, Edit, Fix, Related, Severity, Span
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,11 +21,55 @@ if TYPE_CHECKING:  # pragma: no cover
 FixSafety = Literal["safe", "unsafe", "none"]
 
 
-class RuleOptions(BaseModel):
-    """Base of a rule's options (``[tool.trainlint.<rule-name>]``). Validated only when the
-    user sets some (``defer_build``): a run without options builds no validator."""
+class OptionSpec:
+    """One option of a rule: its default, its key in the table (``alias``), its documentation
+    and its constraints (``ge``, ``gt``: checked by the schema, ``trainlint.config_schema``)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+    __slots__ = ("default", "alias", "description", "constraints")
+
+    def __init__(self, default: Any, alias: str | None, description: str, constraints: dict[str, Any]) -> None:
+        self.default = default
+        self.alias = alias
+        self.description = description
+        self.constraints = constraints
+
+
+def option(default: Any, *, alias: str | None = None, description: str = "", **constraints: Any) -> Any:
+    """Declare an option of a ``RuleOptions`` class (``threshold: int = option(1, ge=1)``)."""
+    return OptionSpec(default, alias, description, constraints)
+
+
+class RuleOptions:
+    """Base of a rule's options (``[tool.trainlint.<rule-name>]``): class attributes declared
+    with ``option(...)`` and annotated with their type. An instance holds plain values (the
+    defaults unless the user set some); the table is validated by a pydantic model built from
+    the declarations only when the user sets some (``Settings.options_for``)."""
+
+    _specs: ClassVar[dict[str, OptionSpec]] = {}
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        specs = dict(cls._specs)
+        for name, value in list(vars(cls).items()):
+            if isinstance(value, OptionSpec):
+                specs[name] = value
+                setattr(cls, name, value.default)
+        cls._specs = specs
+
+    @classmethod
+    def specs(cls) -> dict[str, OptionSpec]:
+        return cls._specs
+
+    @classmethod
+    def model_construct(cls, **values: Any) -> RuleOptions:
+        """The defaults with ``values`` set, unvalidated."""
+        self = cls()
+        for name, value in values.items():
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self._specs) + ")"
 
 
 class NoOptions(RuleOptions):
@@ -69,18 +111,29 @@ class Rule:
     severity: ClassVar[Severity]
     fix_safety: ClassVar[FixSafety] = "none"
     summary: ClassVar[str]  # one line for ``trainlint rules``
-    Options: ClassVar[type[BaseModel]] = NoOptions
+    Options: ClassVar[type[RuleOptions]] = NoOptions
     cases: ClassVar[list[Case]] = []
     produced_by_engine: ClassVar[bool] = False  # input problems (TL0xx) come from the readers
     # The names (substrings) of which a walked Python file that nothing links must contain one
     # for this rule to report on it (``trainlint.rules._triggers``). A walked file that holds no
     # trigger of any selected rule is read, never parsed; a one-file run imports only the rules
-    # it can trigger. None: not declared (every file the broad pre-filter lets through).
+    # it can trigger. None: not declared (every file the broad pre-filter lets through). A rule
+    # may also need one of ``index_words()`` as a whole identifier (below).
     # ``needs``: settings without which the rule never reports (``gpu``).
     triggers: ClassVar[tuple[str, ...] | None] = None
     needs: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, settings: Settings, options: BaseModel | None = None) -> None:
+    @classmethod
+    def index_words(cls) -> dict[str, tuple[str, ...]] | None:
+        """For a rule that needs more than a substring: {trigger: names}. The rule reports on a
+        Python-only setup only if, for some trigger it contains (a substring, one of
+        ``triggers``), one of that trigger's names occurs as a whole identifier: a long list a
+        substring test could not afford, such as the names a migration rule knows were removed
+        from a package (the trigger). Read by ``scripts/gen_rule_index.py`` (so they may come
+        from data files); None: no such lists."""
+        return None
+
+    def __init__(self, settings: Settings, options: RuleOptions | None = None) -> None:
         self.settings = settings
         self.options = options if options is not None else self.Options.model_construct()
 
@@ -127,7 +180,7 @@ class Rule:
     @classmethod
     def options_doc(cls) -> list[tuple[str, str, Any]]:
         out = []
-        for fname, f in cls.Options.model_fields.items():
+        for fname, f in cls.Options.specs().items():
             out.append((f.alias or fname.replace("_", "-"), f.description or "", f.default))
         return out
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
 from trainlint.rules._context import run_context
 from trainlint.rules._setup_models import uses_hf_trainer
 from trainlint.rules._versioned import SiteRule, python_file, strategy
-from trainlint.rules.base import Case, RuleOptions
+from trainlint.rules.base import Case, RuleOptions, option
 from trainlint.setup import ArgsSite, Setup
 
 TA = "from transformers import Trainer, TrainingArguments\n"
@@ -32,7 +31,7 @@ def _trainer_runs(setup: Setup, site: ArgsSite) -> bool:
 
 class SaveLimitOptions(RuleOptions):
 
-    fix_value: int = Field(3, ge=1, alias="fix-value", description="the save_total_limit the fix writes")
+    fix_value: int = option(3, ge=1, alias="fix-value", description="the save_total_limit the fix writes")
 
 
 class SaveTotalLimitMissing(SiteRule):

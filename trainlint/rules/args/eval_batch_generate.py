@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import SETUP_NAMES
-from trainlint.rules.base import Case, Rule, RuleOptions
+from trainlint.rules.base import Case, Rule, RuleOptions, option
 from trainlint.setup import Setup
 
 DEFAULT_EVAL_BATCH = 8  # TrainingArguments.per_device_eval_batch_size default (4.x and 5.x)
@@ -16,7 +15,7 @@ DEFAULT_EVAL_BATCH = 8  # TrainingArguments.per_device_eval_batch_size default (
 
 class EvalBatchOptions(RuleOptions):
 
-    max_sequences: int = Field(
+    max_sequences: int = option(
         16, ge=1, alias="max-sequences",
         description="flag when per_device_eval_batch_size x generation_num_beams exceeds this")
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._context import run_context
 from trainlint.rules._triggers import SETUP_NAMES
-from trainlint.rules.base import Case, Rule, RuleOptions
+from trainlint.rules.base import Case, Rule, RuleOptions, option
 from trainlint.setup import Setup
 
 
@@ -22,8 +21,8 @@ _LLAMA = ("from transformers import AutoModelForCausalLM, TrainingArguments\n"
 
 class LoggingStepsOptions(RuleOptions):
 
-    threshold: int = Field(1, ge=1, description="flag `logging_steps` values at or below this")
-    fix_value: int = Field(10, ge=2, alias="fix-value", description="the value the fix writes")
+    threshold: int = option(1, ge=1, description="flag `logging_steps` values at or below this")
+    fix_value: int = option(10, ge=2, alias="fix-value", description="the value the fix writes")
 
 
 class LoggingStepsTooLow(Rule):

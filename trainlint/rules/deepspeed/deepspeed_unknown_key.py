@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
@@ -19,7 +18,14 @@ from trainlint.setup import Setup
 
 @lru_cache(maxsize=1)
 def ds_schema() -> dict:
-    return json.loads(resources.files("trainlint.knowledge").joinpath("data/deepspeed_schema.json").read_text())
+    path = Path(__file__).resolve().parent.parent.parent / "knowledge" / "data" / "deepspeed_schema.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _close(word: str, possibilities: list[str], n: int, cutoff: float) -> list[str]:
+    import difflib  # only for a key that is not valid
+
+    return difflib.get_close_matches(word, possibilities, n=n, cutoff=cutoff)
 
 
 def _valid_keys(section: str) -> tuple[set[str], dict[str, dict]]:
@@ -161,7 +167,7 @@ class DeepSpeedUnknownKey(Rule):
             if m.key in known:
                 continue
             close = _normalised_match(m.key, known) or \
-                difflib.get_close_matches(m.key, sorted(known), n=1, cutoff=0.85)
+                _close(m.key, sorted(known), n=1, cutoff=0.85)
             if close:
                 yield self.diagnostic(m.key_span, f"unknown top-level DeepSpeed key {m.key!r}: DeepSpeed ignores it "  # type: ignore[arg-type]
                                                   f"silently; did you mean {close[0]!r}?",
@@ -190,7 +196,7 @@ class DeepSpeedUnknownKey(Rule):
                 continue
             if key in valid:
                 continue
-            close = _normalised_match(key, valid) or difflib.get_close_matches(key, sorted(valid), n=1, cutoff=0.75)
+            close = _normalised_match(key, valid) or _close(key, sorted(valid), n=1, cutoff=0.75)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             yield self.diagnostic(m.key_span, f"unknown key {key!r} in {section}: DeepSpeed's schema forbids "  # type: ignore[arg-type]
                                               f"extra keys there and stops at start-up{hint}",

@@ -6,12 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
-from pydantic import Field
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword, python_literal
 from trainlint.rules._triggers import DEEPSPEED_NAMES
-from trainlint.rules.base import Case, Rule, RuleOptions
+from trainlint.rules.base import Case, Rule, RuleOptions, option
 from trainlint.setup import ArgsSite, Setup
 
 # TrainingArguments defaults (unchanged from 4.40 to 5.24)
@@ -22,15 +21,15 @@ DEFAULT_ACCUM = 1
 
 class LrScalingOptions(RuleOptions):
 
-    rule: Literal["sqrt", "linear"] = Field(
+    rule: Literal["sqrt", "linear"] = option(
         "sqrt", description="how the learning rate should follow the effective batch size "
                             "(sqrt suits Adam-family optimizers, linear suits SGD)")
-    reference_batch_size: int | None = Field(
+    reference_batch_size: int | None = option(
         None, ge=1, alias="reference-batch-size",
         description="a known-good effective batch size (per-device x accumulation x GPUs)")
-    reference_learning_rate: float | None = Field(
+    reference_learning_rate: float | None = option(
         None, gt=0, alias="reference-learning-rate", description="the learning rate tuned for that batch size")
-    tolerance: float = Field(0.01, ge=0, description="relative difference under which two learning rates are equal")
+    tolerance: float = option(0.01, ge=0, description="relative difference under which two learning rates are equal")
 
 
 @dataclass

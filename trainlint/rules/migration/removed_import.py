@@ -138,9 +138,19 @@ class RemovedImport(Rule):
     code = "TL611"
     name = "removed-import"
     severity = Severity.ERROR
-    triggers = ("transformers", "trl", "peft")  # importing a removed name names its library
+    # importing a removed name names its library, and the name itself: a file that merely
+    # imports transformers is not parsed on this rule's account
+    triggers = _PACKAGES
     fix_safety = "safe"
     summary = "an import of a name the target transformers/trl/peft release no longer exports"
+
+    @classmethod
+    def index_words(cls) -> dict[str, tuple[str, ...]]:
+        from trainlint.knowledge import trl_trainers
+
+        words = {p: set(_pn().removed_names(p)) for p in _PACKAGES}
+        words["trl"].update(trl_trainers.stub_trainers())
+        return {p: tuple(sorted(names)) for p, names in words.items()}
 
     cases = [
         Case("""

@@ -1,0 +1,273 @@
+"""Start-up (issue 18): settings and rule options without pydantic unless a value needs it,
+the same values and the same error messages as the pydantic schema."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainlint.config import ConfigError, Settings, _plain_values, load_settings
+from trainlint.diagnostics import Severity
+from trainlint.rules.args.logging_steps import LoggingStepsOptions
+from trainlint.rules.hardware.lr_scaling import LrScalingOptions
+
+from helpers import REPO_ROOT
+
+TRAIN = ("from transformers import Trainer, TrainingArguments\n"
+         "args = TrainingArguments(output_dir='o', logging_steps=1)\n"
+         "Trainer(model=m, args=args).train()\n")
+
+
+def _probe(path: Path, cwd: Path) -> set[str]:
+    probe = (
+        "import sys, io, contextlib\n"
+        f"sys.argv = ['trainlint', 'check', {str(path)!r}, '--no-cache']\n"
+        "from trainlint.cli import main\n"
+        "try:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODS=' + ','.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd,
+                         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    line = [x for x in out.stderr.splitlines() if x.startswith("MODS=")]
+    assert line, out.stderr
+    return set(line[0][5:].split(","))
+
+
+def test_one_file_check_never_imports_pydantic(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.trainlint]\nselect = ["ALL"]\nignore = ["TL6"]\ngpus = 2\nfail-on = "error"\n'
+        '[tool.trainlint.per-file-ignores]\n"tests/*" = ["TL2"]\n')
+    mods = _probe(tmp_path / "train.py", tmp_path)
+    assert "trainlint" in mods and "pydantic" not in mods and "pydantic_core" not in mods
+
+
+def test_rule_options_import_pydantic_only_when_set(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint.logging-steps-too-low]\nthreshold = 3\n')
+    assert "pydantic" in _probe(tmp_path / "train.py", tmp_path)
+
+
+def _load(tmp_path: Path, table: str, **overrides):
+    (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\n" + table + "\n")
+    return load_settings(tmp_path, overrides)
+
+
+@pytest.mark.parametrize("table, message", [
+    ("gpus = 0", "invalid setting gpus: Input should be greater than or equal to 1"),
+    ("gpus = 1.5", "invalid setting gpus: Input should be a valid integer, got a number with a fractional part"),
+    ('fail-on = "bad"', "invalid setting fail-on: Input should be 'info', 'warning' or 'error'"),
+    ('select = "TL2"', "invalid setting select: Input should be a valid list"),
+    ("select = [1]", "invalid setting select.0: Input should be a valid string"),
+    ("gpu = 4", "invalid setting gpu: Input should be a valid string"),
+    ('[tool.trainlint.per-file-ignores]\n"x" = "TL1"', "invalid setting per-file-ignores.x: Input should be a valid list"),
+    ("[tool.trainlint.logging-steps-too-low]\nthreshold = 0",
+     "invalid options for rule logging-steps-too-low: Input should be greater than or equal to 1 (threshold)"),
+    ('[tool.trainlint.lr-not-scaled]\nrule = "cubic"',
+     "invalid options for rule lr-not-scaled: Input should be 'sqrt' or 'linear' (rule)"),
+    ('[tool.trainlint.lr-not-scaled]\ntolerance = "x"',
+     "invalid options for rule lr-not-scaled: Input should be a valid number, unable to parse string as a number "
+     "(tolerance)"),
+    ("[tool.trainlint.lr-not-scaled]\nextra = 1", "invalid options for rule lr-not-scaled: Extra inputs are not permitted (extra)"),
+    ("[tool.trainlint.lr-not-scaled]\nreference-learning-rate = 0",
+     "invalid options for rule lr-not-scaled: Input should be greater than 0 (reference-learning-rate)"),
+])
+def test_bad_config_messages(tmp_path, table, message):
+    (tmp_path / "train.py").write_text(TRAIN)
+    with pytest.raises(ConfigError) as e:
+        s = _load(tmp_path, table)
+        from trainlint.rules.args.logging_steps import LoggingStepsTooLow
+        from trainlint.rules.hardware.lr_scaling import LrNotScaled
+        for rule in (LoggingStepsTooLow, LrNotScaled):
+            s.options_for(rule)
+    assert str(e.value) == message
+
+
+def test_coerced_values_come_from_the_schema(tmp_path):
+    s = _load(tmp_path, 'gpus = "4"\nfail-on = "info"')
+    assert s.gpus == 4 and s.fail_on is Severity.INFO
+    s = _load(tmp_path, 'select = ["TL2"]', gpus=2, base="main")
+    assert (s.select, s.gpus, s.base, s.project_root) == (["TL2"], 2, "main", tmp_path)
+
+
+PLAIN_CASES = [
+    {"select": ["TL2"], "ignore": [], "extend-select": ["TL5"], "exclude": ["a/*"]},
+    {"per-file-ignores": {"x/*.py": ["TL1", "TL2"]}, "gpu": "A100", "gpus": 8},
+    {"transformers-version": "4.46.0", "trl-version": "0.20.0", "base": "HEAD~1", "fail-on": "error"},
+    {"fail-on": Severity.INFO, "rule_options": {"lr-not-scaled": {"rule": "linear"}}},
+    {"project_root": Path("/tmp"), "config_path": Path("/tmp/pyproject.toml"), "target_root": None},
+    {"select": ["ALL"], "gpus": None, "gpu": None},
+]
+
+
+def test_schema_fields_match_the_settings():
+    from trainlint.config import FIELDS
+    from trainlint.config_schema import SettingsModel
+
+    assert {n: (f.alias or n) for n, f in SettingsModel.model_fields.items()} == {n: k for n, (k, _) in FIELDS.items()}
+    assert {n: f.default for n, f in SettingsModel.model_fields.items()} == \
+        {n: (list(d) if isinstance(d, tuple) else d) for n, (_, d) in FIELDS.items()}
+
+
+@pytest.mark.parametrize("data", PLAIN_CASES)
+def test_plain_values_agree_with_the_schema(data):
+    from trainlint.config import _validated
+
+    plain = _plain_values(data)
+    assert plain is not None
+    assert Settings(**plain) == _validated(dict(data))
+
+
+@pytest.mark.parametrize("data", [
+    {"gpus": "4"}, {"gpus": True}, {"gpus": 0}, {"select": ("TL2",)}, {"select": "TL2"}, {"fail-on": "WARNING"},
+    {"project_root": "/tmp"}, {"nope": 1}, {"select": ["A"], "extend_select": [], "extend-select": []},
+    {"per-file-ignores": {"a": "TL1"}}, {"rule_options": {"x": 1}},
+])
+def test_anything_else_goes_to_the_schema(data):
+    assert _plain_values(data) is None
+
+
+def test_rule_options_defaults_and_validation():
+    from trainlint.rules.args.logging_steps import LoggingStepsTooLow
+    from trainlint.rules.hardware.lr_scaling import LrNotScaled
+
+    d = LoggingStepsOptions.model_construct()
+    assert (d.threshold, d.fix_value) == (1, 10)
+    s = Settings(rule_options={"logging-steps-too-low": {"threshold": 5, "fix-value": 20},
+                               "lr-not-scaled": {"reference-batch-size": 8, "tolerance": 1}})
+    v = s.options_for(LoggingStepsTooLow)
+    assert (v.threshold, v.fix_value) == (5, 20)
+    v = s.options_for(LrNotScaled)
+    assert (v.rule, v.reference_batch_size, v.reference_learning_rate, v.tolerance) == ("sqrt", 8, None, 1.0)
+    assert isinstance(v.tolerance, float)
+    assert [name for name, _, _ in __import__("trainlint.rules.hardware.lr_scaling", fromlist=["x"])
+            .LrNotScaled.options_doc()] == ["rule", "reference-batch-size", "reference-learning-rate", "tolerance"]
+
+
+def test_settings_copy_and_pickle():
+    import pickle
+
+    s = Settings(select=["TL2"], gpus=2)
+    t = s.model_copy(update={"target_root": Path("/x")})
+    assert t.target_root == Path("/x") and t.select == ["TL2"] and s.target_root is None
+    assert pickle.loads(pickle.dumps(t)) == t
+    assert Settings().select == ["ALL"] and Settings().select is not Settings().select
+
+
+# -- trigger words (TL611 from removed_names.json) ---------------------------------------------
+
+def test_trigger_words_are_in_step():
+    sys.path.insert(0, str(REPO_ROOT / "scripts"))
+    from gen_rule_index import words_text
+
+    from trainlint.rule_index import WORDS_PATH
+
+    assert WORDS_PATH.read_text(encoding="utf-8") == words_text(), \
+        "trainlint/rules/trigger_words.json is stale: run python scripts/gen_rule_index.py"
+
+
+def test_removed_import_words_come_from_the_data():
+    from trainlint.knowledge import public_names, trl_trainers
+    from trainlint.rule_index import lookup, rule_words
+
+    assert lookup("TL611")["words"] and lookup("TL611")["triggers"] == ["peft", "transformers", "trl"]
+    for package in ("transformers", "trl", "peft"):
+        assert set(public_names.removed_names(package)) <= rule_words("TL611", package)
+    assert {"AdamW", "TextDataset"} <= rule_words("TL611", "transformers")
+    assert "prepare_model_for_int8_training" in rule_words("TL611", "peft")
+    assert set(trl_trainers.stub_trainers()) | {"DataCollatorForCompletionOnlyLM"} <= rule_words("TL611", "trl")
+    assert "ORPOTrainer" in rule_words("TL611", "trl") and "ORPOTrainer" not in rule_words("TL611", "transformers")
+    every = set().union(*(rule_words("TL611", p) for p in ("transformers", "trl", "peft")))
+    assert "AutoModelForCausalLM" not in every and "LoraConfig" not in every
+
+
+@pytest.mark.parametrize("text, wanted", [
+    ("from transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained('x')\n", False),
+    ("from peft import LoraConfig, get_peft_model\n", False),
+    ("import transformers\nprint(transformers.__version__)\n", False),
+    ("from transformers import AdamW\n", True),
+    ("from transformers import (\n    get_scheduler,\n    AdamW as Opt,\n)\n", True),
+    ("import transformers as tf\nopt = tf.AdamW(params)\n", True),
+    ("from peft import prepare_model_for_int8_training\n", True),
+    ("from trl import ORPOTrainer\n", True),
+    ("from peft import utils\nfrom transformers import set_seed\n", False),  # trl's removed names
+    ("from trl import set_seed\n", True),
+    ("AdamW = 1  # no package named\n", False),
+    ("from transformers import TrainingArguments\n", True),  # the other rules' triggers
+])
+def test_prefilter_words(text, wanted):
+    from trainlint.workspace import wanted_python
+
+    assert wanted_python(text, Settings()) is wanted
+
+
+def test_removed_import_alone_prefilter(tmp_path):
+    """A walked file whose only finding is TL611 is still found; one that merely imports
+    transformers is not parsed (no TL001 for a broken one that the broad filter would let
+    through is lost: it is syntax-checked)."""
+    import json
+
+    (tmp_path / "opt.py").write_text("from transformers import AdamW\nopt = AdamW(params)\n")
+    (tmp_path / "plain.py").write_text("from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\n")
+    (tmp_path / "broken.py").write_text("from transformers import AutoModel\ndef f(:\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["transformers>=5.0"]\n')
+    out = subprocess.run([sys.executable, "-m", "trainlint", "check", ".", "--no-cache", "--format", "json"],
+                         cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    found = sorted((d["path"], d["code"]) for d in json.loads(out.stdout))
+    assert found == [("broken.py", "TL001"), ("opt.py", "TL611")], out.stdout + out.stderr
+
+
+# -- requirements without packaging.requirements ------------------------------------------------
+
+REQUIREMENTS = [
+    "transformers", "transformers>=4.40", "transformers >= 4.40 , < 6", "Transformers==4.46.0", "trl~=0.20",
+    "transformers[torch,sentencepiece]>=4.41.2", "transformers[ torch ] >=4.41", "transformers==4.*", "peft!=0.10.0",
+    "accelerate>=0.26.0,<2", "torch===2.1.0+cu118", "transformers>=4.0.0rc1", "transformers>=1!4.0",
+    "deepspeed>=0.14.0; platform_system == 'Linux'", "transformers @ git+https://github.com/huggingface/transformers",
+    "transformers (>=4.40)", "transformers>=4.*", "transformers~=4", "trl>=", ">=4.0", "transformers>=4.0 extra",
+    "transformers[]", "transformers>=4.0,", "my_pkg.name-x>=1.0.post1", "a>=1.0.dev0", "_bad>=1", "x.>=1",
+    "transformers<=4.50.3,>=4.41.2,!=4.46.0", "transformers>4.4,<5.0.0.dev0", "transformers==4.40.0 ; python_version<'3.12'",
+]
+
+
+@pytest.mark.parametrize("text", REQUIREMENTS)
+def test_requirements_read_as_packaging_does(text):
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from trainlint.knowledge.versions import parse_requirement
+
+    try:
+        req = Requirement(text)
+        expected = (req.name, req.specifier)
+    except InvalidRequirement:
+        expected = None
+    got = parse_requirement(text)
+    assert (None if got is None else (got.name, got.specifier)) == expected
+    if got is not None:
+        assert [(s.operator, s.version) for s in sorted(got.specifier, key=str)] == \
+            [(s.operator, s.version) for s in sorted(expected[1], key=str)]
+
+
+@pytest.mark.parametrize("text", REQUIREMENTS + ["tomli>=2.0; python_version < '3.11'", "transformers-x>=1", "torch"])
+@pytest.mark.parametrize("package", ["transformers", "tomli", "deepspeed", "torch"])
+def test_matches_as_packaging_does(text, package):
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from trainlint.knowledge.versions import _matches
+
+    try:
+        req = Requirement(text)
+        expected = req.specifier if canonicalize_name(req.name) == canonicalize_name(package) else None
+    except InvalidRequirement:
+        expected = None
+    got = _matches(text, package)
+    assert (None if got is None else got.specifier) == expected
