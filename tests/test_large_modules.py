@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from helpers import fix_folder, lint_folder, write_files
 
-from trainlint.partition import _mentioned_names
 from trainlint.rules import all_rules
 from trainlint.sources import pruning
 
@@ -194,13 +193,6 @@ def test_findings_and_fixes_are_those_of_a_whole_parse_on_examples_and_generated
     pruned()
     assert _findings(tmp_path) == before
     assert fix_folder(tmp_path / "patho").fixed == fixed_before
-
-
-def test_mentioned_file_names():
-    text = ("run `python train.py --deepspeed ds.json` then python -m pkg.sub.run and a.py-b.yaml; "
-            "x.py.json, -m tool " + "A" * 5000 + ".py")
-    assert _mentioned_names(text) == {"train.py", "ds.json", "run", "a.py-b.yaml", "x.py.json", "tool",
-                                      "A" * 5000 + ".py"}
 
 
 def test_statement_lines_of_pieces():

@@ -335,9 +335,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
 
 
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\.*([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
-# a name starts where a run of name characters starts (else every position of a long run,
-# such as a notebook's base64 image, re-scanned the rest of the run: quadratic in its length)
-_FILE_NAME = re.compile(r"(?<![\w.-])([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
+_FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
 
 
 def _module_stem(path: str) -> str:

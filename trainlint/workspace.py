@@ -85,9 +85,11 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
             ast.parse(text, filename=path)
             return None
         if len(text) >= pruning.LARGE_MODULE_CHARS:
-            from trainlint.rule_index import prefilter_names
+            from trainlint.rule_index import prefilter
 
-            return parse_python(path, text, prefilter_names(ws.settings))
+            found = prefilter(ws.settings)  # every trigger, with words or not (a superset is safe)
+            triggers = None if found.names is None else (*found.names, *(t for t, _ in found.worded))
+            return parse_python(path, text, triggers)
         return parse_python(path, text)
     except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
         line = e.lineno or 1

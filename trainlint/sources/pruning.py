@@ -50,12 +50,15 @@ def _line_starts(text: str) -> array:
     return starts
 
 
-def module_pieces(text: str, piece_chars: int = PIECE_CHARS) -> Iterator[tuple[int, ast.Module, str]]:
+def module_pieces(text: str, piece_chars: int | None = None, pad: bool = False
+                  ) -> Iterator[tuple[int, ast.Module, str]]:
     """(line offset, tree, text) of consecutive pieces of ``text`` cut between top-level statements,
     each parsed on its own (a statement at line ``n`` of a piece is at line ``offset + n`` of
-    the module). Raises what ``ast.parse`` raises when the last piece does not parse (a
+    the module; ``pad``: each piece is parsed after as many empty lines as come before it, so
+    its tree has the module's lines, and the offset is 0). Raises what ``ast.parse`` raises when the last piece does not parse (a
     ``SyntaxError`` with the module's line); ``ValueError`` when a ``__future__``
     import sits beyond the first piece (only a whole parse tells whether it is allowed)."""
+    piece_chars = piece_chars or PIECE_CHARS
     starts = _line_starts(text)
     n = len(text)
     cut_offsets = array("q", (m.start() for m in _CUT.finditer(text)))
@@ -72,17 +75,17 @@ def module_pieces(text: str, piece_chars: int = PIECE_CHARS) -> Iterator[tuple[i
         if not first and "__future__" in piece:
             raise ValueError("__future__ import beyond the first piece")
         try:
-            tree = ast.parse(piece)
+            tree = ast.parse("\n" * line0 + piece if pad else piece)
         except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
             if end >= n:
-                if isinstance(e, SyntaxError) and e.lineno is not None:  # the module's line
+                if isinstance(e, SyntaxError) and e.lineno is not None and not pad:  # the module's line
                     e.lineno += line0
                     if e.end_lineno is not None:
                         e.end_lineno += line0
                 raise
             want = max(want * 2, end - start + 1)  # grow: a string or a bracket spans the cut
             continue
-        yield line0, tree, piece
+        yield 0 if pad else line0, tree, piece
         del tree, piece
         first = False
         line0 = bisect.bisect_right(starts, end) - 1 if end < n else line0
@@ -104,6 +107,23 @@ def statement_lines(text: str) -> list[int]:
         tree = ast.parse(text)
         return [min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", ())]) for s in tree.body]
     return out
+
+
+def parse_module(text: str, triggers: tuple[str, ...] | None, filename: str = "<unknown>") -> ast.Module:
+    """The syntax tree of a module of at least ``LARGE_MODULE_CHARS`` (see the module's
+    documentation): its relevant statements, parsed piece by piece (a whole parse holds its
+    parser's memory and the tree at once, about twice the tree) into one module whose nodes
+    have the positions of a whole parse. What does not parse is parsed whole, for its error."""
+    kept = relevant_text(text, triggers)
+    body: list[ast.stmt] = []
+    try:
+        for _, tree, _ in module_pieces(kept, pad=True):
+            body.extend(tree.body)
+            del tree
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        del body
+        return ast.parse(text, filename=filename)
+    return ast.Module(body=body, type_ignores=[])
 
 
 def _bound_names(tree: ast.Module, text: str) -> set[str]:
