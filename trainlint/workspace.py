@@ -146,7 +146,7 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
                     return pf
             return None
         pf.doc = _parse_python(ws, path, tf.text)
-    elif kind == "notebook" and not explicit and not _notebook_prefilter(tf.text):
+    elif kind == "notebook" and not explicit and not _wanted_notebook(ws, path, tf.text):
         return None
     else:
         from trainlint.sources import registry
@@ -162,10 +162,18 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
     return pf
 
 
-def _notebook_prefilter(text: str) -> bool:
-    from trainlint.sources.notebook import prefilter
+def _wanted_notebook(ws: Workspace, path: str, text: str) -> bool:
+    """A walked notebook is read when its code cells mention a trigger of a selected rule (or
+    a launch line, a written file), as a script is; one its code mentions only the broad
+    pre-filter's names is read only when its program does not parse (TL001), as a script's
+    syntax is checked."""
+    from trainlint.rule_index import prefilter_names
+    from trainlint.sources.notebook import prefilter, program_parses
 
-    return prefilter(text, PY_PREFILTER)
+    names = prefilter_names(ws.settings)
+    if prefilter(text, PY_PREFILTER if names is None else names):
+        return True
+    return names is not None and prefilter(text, PY_PREFILTER) and not program_parses(path, text)
 
 
 MAX_REFERENCE_LEVELS = 8
