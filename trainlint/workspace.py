@@ -51,6 +51,7 @@ class Workspace:
     unparsable: set[str] = field(default_factory=set)
     # problems of walked generic JSON/YAML files, reported only if something references them
     deferred_problems: dict[str, list[Diagnostic]] = field(default_factory=dict)
+    absent: set[str] = field(default_factory=set)  # where linking looked for a file and found none
 
     @property
     def python_files(self) -> list[PythonFile]:
