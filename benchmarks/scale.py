@@ -12,8 +12,16 @@
    a script of ~10 MB; each at 1/4, 1/2 and full size, wall and peak memory (linear means the
    time per unit stays flat).
 
+4. Inputs of one kind: a ~10 MB DeepSpeed JSON (``check`` against ``json.load`` of it) and
+   ``--format text`` against ``concise`` on ~40,000 findings.
+
 usage: python benchmarks/scale.py [--repo NAME=DIR ...] [--set DIR] [--rounds 3]
-                                  [--skip repos,growth,patho]
+                                  [--skip repos,growth,patho,inputs]
+       python benchmarks/scale.py --pool-only --repo NAME=DIR ... [--rounds 5]
+         (only default / -j 1 / -j 2 on each repository: the 2-process speed-up, quickly)
+
+Every section prints the load average before and after: on a shared machine the wall times
+are inflated and ``-j 2`` cannot show a speed-up when no core is free; the CPU ratios hold.
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PY = sys.executable
-TRAINLINT = [PY, "-m", "trainlint", "check", "--exit-zero", "--format", "concise"]
+TRAINLINT_ANY = [PY, "-m", "trainlint", "check", "--exit-zero"]
+TRAINLINT = TRAINLINT_ANY + ["--format", "concise"]
 
 FLOOR = r"""
 import ast, json, os, sys
@@ -96,6 +105,16 @@ def med(xs: list[tuple[float, float, int]], i: int = 0) -> float:
     return statistics.median(x[i] for x in xs)
 
 
+def load() -> str:
+    a, b, c = os.getloadavg()
+    return f"load average {a:.1f} / {b:.1f} / {c:.1f} on {os.cpu_count()} cores"
+
+
+# a process that starts the way ``check`` does (the CLI, the settings) and reads every walked file
+WALK_STARTED = ("import sys; from pathlib import Path; import trainlint.cli, trainlint.config; "
+                "from trainlint.sources.files import walk; [open(p,'rb').read() for p,_ in walk([Path('.')])]")
+
+
 def count_files(root: Path) -> tuple[int, float]:
     sys.path.insert(0, str(ROOT))
     from trainlint.config import load_settings
@@ -107,10 +126,11 @@ def count_files(root: Path) -> tuple[int, float]:
 
 def repos(specs: list[str], rounds: int) -> None:
     ruff = shutil.which("ruff") or (str(Path(PY).parent / "ruff") if (Path(PY).parent / "ruff").exists() else None)
-    print("## Repositories (median wall s of", rounds, "interleaved rounds; CPU s in brackets)\n")
-    print("| repository (files walked / MB) | default `check .` | `-j 1` | `-j 2` | warm cache | parse floor "
-          "| ruff `--select ALL` | default / -j 1 | -j 1 / -j 2 | CPU -j 2 / -j 1 | warm / walk |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("## Repositories (median wall s of", rounds, "interleaved rounds; CPU s in brackets;", load() + ")\n")
+    print("| repository (files walked / MB) | default `check .` | `-j 1` | `-j 2` | warm cache | walk | walk, started "
+          "| parse floor | ruff `--select ALL` | default / -j 1 | -j 1 / -j 2 | CPU -j 2 / -j 1 | warm / walk "
+          "| warm / walk, started |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for spec in specs:
         name, _, folder = spec.partition("=")
         root = Path(folder).resolve()
@@ -124,6 +144,7 @@ def repos(specs: list[str], rounds: int) -> None:
             "floor": ([PY, "-c", FLOOR, "."], root),
             "walk": ([PY, "-c", "import sys; from pathlib import Path; from trainlint.sources.files import walk; "
                       "[open(p,'rb').read() for p,_ in walk([Path('.')])]"], root),
+            "walk_started": ([PY, "-c", WALK_STARTED], root),
         }
         if ruff:
             cmds["ruff"] = ([ruff, "check", "--isolated", "--select", "ALL", "--no-cache", "--exit-zero", "-q", "."], root)
@@ -131,10 +152,94 @@ def repos(specs: list[str], rounds: int) -> None:
         r = interleaved(cmds, rounds)
         cell = {k: f"{med(v):.2f} ({med(v, 1):.2f})" for k, v in r.items()}
         print(f"| {name} ({n} / {mb:.1f}) | {cell['default']} | {cell['j1']} | {cell['j2']} | {cell['warm']} | "
+              f"{cell['walk']} | {cell['walk_started']} | "
               f"{cell['floor']} | {cell.get('ruff', 'n/a')} | {med(r['default']) / med(r['j1']):.2f} | "
               f"{med(r['j1']) / med(r['j2']):.2f} | {med(r['j2'], 1) / med(r['j1'], 1):.2f} | "
-              f"{med(r['warm']) / med(r['walk']):.2f} |", flush=True)
+              f"{med(r['warm']) / med(r['walk']):.2f} ({med(r['warm'], 1) / med(r['walk'], 1):.2f} CPU) | "
+              f"{med(r['warm']) / med(r['walk_started']):.2f} ({med(r['warm'], 1) / med(r['walk_started'], 1):.2f} CPU) |",
+              flush=True)
         shutil.rmtree(cache, ignore_errors=True)
+    print(f"\n(after: {load()})\n")
+
+
+def pool_only(specs: list[str], rounds: int) -> None:
+    """Only default / -j 1 / -j 2 (no cache) per repository, interleaved: the 2-process speed-up."""
+    print(f"## The pool ({rounds} interleaved rounds; {load()})\n")
+    print("| repository | default wall s (CPU) | `-j 1` | `-j 2` | speed-up -j 1 / -j 2 (wall) | "
+          "default / -j 1 (wall) | CPU -j 2 / -j 1 | same-round speed-ups |")
+    print("|---|---|---|---|---|---|---|---|")
+    for spec in specs:
+        name, _, folder = spec.partition("=")
+        root = Path(folder).resolve()
+        cmds = {k: (TRAINLINT + ["--no-cache"] + a + ["."], root)
+                for k, a in (("default", []), ("j1", ["-j", "1"]), ("j2", ["-j", "2"]))}
+        measure(cmds["j1"][0], root)  # warm the page cache
+        r = interleaved(cmds, rounds)
+        rounds_ratio = ", ".join(f"{a[0] / b[0]:.2f}" for a, b in zip(r["j1"], r["j2"]))
+        print(f"| {name} | {med(r['default']):.2f} ({med(r['default'], 1):.2f}) | {med(r['j1']):.2f} "
+              f"({med(r['j1'], 1):.2f}) | {med(r['j2']):.2f} ({med(r['j2'], 1):.2f}) | "
+              f"{med(r['j1']) / med(r['j2']):.2f} | {med(r['default']) / med(r['j1']):.2f} | "
+              f"{med(r['j2'], 1) / med(r['j1'], 1):.2f} | {rounds_ratio} |", flush=True)
+    print(f"\n(after: {load()})\n")
+
+
+def big_deepspeed(path: Path, target_mb: float = 10.0) -> None:
+    """A DeepSpeed config (ZeRO-3, "auto" values, two findings) with a large payload: per-group compression
+    tables and a curriculum difficulty list, ~``target_mb`` MB indented."""
+    import json
+    import random
+
+    rng = random.Random(0)
+    groups = int(7000 * target_mb / 8.9)
+    cfg = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 4,
+           "fp16": {"enabled": True, "loss_scale": 0}, "bf16": {"enabled": True},  # findings: TL303, TL315
+           "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": True},
+                                 "overlap_comm": True, "stage3_gather_16bit_weights_on_model_save": True},
+           "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}},
+           "compression_training": {"layer_reduction": {"enabled": False}, "different_groups": {
+               f"g{i}": {"params": {"start_bits": 8, "target_bits": 4, "quantization_period": rng.randint(1, 5000)},
+                         "modules": [f"layer.{i}.attention.{k}" for k in ("q", "k", "v", "o")],
+                         "related_modules": [[f"layer.{i}.mlp.{k}", rng.random()] for k in range(3)]}
+               for i in range(groups)}},
+           "data_efficiency": {"enabled": True, "data_sampling": {"curriculum_learning": {
+               "difficulty": [rng.random() for _ in range(int(150_000 * target_mb / 8.9))]}}}}
+    path.write_text(json.dumps(cfg, indent=2))
+
+
+FINDINGS_SCRIPT = ("from transformers import Trainer, TrainingArguments\nmodel = ds = None\n" + "".join(
+    f"args_{i} = TrainingArguments(output_dir='o{i}', logging_steps=0, learning_rate=2e-2, warmup_steps=-1)\n"
+    for i in range(2000)))
+
+
+def inputs(rounds: int) -> None:
+    base = Path(tempfile.mkdtemp(prefix="tl-inputs-"))
+    print(f"## Inputs of one kind (median of {rounds} interleaved rounds; {load()})\n")
+    ds = base / "ds_config.json"
+    big_deepspeed(ds)
+    folder = base / "findings"
+    folder.mkdir()
+    for i in range(10):  # 2,000 calls with 2 findings each per file: 40,000 findings
+        (folder / f"train_{i}.py").write_text(FINDINGS_SCRIPT)
+    n = subprocess.run(TRAINLINT + ["--no-cache", "--format", "json", str(folder)], capture_output=True, text=True,
+                       env=env()).stdout.count('"code"')
+    r = interleaved({
+        "check": (TRAINLINT + ["--no-cache", str(ds)], base),
+        "json.load": ([PY, "-c", f"import json; json.load(open({str(ds)!r}))"], base),
+        "concise": (TRAINLINT_ANY + ["--no-cache", "--format", "concise", str(folder)], base),
+        "text": (TRAINLINT_ANY + ["--no-cache", "--format", "text", str(folder)], base),
+    }, rounds)
+    print("| what | wall s | CPU s | peak MiB | ratio (wall, CPU) |")
+    print("|---|---|---|---|---|")
+    print(f"| `check` of a {ds.stat().st_size / 1e6:.1f} MB DeepSpeed JSON | {med(r['check']):.2f} | "
+          f"{med(r['check'], 1):.2f} | {med(r['check'], 2):.0f} | {med(r['check']) / med(r['json.load']):.1f}x, "
+          f"{med(r['check'], 1) / med(r['json.load'], 1):.1f}x of json.load |")
+    print(f"| `python -c 'json.load(...)'` of it | {med(r['json.load']):.2f} | {med(r['json.load'], 1):.2f} | "
+          f"{med(r['json.load'], 2):.0f} | |")
+    print(f"| `--format concise`, {n} findings | {med(r['concise']):.2f} | {med(r['concise'], 1):.2f} | "
+          f"{med(r['concise'], 2):.0f} | |")
+    print(f"| `--format text`, same | {med(r['text']):.2f} | {med(r['text'], 1):.2f} | {med(r['text'], 2):.0f} | "
+          f"{med(r['text']) / med(r['concise']):.2f}x, {med(r['text'], 1) / med(r['concise'], 1):.2f}x of concise |")
+    shutil.rmtree(base, ignore_errors=True)
     print()
 
 
@@ -205,9 +310,15 @@ def main() -> None:
     ap.add_argument("--set", type=Path)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip", default="")
+    ap.add_argument("--pool-only", action="store_true", help="only default / -j 1 / -j 2 on each --repo")
     a = ap.parse_args()
     skip = set(a.skip.split(","))
     subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "trainlint")], check=False)
+    if a.pool_only:
+        pool_only(a.repo, a.rounds)
+        return
+    if "inputs" not in skip:
+        inputs(a.rounds)
     if a.repo and "repos" not in skip:
         repos(a.repo, a.rounds)
     if a.set and "growth" not in skip:

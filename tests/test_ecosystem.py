@@ -307,13 +307,29 @@ def test_cache_keys_on_the_git_base(tmp_path, monkeypatch):
     assert not any(d.name == "lr-not-scaled" for d in after.diagnostics)
 
 
-def test_files_that_name_other_files_are_not_cached(tmp_path, monkeypatch):
+def test_files_that_name_missing_files_are_not_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
     write_files(tmp_path / "p", {"a.py": BAD.replace("output_dir='o'", "output_dir='o', deepspeed='ds.json'")})
     settings = load_settings(tmp_path / "p")
-    _cached([tmp_path / "p"], settings)
+    first, _ = _cached([tmp_path / "p"], settings)
+    assert any(d.code == "TL004" for d in first.diagnostics)
     _, stats = _cached([tmp_path / "p"], settings)
-    assert stats == (0, 0)
+    assert stats == (0, 1)  # looked up, never stored
+
+
+def test_a_script_is_cached_with_the_config_it_reads_from_outside_the_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    write_files(tmp_path, {"p/src/a.py": BAD.replace("output_dir='o'", "output_dir='o', deepspeed='../ds.json'"),
+                           "p/ds.json": '{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}}\n'})
+    run = [tmp_path / "p" / "src"]
+    settings = load_settings(tmp_path / "p")
+    first, _ = _cached(run, settings)
+    assert any(p.endswith("ds.json") for p in first.files)  # read from outside the run
+    again, stats = _cached(run, settings)
+    assert stats[1] == 0 and _dump(again) == _dump(first)
+    (tmp_path / "p" / "ds.json").write_text('{"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}}\n')
+    changed, stats = _cached(run, settings)
+    assert stats[1] >= 1 and _dump(changed) == _dump(lint(run, settings, jobs=1)) != _dump(first)
 
 
 def test_cli_cache_location_and_no_cache(tmp_path):

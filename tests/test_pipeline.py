@@ -204,6 +204,7 @@ def test_rule_index_is_in_step_with_the_rules():
 # -- one result whatever the scheduler ------------------------------------------------------------
 
 import json  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 
 from helpers import REPO_ROOT, write_files  # noqa: E402
@@ -313,12 +314,63 @@ def test_every_scheduler_gives_the_same_result(tmp_path, monkeypatch):
     for other in (default_cold, warm, pooled):
         assert _everything(other) == _everything(serial)
 
-    # a changed config of a cached group: that group is checked again
-    (root / "configs" / "ds_z3.json").write_text('{"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}}\n')
-    changed = lint([Path(".")], settings, jobs=None, cache=True)
-    assert changed.cache_stats[1] >= 1
-    assert _everything(changed) == _everything(lint([Path(".")], settings, jobs=1))
-    assert _everything(changed) != _everything(serial)
+    # the cold run stored the whole run: the warm one answered without reading a file
+    assert warm.whole_run_cached and not default_cold.whole_run_cached
+    # a file touched, not changed: still the whole run (its hash is checked)
+    os.utime(root / "src" / "dpo.py", ns=(10**18, 10**18))
+    touched = lint([Path(".")], settings, jobs=1, cache=True)
+    assert touched.whole_run_cached and _everything(touched) == _everything(serial)
+    # a walked file changed that no finding depends on: every task from its own entry
+    (root / "examples" / "unrelated.py").write_text("print('still no training here')\n")
+    tasks = lint([Path(".")], settings, jobs=1, cache=True)
+    assert not tasks.whole_run_cached and tasks.cache_stats[1] == 0 and tasks.cache_stats[0] > 50
+    assert _everything(tasks) == _everything(serial)
+
+    # a changed config, launch script, args file or config outside the tree of a cached group:
+    # that group is checked again, and the result is a fresh run's
+    before = serial
+    for path, text in [
+        ("configs/ds_z3.json", '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}}\n'),
+        ("scripts/sft.sh", "accelerate launch --config_file configs/accel.yaml src/train.py "
+                           "--deepspeed configs/ds_z3.json --learning_rate 2e-5 --logging_steps 0\n"),
+        ("examples/args/sft.yaml", "output_dir: o\nlearning_rate: 2e-5\nlogging_steps: 5\nwarmup_steps: -1\n"),
+        ("../ext_ds.json", '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}}\n'),
+    ]:
+        (root / path).write_text(text)
+        changed = lint([Path(".")], settings, jobs=None, cache=True)
+        assert not changed.whole_run_cached and changed.cache_stats[1] >= 1, path
+        fresh = lint([Path(".")], settings, jobs=1)
+        assert _everything(changed) == _everything(fresh), path
+        assert _everything(changed) != _everything(before), path
+        again = lint([Path(".")], settings, jobs=None, cache=True)
+        assert again.whole_run_cached and _everything(again) == _everything(fresh), path
+        before = fresh
+
+
+def test_the_cache_sees_a_config_appear_where_linking_looked(tmp_path, monkeypatch):
+    """A script's setup looked for ``local/ds.json`` beside it, found none there and took the one
+    of the folder above (ignored by git, so outside the walk). A config that appears beside
+    it is the one a fresh run reads: the cache must not answer with the old result."""
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    write_files(root, {
+        ".gitignore": "local/\n",
+        "examples/train.py": TRAIN.format(extra=", deepspeed='local/ds.json'"),
+        "local/ds.json": '{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}}\n',
+    })
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    first = lint([Path(".")], settings, jobs=1, cache=True)
+    assert "local/ds.json" in first.files and lint([Path(".")], settings, cache=True).whole_run_cached
+    write_files(root, {"examples/local/ds.json": '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": true}}\n'})
+    fresh = lint([Path(".")], settings, jobs=1)
+    assert "examples/local/ds.json" in fresh.files and _everything(fresh) != _everything(first)
+    for _ in range(2):
+        cached = lint([Path(".")], settings, jobs=1, cache=True)
+        assert _everything(cached) == _everything(fresh)
 
 
 def test_every_rule_declares_its_triggers_and_its_cases_contain_them():

@@ -187,3 +187,100 @@ def test_roundtrip_and_spans_point_at_text(data, indent, ensure_ascii):
         if node.key is not None:
             ks = node.key_span
             assert json.loads(lines[ks.line - 1][ks.column - 1:ks.end_column - 1]) == node.key
+
+
+# -- the tree built on demand (LazyJsonNode) ----------------------------------------------------
+
+
+def _lazy_random_document(rng, depth=0):
+    r = rng.random()
+    if depth > 4 or r < 0.4:
+        return rng.choice([' 1', '-0', '1.5e3', '"a"', '"\\u00e9x"', '"\\ud83d\\ude00"', '"é"', 'true', 'null',
+                           '12345678901234567890123', '"\\n\\t\\"\\\\"', '"auto"', '"\\u0061uto"', 'false', '0.1',
+                           '"[{"', '"}]\\\\"'])
+    if r < 0.7:
+        return "[" + rng.choice([", ", ",\n  ", ","]).join(
+            _lazy_random_document(rng, depth + 1) for _ in range(rng.randint(0, 4))) + "]"
+    keys = [rng.choice(["a", "b", "auto", "é", "k\\n", "zero_optimization", "stage", "{"]) for _ in range(rng.randint(0, 4))]
+    sep = rng.choice([":", " : ", ":\n  "])
+    return "{" + ("," + rng.choice(["", "\n", " "])).join(
+        f'"{k}"{sep}{_lazy_random_document(rng, depth + 1)}' for k in keys) + "}"
+
+
+def _shape(root):
+    return [(n.kind, n.value if n.is_scalar else None, n.start, n.end, n.key, n.key_start, n.key_end, n.key_path,
+             n.parent.start if n.parent is not None else None, n.span, n.key_span, json.dumps(n.to_python()))
+            for n in root.walk()]
+
+
+def test_a_tree_built_on_demand_is_the_tree_read_node_by_node():
+    import random
+
+    from trainlint.sources.jsondoc import LazyJsonNode
+
+    rng = random.Random(5)
+    lazy_roots = errors = 0
+    for _ in range(2500):
+        text = _lazy_random_document(rng)
+        r = rng.random()
+        if r < 0.1:
+            text = "\ufeff" + text
+        elif r < 0.2:
+            text = "\n  " + text + "\n "
+        elif r < 0.25:
+            text = text.replace("1", "NaN", 1)
+        elif r < 0.3:
+            text = text[:-1]
+        elif r < 0.33:
+            text = text.replace(",", ",,", 1)
+        try:
+            eager = parse_json(text, "x.json", lazy=False)
+        except ReadError as e:
+            with pytest.raises(ReadError) as got:
+                parse_json(text, "x.json", lazy=True)
+            assert (str(got.value), got.value.line, got.value.column) == (str(e), e.line, e.column)
+            errors += 1
+            continue
+        lazy = parse_json(text, "x.json", lazy=True)
+        lazy_roots += isinstance(lazy, LazyJsonNode)
+        if "NaN" not in text:
+            assert _shape(lazy) == _shape(eager), text
+        assert [(p.kind, p.message, p.span) for p in lazy.problems] == [(p.kind, p.message, p.span) for p in eager.problems]
+        # children asked for before the whole walk: the same positions
+        fresh = parse_json(text, "x.json", lazy=True)
+        if not fresh.is_scalar:
+            assert [(c.start, c.end, c.key) for c in (fresh.members if fresh.is_mapping else fresh.items)] == \
+                [(c.start, c.end, c.key) for c in (eager.members if eager.is_mapping else eager.items)]
+    assert lazy_roots > 500 and errors > 100
+    # what json.loads accepts but parse_json reports is read node by node: duplicates, NaN,
+    # absurd nesting, integers Python refuses
+    assert not isinstance(parse_json('{"a": 1, "a": 2}', lazy=True), LazyJsonNode)
+    assert parse_json('{"a": 1, "a": 2}', lazy=True).problems
+    assert not isinstance(parse_json('{"a": NaN}', lazy=True), LazyJsonNode)
+    with pytest.raises(ReadError):
+        parse_json("[" * 600 + "]" * 600, lazy=True)
+    assert isinstance(parse_json("[" * 499 + "]" * 499, lazy=True), LazyJsonNode)
+    with pytest.raises(ReadError):
+        parse_json('{"a": ' + "9" * 5000 + "}", lazy=True)
+
+
+def test_a_large_deepspeed_config_gives_the_findings_of_the_node_by_node_reader(tmp_path, monkeypatch):
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.sources import jsondoc
+
+    payload = ",\n".join(f'    "g{i}": {{"modules": ["layer.{i}.q", "layer.{i}.k"], "bits": [{i % 8}, 4]}}' for i in range(6000))
+    (tmp_path / "ds_config.json").write_text(
+        '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": 4,\n'
+        '  "fp16": {"enabled": true},\n  "bf16": {"enabled": true},\n'
+        '  "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}},\n'
+        '  "compression_training": {"different_groups": {\n' + payload + '\n  }},\n  "lr": "\\u0061uto"\n}\n')
+    assert (tmp_path / "ds_config.json").stat().st_size > jsondoc.LAZY_MIN_CHARS
+    settings = load_settings(tmp_path)
+
+    def findings():
+        return [d.to_json() for d in lint([tmp_path / "ds_config.json"], settings).diagnostics]
+
+    lazy = findings()
+    monkeypatch.setattr(jsondoc, "LAZY_MIN_CHARS", 10 ** 12)
+    assert findings() == lazy and {"TL303", "TL319"} <= {d["code"] for d in lazy}

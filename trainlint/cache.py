@@ -19,10 +19,23 @@ file alone. Its key is a SHA-256 over everything the result can depend on:
 A group of files that link to each other (``partition``: launch scripts, configs, the scripts
 they run) is keyed on every path of the group with its text; the files it read from outside
 the run are its dependencies, hashed as above; a group with a missing reference (TL004) is not
-stored. Stand-alone scripts that mention other files (``.json``, ``.yaml``, ``.yml``, ``.sh``,
-``.toml``, ``.cfg``) are never cached; neither is anything when the target GPU is ``auto`` (read from
+stored. A stand-alone script that mentions other files (``.json``, ``.yaml``, ``.yml``, ``.sh``,
+``.toml``, ``.cfg``) is cached only when it has no missing reference (TL004), like a group. The
+places where linking looked for a file and found none (``linking.locate``) are dependencies
+too, stored as absent: a file that appears there is a change. Nothing is cached when the target GPU is ``auto`` (read from
 ``nvidia-smi``). A run reads one JSON file per namespace and writes it back atomically when it
 learned something; concurrent runs can only lose entries, never make one stale.
+
+A whole run is stored too, under a key of the paths given and the working directory: every
+walked path with its size, modification time and text hash, the files read from outside the
+run (with theirs) and the commits ``--base`` named, and the run's result. A later run over the
+same files answers from it after the walk, without reading a file: a file whose size and
+modification time are as stored is unchanged (as ruff decides); one whose are not is read and
+hashed, and unchanged if the hash is. A file modified in the two seconds before the run
+started (or during it) is stored without its time, so that it is always hashed. Any other
+difference (a file more or less, a changed text or commit) and the run is checked as usual,
+task by task from the entries above. It is stored only when every task of the run was
+answered from the cache or stored in it.
 
 Location: ``$TRAINLINT_CACHE_DIR`` if set, else ``.trainlint_cache/`` in the project root (the
 folder of the ``pyproject.toml`` with ``[tool.trainlint]``), else in the working directory.
@@ -35,6 +48,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import time_ns
 from typing import Any
 
 from trainlint import __version__
@@ -70,6 +84,37 @@ def code_fingerprint() -> str:
                 items.append(f"{os.path.relpath(e.path, root)}:{st.st_size}:{st.st_mtime_ns}")
     items.sort()
     return _sha("\n".join(items))
+
+
+def _state(path: str) -> list[int]:
+    """[size, modification time in ns] of a file, [-1, -1] when it cannot be stat-ed."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return [-1, -1]
+    return [st.st_size, st.st_mtime_ns]
+
+
+UNREADABLE = "unreadable"
+_RECENT_NS = 2_000_000_000  # a modification this close to the run's start: always hashed
+
+
+def text_digest(path: str) -> str:
+    """The hash of the text a run reads for ``path`` (``UNREADABLE`` when it cannot)."""
+    from trainlint.sources.files import ReadProblem, read_text
+
+    try:
+        return _sha(read_text(path).text)
+    except ReadProblem:
+        return UNREADABLE
+
+
+def bytes_digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return _sha(f.read())
+    except OSError:
+        return None
 
 
 def _dist_version(name: str) -> str:
@@ -156,6 +201,7 @@ class FindingsCache:
             "transformers": _dist_version("transformers"),
             "trl": _dist_version("trl"),
             "pins": project_pins(settings.project_root),
+            "target_pins": project_pins(getattr(settings, "target_root", None)),
         }
         namespace = _sha(json.dumps(payload, sort_keys=True, default=str))[:32]
         cache = cls(folder=cache_dir(settings), namespace=namespace, git=_GitBase(settings.base))
@@ -173,7 +219,8 @@ class FindingsCache:
         return self.folder / f"v{FORMAT}" / f"{self.namespace}.json"
 
     def cacheable(self, text: str) -> bool:
-        """Whether a stand-alone script's findings may be stored (it names no config file)."""
+        """Whether a stand-alone script's findings may be stored whatever its setup looked for
+        (it names no config file)."""
         return not mentions_other_files(text)
 
     def key(self, path: str, explicit: bool, text: str) -> str:
@@ -213,6 +260,56 @@ class FindingsCache:
             except OSError:
                 dep_hashes[dep] = None
         self.entries[key] = {**entry, "deps": dep_hashes}
+        self.dirty = True
+
+    # -- whole runs ------------------------------------------------------------------------
+
+    def run_key(self, paths: list[Any]) -> str:
+        return "run:" + _sha("\0".join(["run", os.getcwd(), *(os.path.normpath(str(p)) for p in paths)]))
+
+    def _commits(self, walked: list[tuple[str, bool]]) -> list[str]:
+        """The commit ``--base`` names in each repository the walked files lie in."""
+        folders = {os.path.dirname(p) for p, _ in walked}
+        return sorted({self.git.commit_for(os.path.join(f, "x")) for f in folders})
+
+    def run_get(self, key: str, walked: list[tuple[str, bool]]) -> dict[str, Any] | None:
+        """The stored result of a run over ``walked`` when no file of it (nor any file it read
+        from outside, nor a commit) changed."""
+        entry = self.entries.get(key)
+        if entry is None or entry.get("walked") != [[p, e] for p, e in walked]:
+            return None
+        for group, digest in (("files", text_digest), ("deps", bytes_digest)):
+            for path, known in entry[group].items():
+                state = _state(path)
+                if known[2] is not None and known[0] >= 0 and state == known[:2]:
+                    continue
+                if digest(path) != known[2]:
+                    return None
+                if state[1] >= 0 and state[1] < time_ns() - _RECENT_NS:  # touched, unchanged
+                    known[:2] = state
+                    self.dirty = True
+        if entry["commits"] != self._commits(walked):
+            return None
+        self.hits += entry["tasks"]
+        return entry
+
+    def run_put(self, key: str, walked: list[tuple[str, bool]], texts: dict[str, str], deps: dict[str, str | None],
+                started_ns: int, tasks: int, result: dict[str, Any]) -> None:
+        """Store a run: ``texts`` are the walked files' texts as the run read them (a walked
+        path missing there could not be read), ``deps`` the hashes of the files it read from
+        outside the run."""
+        recent = started_ns - _RECENT_NS
+
+        def stamped(path: str, digest: str | None) -> list[Any]:
+            state = _state(path)
+            return state + [digest] if 0 <= state[1] < recent else [-1, -1, digest]
+
+        self.entries[key] = {
+            "walked": [[p, e] for p, e in walked],
+            "files": {p: stamped(p, _sha(texts[p]) if p in texts else UNREADABLE) for p, _ in walked},
+            "deps": {p: stamped(p, d) for p, d in deps.items()},
+            "commits": self._commits(walked), "tasks": tasks, "result": result,
+        }
         self.dirty = True
 
     def save(self) -> None:

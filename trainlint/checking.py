@@ -41,6 +41,11 @@ class RuleSet:
             rule = self._made[entry["code"]] = cls(self.settings, self.settings.options_for(cls))
         return rule
 
+    def make_all(self) -> None:
+        """Make every selected rule now (before a pool forks its workers)."""
+        for e in self.entries:
+            self._rule(e)
+
     def for_workspace(self, ws: Workspace) -> list[Rule]:
         texts = [_python_text(f) for f in ws.files.values()]
         if any(t is None for t in texts):
@@ -165,7 +170,7 @@ class Outcome:
     texts: dict[str, str]  # the files read (with linked configs pulled in from outside)
     kinds: dict[str, str]
     unparsable: list[str]
-    deps: list[str]  # files its setups declared besides the group's own
+    deps: list[str]  # files its setups declared besides the group's own, and where linking found none
 
 
 def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: dict[str, str],
@@ -177,6 +182,7 @@ def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: di
     declared: set[str] = set()
     diagnostics = filter_findings(run_rules(ws, settings, declared, ctx=ctx, rules=rules), ws, settings)
     declared.difference_update(p for p, _ in entries)
+    declared.update(ws.absent - ws.files.keys())  # a file that appears there can change the result
     return Outcome(diagnostics, {p: f.text.text for p, f in ws.files.items()},
                    {p: f.kind for p, f in ws.files.items()}, sorted(ws.unparsable), sorted(declared))
 

@@ -15,22 +15,30 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from trainlint import checking
-from trainlint.checking import Outcome, check_group, run_task
-from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, internal_error  # noqa: F401 - internal_error re-exported
-from trainlint.partition import split, walk_order
-from trainlint.resolve import run_context, run_root
-from trainlint.rules import all_rules
 from trainlint.stack import with_deep_stack
+
+if TYPE_CHECKING:
+    from trainlint.checking import Outcome
+    from trainlint.config import Settings
+
+# The stages below are imported when a run needs them: a run the cache answers whole needs
+# only the walk (``_walk_order``).
 
 MAX_FIX_PASSES = 8
 MIN_POOL_FILES = 50  # the pool starts above this many files to check
+# With the default jobs, the pool starts only when it can pay for its start (forking, each
+# worker's first rules and tables): this many bytes of text to check, and no task so large
+# that the others cannot finish beside it (the run's expected speed-up below MIN_POOL_GAIN).
+MIN_POOL_BYTES = 2_000_000
+MIN_POOL_GAIN = 1.4
 
 
 @dataclass
@@ -43,6 +51,7 @@ class LintResult:
     unparsable: set[str] = field(default_factory=set)  # never edited by fix
     kinds: dict[str, str] = field(default_factory=dict)  # path -> reader kind
     cache_stats: tuple[int, int] | None = None  # (hits, misses) when the cache was used
+    whole_run_cached: bool = False  # answered by the cache's entry for the whole run
 
     @property
     def internal_errors(self) -> list[Diagnostic]:
@@ -106,15 +115,40 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
         close_all()
 
 
+def _walk_order(paths: list[Path], settings: Settings) -> list[tuple[str, bool]]:
+    """``partition.walk_order`` (paths as ``workspace.norm`` writes them), without importing
+    the stages."""
+    import os
+
+    from trainlint.sources.files import walk
+
+    return [(os.path.normpath(str(p)), e) for p, e in walk(paths, settings.exclude)]
+
+
 def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: int | None,
           use_cache: bool, min_files: int, memo: dict | None) -> LintResult:
-    plan = split(paths, settings, overlay)
-    ctx = run_context(settings, run_root(paths))
+    started_ns = time.time_ns()
     store = None
+    walked = _walk_order(paths, settings)
+    run_key = None
     if use_cache:
         from trainlint.cache import FindingsCache
 
         store = FindingsCache.open(settings)
+        if store is not None and not overlay:
+            # an unchanged run answers from the cache without reading a file
+            run_key = store.run_key(paths)
+            entry = store.run_get(run_key, walked)
+            if entry is not None:
+                store.save()
+                return _run_from_cache(entry["result"], (store.hits, store.misses))
+    from trainlint import checking
+    from trainlint.checking import check_group, run_task
+    from trainlint.partition import split
+    from trainlint.resolve import run_context, run_root
+
+    plan = split(paths, settings, overlay, walked)
+    ctx = run_context(settings, run_root(paths))
 
     diagnostics: list[Diagnostic] = []
     texts: dict[str, str] = dict(plan.texts)
@@ -123,12 +157,20 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
     unparsable: set[str] = set()
     todo: list[tuple[Any, str | None]] = []
     outcomes_cached: list[Outcome] = []
+    dep_hashes: dict[str, str | None] = {}  # what the tasks read from outside the run
     for u in plan.units:
         key = None
-        if store is not None and store.cacheable(u.text):
+        if store is not None:
             key = store.key(u.path, u.explicit, u.text)
             entry = store.get(key)
-            if entry is not None:
+            if entry is not None and entry.get("group"):  # it read files from outside the run
+                cached = _from_cache_entry(entry, plan.texts)
+                if cached is not None:
+                    dep_hashes.update(entry.get("deps", {}))
+                    outcomes_cached.append(cached)
+                    continue
+            elif entry is not None:
+                dep_hashes.update(entry.get("deps", {}))
                 diagnostics.extend(Diagnostic.from_json(d) for d in entry["diagnostics"])
                 if entry["kept"]:
                     kept.append(u.path)
@@ -148,6 +190,7 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
             if entry is not None:
                 cached = _from_cache_entry(entry, plan.group_texts)
                 if cached is not None:
+                    dep_hashes.update(entry.get("deps", {}))
                     outcomes_cached.append(cached)
                     continue
         group_todo.append((group, size, key))
@@ -161,7 +204,8 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
     run_tasks = [tasks[i] for i in pending]
     n_files = sum(1 if not isinstance(t, list) else len(t) for t in run_tasks)
     n_jobs = jobs if jobs is not None else _default_jobs()
-    if n_jobs > 1 and n_files > min_files and len(run_tasks) > 1:
+    if n_jobs > 1 and n_files > min_files and len(run_tasks) > 1 and \
+            (jobs is not None or _pool_pays([sizes[i] for i in pending], n_jobs)):
         from trainlint.parallel import PoolRun
 
         fresh = PoolRun(run_tasks, [sizes[i] for i in pending], settings, ctx, overlay, n_jobs).results()
@@ -186,12 +230,22 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
                 any(p in known and p not in own for p in out.texts):
             redo = True  # a group reads a file of another after all: check everything at once
         outcomes.append(out)
+    complete = store is not None and not redo and not overlay
     for (u, key), out in zip(todo, outcomes):
-        if store is not None and key is not None and set(out.texts) <= {u.path} \
-                and set(out.unparsable) <= {u.path} and not redo:
-            store.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
-                            "unparsable": u.path in out.unparsable,
-                            "diagnostics": [d.to_json() for d in out.diagnostics]}, out.deps)
+        if store is not None and key is not None and not redo \
+                and (store.cacheable(u.text) or not any(d.code == "TL004" for d in out.diagnostics)):
+            if set(out.texts) <= {u.path} and set(out.unparsable) <= {u.path}:
+                store.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
+                                "unparsable": u.path in out.unparsable,
+                                "diagnostics": [d.to_json() for d in out.diagnostics]}, out.deps)
+            else:  # with the configs it read from outside the run, stored like a group
+                store.put(key, {"group": True, "files": sorted(out.texts), "kinds": out.kinds,
+                                "unparsable": out.unparsable,
+                                "diagnostics": [d.to_json() for d in out.diagnostics]},
+                          sorted(p for p in out.texts if p != u.path) + out.deps)
+            dep_hashes.update(store.entries[key]["deps"])
+        else:
+            complete = False
     for (group, _, key), out in zip(group_todo, outcomes[len(todo):]):
         # a missing reference depends on a file that does not exist: not cached
         if store is not None and key is not None and not redo and not any(d.code == "TL004" for d in out.diagnostics):
@@ -199,12 +253,13 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
                             "unparsable": out.unparsable,
                             "diagnostics": [d.to_json() for d in out.diagnostics]},
                       sorted(p for p in out.texts if p not in plan.group_texts) + out.deps)
+            dep_hashes.update(store.entries[key]["deps"])
+        else:
+            complete = False
     outcomes.extend(outcomes_cached)
-    if store is not None:
-        store.save()
     if redo:
         diagnostics, kept, kinds, unparsable = [], [], {}, set()
-        outcomes = [with_deep_stack(check_group, walk_order(paths, settings), settings, overlay, ctx)]
+        outcomes = [with_deep_stack(check_group, walked, settings, overlay, ctx)]
     for out in outcomes:
         diagnostics.extend(out.diagnostics)
         kept.extend(out.texts)
@@ -221,14 +276,59 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
             merged.append(d)
     merged.sort(key=lambda d: d.sort_key())
     files = sorted(set(kept))
-    return LintResult(diagnostics=merged, files=files, texts={p: texts[p] for p in files if p in texts},
-                      unparsable=unparsable, kinds={p: kinds[p] for p in files if p in kinds},
-                      cache_stats=(store.hits, store.misses) if store is not None else None)
+    result = LintResult(diagnostics=merged, files=files, texts={p: texts[p] for p in files if p in texts},
+                        unparsable=unparsable, kinds={p: kinds[p] for p in files if p in kinds},
+                        cache_stats=(store.hits, store.misses) if store is not None else None)
+    if store is not None:
+        if complete and run_key is not None:
+            walked_texts = {**plan.dropped, **plan.group_texts, **plan.texts}
+            store.run_put(run_key, walked, walked_texts, dep_hashes, started_ns, len(tasks) + len(outcomes_cached), {
+                "diagnostics": [d.to_json() for d in merged], "files": files,
+                "unparsable": sorted(unparsable), "kinds": result.kinds})
+        store.save()
+    return result
+
+
+class _LazyTexts(Mapping):
+    """The texts of a run answered from the cache: each file is read when a reporter asks."""
+
+    def __init__(self, files: list[str]) -> None:
+        self._files = set(files)
+        self._order = files
+        self._read: dict[str, str] = {}
+
+    def __getitem__(self, path: str) -> str:
+        if path not in self._files:
+            raise KeyError(path)
+        if path not in self._read:
+            from trainlint.sources.files import ReadProblem, read_text
+
+            try:
+                self._read[path] = read_text(path).text
+            except ReadProblem:  # gone since the cache checked it: nothing to show
+                self._read[path] = ""
+        return self._read[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._files
+
+
+def _run_from_cache(result: dict[str, Any], stats: tuple[int, int]) -> LintResult:
+    return LintResult(diagnostics=[Diagnostic.from_json(d) for d in result["diagnostics"]], files=result["files"],
+                      texts=_LazyTexts(result["files"]), unparsable=set(result["unparsable"]),  # type: ignore[arg-type]
+                      kinds=dict(result["kinds"]), cache_stats=stats, whole_run_cached=True)
 
 
 def _from_cache_entry(entry: dict[str, Any], texts: dict[str, str]) -> Outcome | None:
     """A cached group's outcome; the texts of files it pulled in from outside the run are read
     again (the cache checked their hashes)."""
+    from trainlint.checking import Outcome
     from trainlint.sources.files import ReadProblem, read_text
 
     got: dict[str, str] = {}
@@ -250,6 +350,16 @@ def _memo_key(task: Any, plan: Any) -> tuple | None:
     if not all(p in plan.group_texts for p, _ in task):
         return None
     return ("group", tuple((p, e, plan.group_texts[p]) for p, e in task))
+
+
+def _pool_pays(sizes: list[int], jobs: int) -> bool:
+    """Whether the default jobs should use the pool for tasks of these sizes: enough to check,
+    and spread enough that ``jobs`` processes finish well before one would (a repository
+    whose modules import each other is mostly one group of linked files: one process)."""
+    total = sum(sizes)
+    if total < MIN_POOL_BYTES:
+        return False
+    return total / max(max(sizes), total / jobs) >= MIN_POOL_GAIN
 
 
 def _default_jobs() -> int:
@@ -373,6 +483,8 @@ def fix_in_memory(paths: list[Path], *, unsafe: bool = False, settings: Settings
 
 
 def all_rule_codes() -> list[str]:
+    from trainlint.rules import all_rules
+
     return [r.code for r in all_rules()]
 
 

@@ -146,7 +146,9 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
            doc: Any = None, _tail_of: str = "") -> Located:
     """Find the file ``ref`` written in ``base_file`` (by ``launch``, after its ``cd``s;
     ``doc`` the shell document that may write the file itself), and when it is not there,
-    how likely it is that the repository should contain it."""
+    how likely it is that the repository should contain it. The places looked at where no
+    file was are added to ``ws.absent`` (the findings depend on their absence: the cache
+    checks it)."""
     from trainlint.workspace import norm
 
     if not ref:
@@ -180,6 +182,7 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
             return Located(ELSEWHERE, severity=Severity.INFO, why=why)
     candidates = [norm(os.path.join(f, ref_x)) for f in folders]
     path = next((c for c in candidates if c in ws.files or c in ws.overlay or os.path.exists(c)), None)
+    ws.absent.update(candidates[:candidates.index(path)] if path is not None else candidates)
     if path is not None:
         return Located(FOUND, path=path, folders=folders)
     if _generated(doc, launch, ref_x):

@@ -4,7 +4,9 @@ this process otherwise).
 
 The pool (``fork`` where available, so that the workers inherit the run's tasks, settings,
 context and overlay instead of receiving them) is used only when there are more than
-``engine.MIN_POOL_FILES`` files to check and more than one job; workers never start pools of
+``engine.MIN_POOL_FILES`` files to check and more than one job (with the default jobs, also
+only when the tasks are large and spread enough to pay for it: ``engine._pool_pays``); the
+rules are made before the fork, so the workers inherit them; workers never start pools of
 their own. Tasks go in batches of similar size, the largest first; a worker sends back each
 task's findings, and a script's text only when this process does not have it.
 """
@@ -35,8 +37,8 @@ def _init_worker(sent: Any) -> None:
     # copy-on-write pages), and let it run rarely while parsed trees come and go
     gc.freeze()
     gc.set_threshold(20_000, 50, 1000)
-    tasks, settings, ctx, overlay, _ = sent if sent is not None else _RUN
-    _RUN = (tasks, settings, ctx, overlay, checking.make_rules(settings))
+    tasks, settings, ctx, overlay, rules = sent if sent is not None else _RUN
+    _RUN = (tasks, settings, ctx, overlay, rules if rules is not None else checking.make_rules(settings))
     end_with_parent()
 
 
@@ -116,9 +118,17 @@ class PoolRun:
         global _RUN
         self.tasks = tasks
         fork = "fork" in multiprocessing.get_all_start_methods()
-        _RUN = (tasks, settings, ctx, overlay, None)
+        rules = None
+        if fork:
+            # the rules made (their modules imported) once here, before the fork: every worker
+            # inherits them instead of importing them again
+            rules = checking.make_rules(settings)
+            if isinstance(rules, checking.RuleSet):
+                rules.make_all()
+        _RUN = (tasks, settings, ctx, overlay, rules)
         self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(
-            "fork" if fork else None), initializer=_init_worker, initargs=(None if fork else _RUN,))
+            "fork" if fork else None), initializer=_init_worker,
+            initargs=(None if fork else (tasks, settings, ctx, overlay, None),))
         self.batches = batches(sizes, jobs)
         self.futures = [self.pool.submit(_work, b) for b in self.batches]
 

@@ -49,6 +49,8 @@ class Plan:
     groups: list[list[tuple[str, bool]]] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)  # bytes of each group's text
     group_texts: dict[str, str] = field(default_factory=dict)  # the texts of the groups' files read
+    walked: list[tuple[str, bool]] = field(default_factory=list)  # every walked path, in walk order
+    dropped: dict[str, str] = field(default_factory=dict)  # walked scripts the pre-filter rules out
 
 
 # Which files of a run name each other, answered by set lookups. The stand-alone test asks two
@@ -162,13 +164,17 @@ def _suffix(name: str) -> str:
     return name[i:] if i > 0 else ""
 
 
-def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
-    """Walk ``paths`` and partition what is found (see the module's documentation)."""
+def split(paths: list[Path], settings: Any, overlay: dict[str, str],
+          walked: list[tuple[str, bool]] | None = None) -> Plan:
+    """Walk ``paths`` (or take ``walked``, what ``walk_order`` gave) and partition what is
+    found (see the module's documentation)."""
     candidates: list[Unit] = []
     order: list[tuple[str, bool, Unit | None]] = []
     others: dict[str, str] = {}  # non-Python path -> text
-    for p, explicit in walk(paths, settings.exclude):
-        path = norm(p)
+    dropped: dict[str, str] = {}
+    if walked is None:
+        walked = walk_order(paths, settings)
+    for path, explicit in walked:
         if path.lower().endswith((".py", ".ipynb")):
             try:
                 text = read_text(path, overlay).text
@@ -176,6 +182,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
                 order.append((path, explicit, None))
                 continue
             if not explicit and not _prefilter(path, text):
+                dropped[path] = text
                 continue  # the workspace drops it too, without a finding
             # (a file only the broad pre-filter lets through is syntax-checked there)
             unit = Unit(path, explicit, text)
@@ -193,7 +200,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
     blob = "\n".join(others.values())
     bases = {os.path.basename(u.path) for u in candidates}
     in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
-                        max((len(b) for b in bases), default=0)) if blob else None
+                        max((len(b) for b in bases), default=0)) if blob and candidates else None
     name_suffixes = {_suffix(n) for n in other_names} - {""}
     longest = max((len(n) for n in other_names), default=0)
     # a notebook's launch lines name scripts (and modules) too: the names each notebook
@@ -233,7 +240,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
     groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone])
-    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts)
+    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped)
 
 
 def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
@@ -284,13 +291,15 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
     for i, p in enumerate(paths):
         if p.lower().endswith((".json", ".yaml", ".yml")):
             config_folders.setdefault(os.path.dirname(p), []).append(i)
+    # the words of a non-Python text are asked about only for the scripts' stems and modules
+    words = bool(by_stem or by_dotted or by_package)
     for i, p in enumerate(paths):
         text = texts.get(p)
-        if not text:
+        if not text or len(paths) == 1:
             continue
         text = _scan_text(p, text)
         py = is_py(p)
-        named = NameIndex(text, suffixes, longest, words=not py)
+        named = NameIndex(text, suffixes, longest, words=not py and words)
         bases = named.ends & (other_bases if py else by_base.keys())
         bases.update(b for b in odd_bases if (not py or b in other_bases) and b in text)
         for b in bases:

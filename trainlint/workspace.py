@@ -16,6 +16,7 @@ from typing import Any
 from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_error  # noqa: F401
 from trainlint.sources.files import ParsedFile, ReadProblem, TextFile, read_text, walk  # noqa: F401
+from trainlint.sources import pruning
 from trainlint.sources.python import PythonFile, parse_python
 
 # A walked (not explicitly named) Python file is parsed only if it mentions a trigger of a
@@ -50,6 +51,7 @@ class Workspace:
     unparsable: set[str] = field(default_factory=set)
     # problems of walked generic JSON/YAML files, reported only if something references them
     deferred_problems: dict[str, list[Diagnostic]] = field(default_factory=dict)
+    absent: set[str] = field(default_factory=set)  # where linking looked for a file and found none
 
     @property
     def python_files(self) -> list[PythonFile]:
@@ -83,6 +85,12 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
         if syntax_only:
             ast.parse(text, filename=path)
             return None
+        if len(text) >= pruning.LARGE_MODULE_CHARS:
+            from trainlint.rule_index import prefilter
+
+            found = prefilter(ws.settings)  # every trigger, with words or not (a superset is safe)
+            triggers = None if found.names is None else (*found.names, *(t for t, _ in found.worded))
+            return parse_python(path, text, triggers)
         return parse_python(path, text)
     except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
         line = e.lineno or 1

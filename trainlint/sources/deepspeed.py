@@ -75,8 +75,23 @@ class DeepSpeedConfig:
         return node is not None and node.kind == "string" and node.value == AUTO
 
     def auto_paths(self) -> list[str]:
-        """Dotted paths of every ``"auto"`` value, in file order."""
-        return [n.key_path for n in self.root.walk() if n.kind == "string" and n.value == AUTO]
+        """Dotted paths of every ``"auto"`` value, in file order. A section whose text holds
+        neither ``"auto"`` nor an escape (``"\u0061uto"``) has none: it is not read (a large
+        config's payload stays unread, ``jsondoc.LazyJsonNode``)."""
+        text = self.root.doc.text
+        out: list[str] = []
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            if node.kind == "string":
+                if node.value == AUTO:
+                    out.append(node.key_path)
+                continue
+            if node.is_scalar or (text.find('"auto"', node.start, node.end) == -1
+                                  and text.find("\\", node.start, node.end) == -1):
+                continue
+            stack.extend(reversed(node.members if node.kind == "object" else node.items))
+        return out
 
     # -- sections -------------------------------------------------------------------------
     @property

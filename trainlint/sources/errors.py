@@ -46,19 +46,28 @@ class ReadProblem:
 class LineIndex:
     """Maps character offsets of a text to (line, column), both 1-based."""
 
-    __slots__ = ("text", "starts", "path", "line_offset")
+    __slots__ = ("text", "_starts", "path", "line_offset")
 
     def __init__(self, text: str, path: str = "", line_offset: int = 0) -> None:
         self.text = text
         self.path = path
         self.line_offset = line_offset
-        starts = [0]
-        find = text.find
-        i = find("\n")
-        while i != -1:
-            starts.append(i + 1)
-            i = find("\n", i + 1)
-        self.starts = starts
+        self._starts: list[int] | None = None
+
+    @property
+    def starts(self) -> list[int]:
+        """The offset where each line starts (computed on first use: a large config with no
+        finding never needs it)."""
+        if self._starts is None:
+            text = self.text
+            starts = [0]
+            find = text.find
+            i = find("\n")
+            while i != -1:
+                starts.append(i + 1)
+                i = find("\n", i + 1)
+            self._starts = starts
+        return self._starts
 
     def position(self, offset: int) -> tuple[int, int]:
         line = bisect_right(self.starts, offset) - 1

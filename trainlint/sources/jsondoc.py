@@ -187,10 +187,179 @@ def _prev_comma(text: str, pos: int) -> int:
     return i if i != -1 else pos
 
 
+LAZY_MIN_CHARS = 200_000  # a text this long is read by ``json.loads`` first, its tree built on demand
+
+# from just after a bracket outside any string to the next such bracket (possessive: linear)
+_BRACKET = re.compile(r'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+([\[\]{}])')
+_MEMBERS = TreeNode.__dict__["members"]
+_ITEMS = TreeNode.__dict__["items"]
+
+
+class LazyJsonNode(JsonNode):
+    """An object or array of a document that ``json.loads`` read without a problem: its
+    members or items are read (with their exact positions, as ``parse_json`` reads them) when
+    first asked for; nested containers are again lazy. ``to_python`` is ``json.loads`` of its
+    text."""
+
+    __slots__ = ("_pending", "_ends")
+
+    def __init__(self, kind: str, doc: JsonDocument, start: int, ends: dict[int, int]) -> None:
+        self._pending = True
+        self._ends = ends  # offset of every container's opening bracket -> offset after its end
+        super().__init__(kind, doc, start)
+        self.end = ends[start]
+
+    @property  # type: ignore[override]
+    def members(self) -> list:
+        if self._pending:
+            self._expand()
+        return _MEMBERS.__get__(self)
+
+    @members.setter
+    def members(self, value: list) -> None:
+        _MEMBERS.__set__(self, value)
+
+    @property  # type: ignore[override]
+    def items(self) -> list:
+        if self._pending:
+            self._expand()
+        return _ITEMS.__get__(self)
+
+    @items.setter
+    def items(self, value: list) -> None:
+        _ITEMS.__set__(self, value)
+
+    def to_python(self) -> Any:
+        import json
+
+        return json.loads(self.doc.text[self.start:self.end])
+
+    def __repr__(self) -> str:
+        sp = self.span
+        return f"JsonNode({self.kind} @{sp.line}:{sp.column})"
+
+    def _expand(self) -> None:
+        self._pending = False
+        doc = self.doc
+        text = doc.text
+        ends = self._ends
+        ws = _WS.match
+        is_object = self.kind == "object"
+        out = _MEMBERS.__get__(self) if is_object else _ITEMS.__get__(self)
+        pos = ws(text, self.start + 1).end()
+        if text[pos] in "}]":
+            return
+        while True:
+            if is_object:
+                key, ks, ke, pos = _key(doc, pos, self)
+            ch = text[pos]
+            if ch == "{" or ch == "[":
+                child: JsonNode = LazyJsonNode("object" if ch == "{" else "array", doc, pos, ends)
+            else:
+                child = _scalar(doc, pos)
+            child.parent = self
+            if is_object:
+                child.key, child.key_start, child.key_end = key, ks, ke
+            out.append(child)
+            pos = ws(text, child.end).end()
+            if text[pos] != ",":
+                return
+            pos = ws(text, pos + 1).end()
+
+
+def _container_ends(text: str, start: int, max_depth: int) -> dict[int, int] | None:
+    """For the valid JSON container at ``start``: the offset after the end of every container
+    in it, by the offset of its opening bracket; None when they nest deeper than ``max_depth``."""
+    ends: dict[int, int] = {}
+    stack: list[int] = []
+    push, pop = stack.append, stack.pop
+    for m in _BRACKET.finditer(text, start):
+        at = m.end() - 1
+        if m.group(1) in "[{":
+            push(at)
+            if len(stack) > max_depth:
+                return None
+        else:
+            ends[pop()] = at + 1
+            if not stack:
+                break
+    return ends
+
+
+_CHECKED: list[tuple[str, bool]] = []  # the last long text ``json_value`` read, and whether it was plain
+
+
+def _checked_loads(text: str) -> tuple[Any, bool]:
+    """``json.loads(text)`` and whether it met nothing ``parse_json`` reports (a duplicate key,
+    NaN or Infinity)."""
+    import json
+
+    odd = []
+
+    def pairs(items: list) -> dict:
+        d = dict(items)
+        if len(d) != len(items):
+            odd.append("duplicate")
+        return d
+
+    def constant(word: str) -> float:
+        odd.append(word)
+        return float(word)
+
+    value = json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+    return value, not odd
+
+
+def json_value(text: str) -> Any:
+    """``json.loads(text)`` (the same value and errors); a long text's verdict is kept for the
+    ``parse_json`` of the same text that usually follows (file kinds are told by the value)."""
+    value, plain = _checked_loads(text)
+    if len(text) >= LAZY_MIN_CHARS:
+        _CHECKED[:] = [(text, plain)]
+    return value
+
+
+def _lazy_root(text: str, path: str, max_depth: int, line_offset: int) -> JsonNode | None:
+    """The tree of ``text`` built on demand, when ``json.loads`` reads it with nothing to
+    report: no duplicate key, no NaN/Infinity, no nesting deeper than ``max_depth``; else None
+    (``parse_json`` reads it node by node and reports what it finds)."""
+    body = text[1:] if text.startswith("\ufeff") else text
+    if _CHECKED and _CHECKED[0][0] is body:
+        plain = _CHECKED[0][1]
+    else:
+        try:
+            plain = _checked_loads(body)[1]
+        except (ValueError, RecursionError, MemoryError):
+            return None
+    _CHECKED.clear()
+    if not plain:
+        return None
+    doc = JsonDocument(text, path, line_offset)
+    start = _WS.match(text, 1 if body is not text else 0).end()
+    if text[start] in "{[":
+        ends = _container_ends(text, start, max_depth)
+        if ends is None:
+            return None
+        root: JsonNode = LazyJsonNode("object" if text[start] == "{" else "array", doc, start, ends)
+    else:
+        root = _scalar(doc, start)
+    doc.root = root
+    return root
+
+
 def parse_json(
-    text: str, path: str = "<json>", *, max_depth: int = MAX_DEPTH, line_offset: int = 0
+    text: str, path: str = "<json>", *, max_depth: int = MAX_DEPTH, line_offset: int = 0,
+    lazy: bool | None = None,
 ) -> JsonNode:
-    """Parse ``text``; the root node's ``doc.problems`` lists duplicate keys and NaN/Infinity."""
+    """Parse ``text``; the root node's ``doc.problems`` lists duplicate keys and NaN/Infinity.
+
+    A long text (``lazy``: None decides by ``LAZY_MIN_CHARS``) that ``json.loads`` reads with
+    nothing to report gets a tree built on demand (``LazyJsonNode``): the same nodes, values
+    and positions, only read when asked for (a test compares them)."""
+    if lazy or (lazy is None and len(text) >= LAZY_MIN_CHARS):
+        root = _lazy_root(text, path, max_depth, line_offset)
+        if root is not None:
+            return root
     doc = JsonDocument(text, path, line_offset)
     n = len(text)
     ws = _WS.match

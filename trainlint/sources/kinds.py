@@ -275,8 +275,10 @@ def detect_kind(path: str, text: str | bytes) -> str:
     if suffix in _JSONL_EXT:
         return "data"
     if suffix in _JSON_EXT or (not suffix and stripped.startswith("{")):
+        from trainlint.sources.jsondoc import json_value
+
         try:
-            data = json.loads(stripped)
+            data = json_value(stripped)  # json.loads, noted for the reader's parse that follows
         except (ValueError, RecursionError):  # RecursionError: nested deeper than json can go
             data = None
             if _json_lines(stripped):
