@@ -271,3 +271,33 @@ def test_matches_as_packaging_does(text, package):
         expected = None
     got = _matches(text, package)
     assert (None if got is None else got.specifier) == expected
+
+
+# -- rules that never report on Python files alone ----------------------------------------------
+
+def test_rules_not_python_alone_flag_only_with_another_file():
+    """A rule marked ``python_alone = False`` is never run on a workspace of Python files: each
+    of its must-flag cases holds a file that is not a script (the DeepSpeed config)."""
+    from trainlint.rules import all_rules
+
+    marked = [r for r in all_rules() if not r.python_alone]
+    assert len(marked) >= 33
+    for rule in marked:
+        for case in rule.cases:
+            if case.flags:
+                assert any(not p.endswith(".py") for p in case.all_files()), (rule.code, case.note)
+
+
+def test_python_only_workspace_skips_them(tmp_path):
+    from trainlint.checking import RuleSet
+    from trainlint.workspace import Workspace, read_file
+
+    (tmp_path / "train.py").write_text("from transformers import TrainingArguments\n"
+                                       "args = TrainingArguments(output_dir='o', deepspeed='ds.json')\n")
+    ws = Workspace(settings=Settings(), overlay={})
+    read_file(ws, str(tmp_path / "train.py"), True)
+    codes = {r.code for r in RuleSet(Settings()).for_workspace(ws)}
+    assert "TL201" in codes and not any(c.startswith("TL3") for c in codes)
+    (tmp_path / "ds.json").write_text('{"train_batch_size": 8}\n')
+    read_file(ws, str(tmp_path / "ds.json"), False)
+    assert "TL301" in {r.code for r in RuleSet(Settings()).for_workspace(ws)}
