@@ -141,6 +141,8 @@ class RemovedImport(Rule):
     # importing a removed name names its library, and the name itself: a file that merely
     # imports transformers is not parsed on this rule's account
     triggers = _PACKAGES
+    fix_safety = "safe"
+    summary = "an import of a name the target transformers/trl/peft release no longer exports"
 
     @classmethod
     def index_words(cls) -> dict[str, tuple[str, ...]]:
