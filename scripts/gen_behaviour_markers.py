@@ -108,6 +108,54 @@ MARKERS: dict[str, tuple[str, str, str, str]] = {
         "trl", "trl/trainer/dpo_config.py",
         r"`loss_weights` must have the same length as `loss_type`",
         "DPOConfig raises when loss_weights and loss_type differ in length"),
+    "label_smoothing_off_for_multi_label": (
+        "transformers", "transformers/trainer.py",
+        r"Label smoothing is not compatible with multi-label classification",
+        "Trainer turns label smoothing off (with a warning) for a multi-label classifier"),
+    "save_only_model_rejects_sharded_fsdp": (
+        "transformers", "transformers/trainer.py",
+        r"save_only_model option is not compatible with FSDP state dict type 'SHARDED_STATE_DICT'",
+        "Trainer raises ValueError for save_only_model with FSDP's SHARDED_STATE_DICT"),
+    "fsdp_legacy_applied_to_config": (
+        "transformers", "transformers/training_args.py",
+        r"def _apply_legacy_fsdp_to_config\(",
+        "TrainingArguments maps the legacy fsdp string onto fsdp_config (the FSDP2-by-default handling)"),
+    "evaluation_strategy_enum_exists": (
+        "transformers", "transformers/trainer_utils.py",
+        r"class EvaluationStrategy\(",
+        "transformers.trainer_utils defines the EvaluationStrategy enum"),
+    "trainer_rejects_headless_model": (
+        "transformers", "transformers/trainer.py",
+        r"cannot be used as is for training: it only",
+        "Trainer raises ValueError for a model class without a head (MODEL_MAPPING_NAMES)"),
+    "trainer_rejects_eval_strategy_without_eval_dataset": (
+        "transformers", "transformers/trainer.py",
+        r"but you didn't pass an `eval_dataset` to `Trainer`",
+        "Trainer raises ValueError for an eval_strategy other than no without eval_dataset"),
+    "trainer_rejects_model_and_model_init": (
+        "transformers", "transformers/trainer.py",
+        r"raise ValueError\(\s*\"`Trainer` requires either a `model` or `model_init` argument, but not both",
+        "Trainer raises ValueError for model= with model_init= (earlier releases warn)"),
+    "trainer_rejects_optimizers_with_optimizer_cls_and_kwargs": (
+        "transformers", "transformers/trainer.py",
+        r"Passing both `optimizers` and `optimizer_cls_and_kwargs` arguments is incompatible",
+        "Trainer raises RuntimeError for optimizers= with optimizer_cls_and_kwargs="),
+    "trainer_rejects_optimizers_with_deepspeed": (
+        "transformers", "transformers/trainer.py",
+        r"Passing `optimizers` is not allowed if Deepspeed",
+        "Trainer raises RuntimeError for optimizers= under DeepSpeed (later releases only under FSDP)"),
+    "warmup_ratio_range_checked": (
+        "transformers", "transformers/training_args.py",
+        r"warmup_ratio must lie in range \[0,1\]",
+        "TrainingArguments raises ValueError for warmup_ratio outside [0, 1]"),
+    "warmup_steps_must_be_int": (
+        "transformers", "transformers/training_args.py",
+        r"warmup_steps must be of type int and must be 0 or a positive integer",
+        "TrainingArguments raises ValueError for a warmup_steps that is not an int >= 0"),
+    "warmup_steps_negative_raises": (
+        "transformers", "transformers/training_args.py",
+        r"self\.warmup_steps < 0",
+        "TrainingArguments raises ValueError for a negative warmup_steps"),
     "dpo_exo_pair_needs_label_smoothing": (
         "trl", "trl/trainer/dpo_trainer.py",
         r"Label smoothing must be greater than 0\.0 when using 'exo_pair' loss",

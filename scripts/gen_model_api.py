@@ -27,13 +27,15 @@ What it does:
    * the loaders and hub methods of ``LOADERS`` (``PreTrainedTokenizerBase.from_pretrained``,
      ``PreTrainedConfig.from_pretrained``, ``ProcessorMixin``/``FeatureExtractionMixin``/
      ``ImageProcessingMixin.from_pretrained``, ``PreTrainedModel.from_pretrained``,
-     ``Trainer.push_to_hub``/``create_model_card``): parameters, the keys their body (and the
-     same class's helpers it hands ``**kwargs`` to) reads out of ``**kwargs``
-     (``use_auth_token = kwargs.pop("use_auth_token", None)``), and the methods they pass
-     ``**kwargs`` on to.
+     ``Trainer.push_to_hub``/``create_model_card``, ``Trainer.__init__`` /
+     ``Seq2SeqTrainer.__init__``): parameters, the keys their body (and the same class's helpers
+     it hands ``**kwargs`` to) reads out of ``**kwargs``
+     (``use_auth_token = kwargs.pop("use_auth_token", None)``), the methods they pass
+     ``**kwargs`` on to, and the keyword aliases of their decorators
+     (``deprecate_kwarg("tokenizer", new_name="processing_class")``).
 3. Writes ``trainlint/knowledge/data/model_api.json``: ``versions`` (oldest first),
    ``methods`` (``{name: {"kind", "params", "varkw", "deprecated", "alias_of"}}``) and ``loaders``
-   (``{"Class.method": {"params", "varkw", "kwargs_keys", "forwards"}}``); and
+   (``{"Class.method": {"params", "varkw", "kwargs_keys", "forwards", "aliases"}}``); and
    ``model_forward.json`` (``versions``, ``forward``: ``{class: {"model_type", "params",
    "varkw", "aliases"}}``), apart because only the dataset-columns check reads it. Every value is
    a list of ``[first, last, value]`` runs of version numbers.
@@ -187,6 +189,8 @@ LOADERS = [
     (("transformers.modeling_utils",), ("PreTrainedModel",), "from_pretrained"),
     (("transformers.trainer",), ("Trainer",), "push_to_hub"),
     (("transformers.trainer",), ("Trainer",), "create_model_card"),
+    (("transformers.trainer",), ("Trainer",), "__init__"),
+    (("transformers.trainer_seq2seq",), ("Seq2SeqTrainer",), "__init__"),
 ]
 
 
@@ -275,7 +279,8 @@ def loader_facts(wheel: Wheel) -> dict[str, dict]:
             keys |= _kwargs_keys(helper, hk)  # type: ignore[arg-type]
             todo += _self_calls_with_kwargs(helper, hk)  # type: ignore[arg-type]
         out[f"{hit[1].name if hit[1].name != 'PretrainedConfig' else 'PreTrainedConfig'}.{meth}"] = {
-            "params": sig["params"], "varkw": sig["varkw"], "kwargs_keys": sorted(keys), "forwards": forwards}
+            "params": sig["params"], "varkw": sig["varkw"], "kwargs_keys": sorted(keys), "forwards": forwards,
+            "aliases": sig["aliases"]}
     return out
 
 
@@ -322,7 +327,7 @@ def build(versions: list[str], wheels: dict[str, Path]) -> dict:
     for key in sorted({k for _, _, lo in per for k in lo}):
         rows = [lo.get(key) for _, _, lo in per]
         loaders[key] = {f: ranges([None if r is None else r[f] for r in rows])
-                        for f in ("params", "varkw", "kwargs_keys", "forwards")}
+                        for f in ("params", "varkw", "kwargs_keys", "forwards", "aliases")}
     return {"schema": 1, "generator": "python scripts/gen_model_api.py", "versions": versions,
             "methods": methods, "loaders": loaders}, \
         {"schema": 1, "generator": "python scripts/gen_model_api.py", "versions": versions, "forward": forward}

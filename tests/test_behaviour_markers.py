@@ -43,3 +43,19 @@ def test_marker_ranges_are_ordered_and_known():
 def test_early_stopping_assert_is_4x_only():
     assert behaviour.holds("early_stopping_asserts_load_best", "4.40.0")
     assert not behaviour.holds("early_stopping_asserts_load_best", "5.0.0")
+
+
+def test_trainer_check_windows_read_from_the_wheels():
+    """The windows the TL2xx/TL6xx rules read instead of version numbers in their modules."""
+    first, removed = behaviour.first_version, behaviour.removed_in
+    assert first("label_smoothing_off_for_multi_label") == "4.56.0"
+    assert first("save_only_model_rejects_sharded_fsdp") == "4.50.0"
+    assert first("trainer_rejects_model_and_model_init") == "5.2.0"  # a warning before
+    assert first("trainer_rejects_optimizers_with_optimizer_cls_and_kwargs") == "4.47.0"
+    assert removed("trainer_rejects_optimizers_with_deepspeed") == "4.46.0"
+    assert removed("evaluation_strategy_enum_exists") == "5.0.0"
+    assert removed("warmup_ratio_range_checked") == "5.0.0"
+    assert removed("trainer_rejects_headless_model") is None
+    assert behaviour.package("grpo_rejects_auto_find_batch_size") == "trl"
+    assert behaviour.holds("fsdp_legacy_applied_to_config", "5.10.1")
+    assert not behaviour.holds("fsdp_legacy_applied_to_config", "5.9.0")

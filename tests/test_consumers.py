@@ -353,3 +353,78 @@ def test_code_guarded_by_require_version_is_judged_only_on_those_versions(tmp_pa
     assert not [d for d in r.diagnostics if d.code.startswith(("TL2", "TL6"))]
     write_files(tmp_path, {"ppo.py": text.replace('    require_version("trl>=0.8.6,<=0.9.6", "PPO needs the old TRL")\n', "")})
     assert _found(lint_folder(tmp_path, options={"trl_version": "0.21.0"}), "TL602")
+
+
+# -- a function of another module that returns the arguments ------------------------------------
+
+MAKE_ARGS = """\
+from transformers import TrainingArguments
+
+
+def make_args(output_dir, lr=2e-5, strategy="epoch", **kwargs):
+    args = TrainingArguments(
+        output_dir=output_dir,
+        learning_rate=lr,
+        eval_strategy=strategy,
+        save_strategy="steps",
+        **kwargs,
+    )
+    return args
+"""
+
+
+def _sites_of(tmp_path, script: str):
+    settings = load_settings(tmp_path)
+    ws = read_workspace([tmp_path], settings, {})
+    setups = build_setups(ws, settings)
+    (setup,) = [s for s in setups if any(p.path.endswith(script) for p in s.scripts) and s.sites]
+    return setup.sites
+
+
+def test_function_in_another_module_that_returns_training_arguments(tmp_path):
+    write_files(tmp_path, {
+        ".git/HEAD": "x\n",
+        "utils.py": MAKE_ARGS,
+        "train.py": "from transformers import AutoModelForCausalLM, Trainer\nfrom utils import make_args\n\n"
+                    "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                    "args = make_args('out', lr='1e-4', load_best_model_at_end=True)\n"
+                    "trainer = Trainer(model=model, args=args, train_dataset=ds, eval_dataset=ev)\n"})
+    (site,) = _sites_of(tmp_path, "train.py")
+    assert site.path.endswith("utils.py") and site.call is not None
+    lr = site.get("learning_rate")
+    # the literal passed at the call site, its keyword where it is written in utils.py
+    assert lr.value == "1e-4" and lr.span.path.endswith("train.py") and lr.span.line == 5
+    assert lr.key_span.path.endswith("utils.py") and lr.key_span.line == 7
+    assert "passed to make_args() at train.py:5" in lr.note
+    # a parameter not passed: its default, at the def
+    ev = site.get("eval_strategy")
+    assert ev.value == "epoch" and ev.span.path.endswith("utils.py") and ev.span.line == 4
+    # a literal keyword of the returned call stays at its line in utils.py
+    assert site.get("save_strategy").span.line == 9
+    # **kwargs handed on: the call's other keywords; the site stays open to other calls' keywords
+    assert site.get("load_best_model_at_end").value is True and site.open_ended
+    r = lint_folder(tmp_path)
+    (s,) = _found(r, "TL225")
+    assert s.path.endswith("train.py") and s.line == 5  # the string is written at the call
+    (m,) = _found(r, "TL505")  # load_best needs matching strategies: epoch (default) vs steps
+    assert "utils.py" in m.message
+    assert not [d for d in r.diagnostics if d.path.endswith("utils.py") and d.code == "TL225"]
+
+
+def test_function_called_through_its_module_and_not_followed_when_it_cannot_be_known(tmp_path):
+    write_files(tmp_path, {
+        ".git/HEAD": "x\n",
+        "pkg/__init__.py": "",
+        "pkg/utils.py": MAKE_ARGS,
+        "pkg/other.py": "from transformers import TrainingArguments\n\n\ndef two(flag):\n"
+                        "    if flag:\n        return TrainingArguments(output_dir='a', learning_rate='1e-4')\n"
+                        "    return TrainingArguments(output_dir='b')\n",
+        "pkg/train.py": "from transformers import Trainer\nfrom pkg import utils\nfrom pkg.other import two\n\n"
+                        "trainer = Trainer(model=m, args=utils.make_args('o', lr='3e-5'))\n"
+                        "t2 = Trainer(model=m, args=two(True))\n"
+                        "t3 = Trainer(model=m, args=utils.make_args(*xs))\n"})
+    r = lint_folder(tmp_path)
+    hits = _found(r, "TL225")
+    # utils.make_args('o', lr='3e-5') is followed; two() has two returns (not followed: its own
+    # site in other.py is judged alone); make_args(*xs) may set any parameter: lr stays unknown
+    assert sorted((os.path.basename(d.path), d.line) for d in hits) == [("other.py", 6), ("train.py", 5)]

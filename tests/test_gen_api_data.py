@@ -201,3 +201,76 @@ def test_model_api_extraction(tmp_path):
     assert "LlamaPreTrainedModel" not in forward
     lo = loaders["PreTrainedModel.from_pretrained"]
     assert {"use_auth_token", "trust_remote_code"} <= set(lo["kwargs_keys"]) and "token" in lo["params"]
+
+
+script_args_gen = _load("gen_trl_script_args")
+
+SCRIPT_UTILS = '''
+from dataclasses import dataclass, field
+@dataclass
+class ScriptArguments:
+    dataset_name: str = field(default=None, metadata={"help": "Dataset name."})
+    dataset_train_split: str = "train"
+@dataclass
+class _Private:
+    x: int = 1
+'''
+GRPO_SCRIPT = '''
+from dataclasses import dataclass, field
+from trl import ScriptArguments
+@dataclass
+class GRPOScriptArguments(ScriptArguments):
+    reward_model_name_or_path: str = None
+'''
+MODEL_CONFIG = '''
+from dataclasses import dataclass, field
+@dataclass
+class ModelConfig:
+    model_name_or_path: str = None
+    torch_dtype: str = field(default=None, metadata={"help": "Deprecated, use `dtype` instead."})
+    dtype: str = "float32"
+'''
+COLLATOR = '''
+from dataclasses import dataclass
+from transformers.data.data_collator import DataCollatorMixin
+@dataclass
+class DataCollatorForPreference(DataCollatorMixin):
+    pad_token_id: int = 0
+'''
+
+
+def test_trl_script_args_extraction_and_import_names(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    old = make_wheel(tmp_path / "a", "trl", {
+        "trl/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .utils import ScriptArguments\n",
+        "trl/utils.py": SCRIPT_UTILS,
+        "trl/trainer/__init__.py": "", "trl/trainer/model_config.py": MODEL_CONFIG,
+    })
+    new = make_wheel(tmp_path / "b", "trl", {
+        "trl/__init__.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                            "    from .scripts import ScriptArguments\n    from .trainer import ModelConfig\n"),
+        "trl/scripts/__init__.py": "from .utils import ScriptArguments\n",
+        "trl/scripts/utils.py": SCRIPT_UTILS, "trl/scripts/grpo.py": GRPO_SCRIPT,
+        "trl/trainer/__init__.py": "from .model_config import ModelConfig\n",
+        "trl/trainer/model_config.py": MODEL_CONFIG.replace("    torch_dtype: str = field(default=None, metadata="
+                                                            "{\"help\": \"Deprecated, use `dtype` instead.\"})\n", ""),
+        "trl/trainer/dpo_trainer.py": COLLATOR,
+    })
+    classes, names = script_args_gen.extract(new)
+    assert set(classes) == {"trl.scripts.utils.ScriptArguments", "trl.scripts.grpo.GRPOScriptArguments",
+                            "trl.trainer.model_config.ModelConfig"}  # no private class, no collator on a base
+    # outside the wheel
+    assert list(classes["trl.scripts.grpo.GRPOScriptArguments"]["fields"]) == [
+        "dataset_name", "dataset_train_split", "reward_model_name_or_path"]
+    assert "help" not in classes["trl.scripts.utils.ScriptArguments"]["fields"]["dataset_name"]
+    assert names["trl.ScriptArguments"] == names["trl.scripts.ScriptArguments"] == "trl.scripts.utils.ScriptArguments"
+    assert names["trl.ModelConfig"] == "trl.trainer.model_config.ModelConfig"
+    old_classes, _ = script_args_gen.extract(old)
+    assert old_classes["trl.trainer.model_config.ModelConfig"]["deprecations"]["torch_dtype"].startswith("Deprecated")
+    doc = script_args_gen.build(["0.12.0", "0.13.0"], {"0.12.0": old, "0.13.0": new})
+    assert doc["names"]["trl.ScriptArguments"] == [[0, 0, "trl.utils.ScriptArguments"],
+                                                   [1, 1, "trl.scripts.utils.ScriptArguments"]]
+    mc = doc["classes"]["trl.trainer.model_config.ModelConfig"]["fields"]
+    assert [v["v"] for v in mc["torch_dtype"]] == [[0, 0]] and mc["torch_dtype"][0]["deprecated"] == 0
+    assert [v["v"] for v in mc["dtype"]] == [[0, 1]]

@@ -213,12 +213,62 @@ def test_forward_matches_installed_transformers():
 
 def test_loaders_match_installed_transformers():
     transformers = _installed("transformers", model_api.known_versions())
-    from transformers import PreTrainedTokenizerBase, Trainer
+    from transformers import PreTrainedTokenizerBase, Seq2SeqTrainer, Trainer
 
     v = transformers.__version__
     for key, func in (("Trainer.push_to_hub", Trainer.push_to_hub),
                       ("Trainer.create_model_card", Trainer.create_model_card),
+                      ("Trainer.__init__", Trainer.__init__),
+                      ("Seq2SeqTrainer.__init__", Seq2SeqTrainer.__init__),
                       ("PreTrainedTokenizerBase.from_pretrained", PreTrainedTokenizerBase.from_pretrained)):
         lo = model_api.loader(key, v)
         params, varkw = _params(func)
         assert (list(lo.params), lo.varkw) == (params, varkw), key
+
+
+def test_keyword_windows_of_the_loaders():
+    """The release windows the migration rules read instead of version numbers."""
+    assert model_api.keyword_window("Trainer.__init__", "processing_class") == ("4.46.0", None)
+    assert model_api.keyword_window("Trainer.__init__", "tokenizer", alias=True) == ("4.40.0", "5.0.0")
+    assert model_api.keyword_window("Trainer.__init__", "tokenizer") == ("4.40.0", "4.46.0")  # a parameter
+    assert model_api.loader("Trainer.__init__", "4.57.1").aliases == {"tokenizer": "processing_class"}
+    fp = "PreTrainedModel.from_pretrained"
+    assert model_api.keyword_window(fp, "use_auth_token")[1] == "5.0.0"
+    assert model_api.keyword_window(fp, "load_in_8bit")[1] == "5.0.0"
+    assert model_api.keyword_window(fp, "dtype") == ("4.56.0", None)
+    assert model_api.keyword_window(fp, "no_such_keyword") == (None, None)
+
+
+# --------------------------------------------------------------------------- TRL parser dataclasses
+
+
+def test_trl_script_args_versions_and_moves():
+    from trainlint.knowledge import trl_script_args as sa
+
+    assert sa.known_versions() == __import__("trainlint.knowledge.training_args", fromlist=["x"]).trl_known_versions()
+    assert sa.class_at("trl.ScriptArguments", "0.12.2") == "trl.utils.ScriptArguments"
+    assert sa.class_at("trl.ScriptArguments", "0.13.0") == "trl.scripts.utils.ScriptArguments"
+    assert sa.class_at("trl.ScriptArguments", "0.8.6") is None  # older than the data: not guessed
+    assert sa.class_at("trl.DPOScriptArguments", "0.13.0") is None
+    mc_old = sa.field_names("trl.ModelConfig", "0.20.0")
+    mc_new = sa.field_names("trl.ModelConfig", "1.16.0")
+    assert {"model_name_or_path", "torch_dtype", "lora_r", "use_peft", "load_in_4bit"} <= mc_old
+    assert "torch_dtype" not in mc_new and "dtype" in mc_new
+    assert sa.present("trl.ModelConfig", "torch_dtype")[0][0] == "0.12.0"
+    assert "torch_dtype" in sa.ever_fields("trl.ModelConfig")
+    assert {"reward_model_name_or_path", "dataset_name"} <= sa.field_names("trl.scripts.grpo.GRPOScriptArguments",
+                                                                         "0.20.0")
+    assert not sa.is_known("trl.SFTConfig") and not sa.is_known("mylib.ModelConfig")
+
+
+@pytest.mark.parametrize("name", ["ScriptArguments", "ModelConfig"])
+def test_trl_script_args_match_installed_trl(name):
+    import dataclasses
+
+    from trainlint.knowledge import trl_script_args as sa
+
+    trl = _installed("trl", sa.known_versions())
+    cls = getattr(trl, name)
+    installed = {f.name for f in dataclasses.fields(cls) if f.init}
+    assert sa.field_names(f"trl.{name}", trl.__version__) == installed
+    assert sa.class_at(f"trl.{name}", trl.__version__) == f"{cls.__module__}.{name}"

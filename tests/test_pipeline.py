@@ -43,6 +43,28 @@ def test_name_index_on_file_names_in_configs():
     assert not index.mentions_word("rain") and not index.mentions_word("v2")
 
 
+def test_notebook_names_are_the_matches_of_the_regular_expression():
+    from trainlint.partition import _FILE_NAME, _mentioned_names
+
+    def searched(text: str) -> set[str]:  # what the linear scan replaces
+        return {(m.group(1) or m.group(2)).rsplit("/", 1)[-1] for m in _FILE_NAME.finditer(text)}
+
+    rng = random.Random(3)
+    pieces = ["a", "b", "py", "json", "sh", "yaml", "yml", "ipynb", ".", "-", "-m", " ", "\n", "/", "_", "é",
+              "1", "m", "x.py", "-m pkg.train", "(", "\t", "..", "pyc", "\"", "--", "a" * 300, "-" * 90]
+    found = 0
+    for _ in range(4_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        names = _mentioned_names(text)
+        assert names == searched(text), text
+        found += bool(names)
+    assert found > 1_000
+    assert _mentioned_names("!python -m a.b-c.py x.json-y.py -m pkg.run.\n") == {"b", "-c.py", "x.json-y.py", "run"}
+    # a notebook's base64 image: one long run of name characters, scanned once
+    blob = "iVBOR" + "xQk9" * 50_000 + ".py"
+    assert _mentioned_names(blob) == {blob}
+
+
 # -- layering ----------------------------------------------------------------------------------
 
 import ast  # noqa: E402

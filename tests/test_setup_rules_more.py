@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import fix_folder, lint_folder, write_files
+from helpers import fix_folder, lint_folder, settings_for, write_files
 
 from trainlint.rules._setup_models import model_facts
 
@@ -140,3 +140,33 @@ def test_model_facts_were_generated_from_the_installed_transformers():
     data = json.loads((Path(__file__).parent.parent / "trainlint/knowledge/data/model_facts.json").read_text())
     assert data["transformers"] == transformers.__version__
     assert "musicgen" in data["no_hidden_size"] and "llama" not in data["no_hidden_size"]
+
+
+def test_offload_not_needed_reads_the_estimate_that_trainlint_estimate_prints(tmp_path):
+    """TL308 reads the setup's estimate (the one `trainlint estimate` and TL550 use): a LoRA
+    run's optimizer states are the adapter's, so the 7B model's states fit an A100 without the
+    offload, which a full-fine-tuning assumption would have missed."""
+    from dataclasses import replace
+
+    from trainlint.estimate import estimate_setup
+    from trainlint.linking import link_setups
+    from trainlint.memory import estimate, format_bytes
+    from trainlint.workspace import read_workspace
+
+    write_files(tmp_path, {
+        "train.py": "from peft import LoraConfig, get_peft_model\n"
+                    "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+                    "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-2-7b-hf')\n"
+                    "model = get_peft_model(model, LoraConfig(r=8, target_modules=['q_proj', 'v_proj']))\n"
+                    "args = TrainingArguments(output_dir='o', deepspeed='ds.json', bf16=True)\n"
+                    "Trainer(model=model, args=args).train()\n",
+        "ds.json": '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}},'
+                   ' "train_micro_batch_size_per_gpu": "auto"}\n'})
+    (hit,) = _codes(lint_folder(tmp_path, options={"gpu": "A100"}), "TL308")
+    settings = settings_for(tmp_path, options={"gpu": "A100"})
+    ws = read_workspace([tmp_path], settings, {})
+    (setup,) = [s for s in link_setups(ws, settings) if s.scripts]
+    r = estimate_setup(setup)
+    states = estimate(replace(r.shape, offload_optimizer="none", offload_param="none")).model_states
+    assert f"take about {format_bytes(states)} per GPU" in hit.message
+    assert r.shape.trainable_fraction < 0.01  # the adapter trains, not the model

@@ -41,6 +41,10 @@ class ParserUse:
     line: int
     local_classes: list[str] = field(default_factory=list)  # the file's own dataclasses it parses too
     opaque_classes: list[str] = field(default_factory=list)  # imported dataclasses (fields not readable)
+    # TRL's own parser dataclasses it reads (``trl.ModelConfig``, ``trl.ScriptArguments``), as
+    # named in the script, directly or as the base of a project dataclass: their fields come
+    # from ``knowledge/data/trl_script_args.json`` at the target TRL version
+    library_dataclasses: list[str] = field(default_factory=list)
     reads_argv: bool = False  # parse_args_into_dataclasses / parse_args / parse_args_and_config
     reads_config: bool = False  # TrlParser.parse_args_and_config: --config YAML
     file_kinds: set[str] = field(default_factory=set)  # "yaml" / "json": parse_*_file
@@ -66,16 +70,38 @@ class ParserUse:
         return f"{self.kind}{' ' + how if how else ''} in {name}"
 
 
-def _fields_readable(pf: PythonFile, name: str, depth: int = 0) -> bool:
-    """A repository dataclass whose bases are all the repository's (its fields can be read)."""
+def library_dataclass(pf: PythonFile, expr: ast.AST) -> str | None:
+    """The dotted name (``trl.ModelConfig``) when ``expr`` names one of TRL's parser
+    dataclasses that are not configs (``knowledge.trl_script_args``), else None."""
+    qn = pf.qualname(expr)
+    if not qn or not qn.startswith("trl."):
+        return None
+    from trainlint.knowledge import trl_script_args
+
+    return qn if trl_script_args.is_known(qn) else None
+
+
+def _library_bases(pf: PythonFile, name: str, depth: int = 0) -> list[str] | None:
+    """A repository dataclass whose fields can be read: its bases are the repository's or
+    TRL's parser dataclasses (``class ScriptArguments(trl.ScriptArguments)``). The TRL classes
+    of its bases, or None when a base is neither."""
     found = pf.class_def(name)
     if found is None or depth > 5:
-        return False
+        return None
     owner, cd = found
+    out: list[str] = []
     for b in cd.bases:
-        if not (isinstance(b, ast.Name) and _fields_readable(owner, b.id, depth + 1)):
-            return False
-    return True
+        lib = library_dataclass(owner, b)
+        if lib is not None:
+            out.append(lib)
+            continue
+        if not isinstance(b, ast.Name):
+            return None
+        inner = _library_bases(owner, b.id, depth + 1)
+        if inner is None:
+            return None
+        out += [x for x in inner if x not in out]
+    return out
 
 
 def _dataclass_elements(pf: PythonFile, call: ast.Call) -> list[ast.expr] | None:
@@ -121,6 +147,8 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
             continue
         lib = None
         use = ParserUse(kind=kind, class_name="", line=cs.node.lineno)
+        if _kw_true(cs.node, "ignore_extra_args"):  # TrlParser(..., ignore_extra_args=True), trl < 0.13
+            use.strict = False
         for e in elts:
             found = pf.library_class(e)
             if found is not None and found[0] == "args" and lib is None:
@@ -129,10 +157,17 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
                     use.local_classes.append(e.id)  # the project's subclass: its own fields count
                     use.project_class = e.id
                 continue
+            bases = _library_bases(pf, e.id) if isinstance(e, ast.Name) and (
+                e.id in local_defs or e.id in pf.external_defs) else None
+            lib_dc = library_dataclass(pf, e) if bases is None else None
             if isinstance(e, ast.Name) and e.id in local_defs:
                 use.local_classes.append(e.id)
-            elif isinstance(e, ast.Name) and e.id in pf.external_defs and _fields_readable(pf, e.id):
+                use.library_dataclasses += [b for b in bases or () if b not in use.library_dataclasses]
+            elif bases is not None:
                 use.local_classes.append(e.id)
+                use.library_dataclasses += [b for b in bases if b not in use.library_dataclasses]
+            elif lib_dc is not None:
+                use.library_dataclasses.append(lib_dc)
             else:
                 use.opaque_classes.append(pf.source_of(e) or "?")
         if lib is None:

@@ -9,7 +9,14 @@ the repository* (never installed packages; nothing is imported or executed):
   re-exports in ``__init__.py`` and chains of subclasses across modules;
 * TrainingArguments-like objects built at module level elsewhere (``from config import
   training_args``), so a Trainer that receives one is configured by that call;
-* dataclasses an ``HfArgumentParser`` parses, for their field defaults.
+* dataclasses an ``HfArgumentParser`` parses, for their field defaults;
+* functions that build and return a TrainingArguments-like object (``from utils import
+  make_args; args = make_args(out, lr=1e-4)`` where ``utils.py`` has ``def make_args(out, lr=2e-5):
+  return TrainingArguments(output_dir=out, learning_rate=lr, ...)``): the Trainer that receives
+  the result is configured by the returned call, its literal keywords at their line in
+  ``utils.py``, and the keywords that take a parameter by what the call passes (a literal where
+  it is one) or else the parameter's default; ``**kwargs`` handed on to the call take the call's
+  other keywords (the site stays open-ended: other calls may pass others).
 
 A module name is looked up the way Python would find the repository's own code when the
 script runs: relative imports from the importing file's package; absolute ones from the
@@ -155,6 +162,23 @@ class Modules:
                     return lib
         return None
 
+    def args_function(self, pf: PythonFile, name: str, depth: int = 0
+                      ) -> tuple[PythonFile, ast.FunctionDef, TrainingArgsCall] | None:
+        """The module-level ``def name(...)`` of ``pf`` (or imported there from another
+        repository module) that returns a TrainingArguments-like call it makes, with that call."""
+        if depth > MAX_DEPTH:
+            return None
+        defs = [n for n in pf.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+        if len(defs) == 1:
+            tac = returned_args_call(pf, defs[0])  # type: ignore[arg-type]
+            return (pf, defs[0], tac) if tac is not None else None  # type: ignore[return-value]
+        if defs:
+            return None
+        found = self.imported(pf, name)
+        if found is None:
+            return None
+        return self.args_function(found[0], found[1], depth + 1)
+
     def args_object(self, pf: PythonFile, name: str, depth: int = 0) -> TrainingArgsCall | None:
         """The module-level ``name = TrainingArguments(...)`` that ``name`` names in ``pf``."""
         if depth > MAX_DEPTH:
@@ -207,6 +231,7 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
         classes: dict[str, tuple[tuple[str, str], PythonFile, ast.ClassDef]] = {}
         qualified: dict[str, tuple[str, str]] = {}
         objects: dict[str, TrainingArgsCall] = {}
+        functions: dict[str, tuple[PythonFile, ast.FunctionDef, TrainingArgsCall]] = {}
         used: list[str] = []
         for node in pf.tree.body:
             if isinstance(node, ast.ImportFrom):
@@ -232,9 +257,14 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
                         objects[local] = obj
                         used.append(obj.args.path)
                         continue
+                    fn = mods.args_function(other, a.name)
+                    if fn is not None:
+                        functions[local] = fn
+                        used.append(fn[0].path)
+                        continue
                     sub = mods.module(pf.path, f"{node.module}.{a.name}" if node.module else a.name, node.level)
                     if sub is not None and sub is not pf:  # from proj import helpers; helpers.CustomTrainer(...)
-                        _qualify(mods, sub, pf.imports.get(local, local), qualified, used)
+                        _qualify(mods, sub, pf.imports.get(local, local), qualified, used, functions)
             elif isinstance(node, ast.Import):
                 for a in node.names:
                     top = a.asname or a.name.split(".", 1)[0]
@@ -243,21 +273,161 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
                     other = mods.module(pf.path, a.name if a.asname else top, 0)
                     if other is None or other is pf:
                         continue
-                    _qualify(mods, other, pf.imports.get(top, top), qualified, used)
+                    _qualify(mods, other, pf.imports.get(top, top), qualified, used, functions)
         if used:
             pf.link_repository(classes, qualified, objects)
+            if functions:
+                _follow_functions(pf, functions)
             uses[pf.path] = sorted(set(used))
     return uses
 
 
 def _qualify(mods: Modules, module: PythonFile, prefix: str, qualified: dict[str, tuple[str, str]],
-             used: list[str]) -> None:
-    """``prefix.Class`` for each class of ``module`` that derives from a library class."""
+             used: list[str], functions: dict | None = None) -> None:
+    """``prefix.Class`` for each class of ``module`` that derives from a library class (and
+    ``prefix.func`` for each function that returns a TrainingArguments-like call)."""
     for cd in (n for n in module.tree.body if isinstance(n, ast.ClassDef)):
         lib = mods.library_base(module, cd)
         if lib is not None:
             qualified[f"{prefix}.{cd.name}"] = lib
             used.append(module.path)
+    if functions is None or not module.args_calls:
+        return
+    for fn in (n for n in module.tree.body if isinstance(n, ast.FunctionDef)):
+        tac = returned_args_call(module, fn)
+        if tac is not None:
+            functions[f"{prefix}.{fn.name}"] = (module, fn, tac)
+            used.append(module.path)
+
+
+def _own_nodes(fn: ast.FunctionDef):
+    """The nodes of ``fn``'s body outside nested functions, classes and lambdas."""
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                todo.append(child)
+
+
+def returned_args_call(pf: PythonFile, fn: ast.FunctionDef) -> TrainingArgsCall | None:
+    """The TrainingArguments-like call ``fn`` returns: its only ``return`` gives the call
+    itself, or a name bound once in ``fn`` to it; None otherwise."""
+    calls = [t for t in pf.args_calls if t.site.in_def is fn]
+    if not calls:
+        return None
+    returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or returns[0].value is None:
+        return None
+    value = returns[0].value
+    if isinstance(value, ast.Call):
+        return next((t for t in calls if t.site.node is value), None)
+    if isinstance(value, ast.Name):
+        bound = [n for n in _own_nodes(fn) if isinstance(n, ast.Name) and n.id == value.id
+                 and isinstance(n.ctx, ast.Store)]
+        tac = next((t for t in calls if t.bound_to == value.id), None)
+        if tac is not None and len(bound) == 1:
+            return tac
+    return None
+
+
+def _follow_functions(pf: PythonFile, functions: dict[str, tuple[PythonFile, ast.FunctionDef, TrainingArgsCall]]
+                      ) -> None:
+    """Give each Trainer of ``pf`` whose ``args`` is the result of an imported function that
+    returns a TrainingArguments-like call (``args=make_args(...)``, or a name bound once to that
+    result) the call's site, with what this call passes to the function's parameters."""
+    for tc in pf.trainer_calls:
+        if tc.args_call is not None:
+            continue
+        expr = tc.keywords.get("args")
+        scope = tc.site.scope
+        for _ in range(3):
+            if not isinstance(expr, ast.Name):
+                break
+            b = pf.binding_of(expr.id, scope)
+            if b is None or b.kind not in ("assign", "annassign") or b.value is None:
+                expr = None
+                break
+            expr = b.value
+        if not isinstance(expr, ast.Call):
+            continue
+        func = expr.func
+        key = func.id if isinstance(func, ast.Name) else pf.qualname(func) if isinstance(func, ast.Attribute) else None
+        found = functions.get(key) if key else None
+        if found is None:
+            continue
+        cs = next((c for c in pf.calls if c.node is expr), None)
+        tc.args_call = _called_site(pf, expr, cs.scope if cs is not None else scope, *found)
+
+
+def _called_site(pf: PythonFile, call: ast.Call, scope, owner: PythonFile, fn: ast.FunctionDef,
+                 tac: TrainingArgsCall) -> TrainingArgsCall:
+    """``tac`` (the call ``fn`` returns, in ``owner``) as configured by this ``call`` of ``fn``."""
+    import os
+    from dataclasses import replace
+
+    from trainlint.setup import ArgsSite
+
+    a = fn.args
+    positional = [p.arg for p in a.posonlyargs + a.args]
+    kwonly = [p.arg for p in a.kwonlyargs]
+    defaults: dict[str, ast.expr] = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    defaults.update({p: d for p, d in zip(kwonly, a.kw_defaults) if d is not None})
+    varkw = a.kwarg.arg if a.kwarg is not None else None
+    passed: dict[str, ast.expr] = {}
+    extra: list[ast.keyword] = []
+    unknown_args = False  # *args / **kwargs at the call: any parameter may be set
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            unknown_args = True
+            break
+        if i < len(positional):
+            passed[positional[i]] = arg
+    for kw in call.keywords:
+        if kw.arg is None:
+            unknown_args = True
+        elif kw.arg in positional or kw.arg in kwonly:
+            passed[kw.arg] = kw.value
+        else:
+            extra.append(kw)
+    rebound = {n.id for n in _own_nodes(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    via = f"passed to {fn.name}() at {os.path.basename(pf.path)}:{call.lineno}"
+    values = dict(tac.args.values)
+    for kw in tac.site.node.keywords:
+        if not (kw.arg and isinstance(kw.value, ast.Name)) or kw.value.id not in positional + kwonly \
+                or kw.value.id in rebound or kw.arg not in values:
+            continue
+        own = values[kw.arg]
+        param = kw.value.id
+        if param in passed:
+            v = pf.value_of(kw.arg, passed[param], passed[param], scope)
+            v = replace(v, key_span=own.key_span, key_text=own.key_text, note=via)
+        elif unknown_args:
+            v = own
+        elif param in defaults:
+            v = owner.value_of(kw.arg, kw, defaults[param], owner.module_scope)
+            v = replace(v, key_span=own.key_span, key_text=own.key_text,
+                        note=f"default of {fn.name}()'s {param}")
+        else:
+            v = own
+        values[kw.arg] = v
+    open_ended = tac.args.open_ended or unknown_args
+    splats = [kw for kw in tac.site.node.keywords if kw.arg is None]
+    if varkw and splats and all(isinstance(k.value, ast.Name) and k.value.id == varkw for k in splats) \
+            and not any(isinstance(x, ast.Starred) for x in tac.site.node.args) and varkw not in rebound:
+        # ``TrainingArguments(..., **kwargs)`` with the function's own ``**kwargs``: the call's
+        # other keywords are the arguments' keywords. The site stays open-ended: another call
+        # of the function may pass any other keyword, so nothing is judged (or added) as unset.
+        for kw in extra:
+            values.setdefault(kw.arg, replace(pf.value_of(kw.arg, kw, kw.value, scope), note=via))  # type: ignore[arg-type]
+    site = ArgsSite(path=tac.args.path, class_name=tac.class_name, values=values, open_ended=open_ended,
+                    span=tac.args.span, consumer=tac.args.consumer)
+    from trainlint.sources.python import TrainingArgsCall as _Tac
+
+    derived = _Tac(tac.site, tac.class_name, site, tac.bound_to)
+    site.call = derived
+    return derived
 
 
 def _is_dataclass(cd: ast.ClassDef) -> bool:

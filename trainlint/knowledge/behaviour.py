@@ -37,6 +37,22 @@ def holds(marker: str, version: str | None) -> bool:
     return any(ta.vkey(lo) <= key <= ta.vkey(hi) for lo, hi in m["present"])
 
 
+def package(marker: str) -> str:
+    """``"transformers"`` or ``"trl"``: whose versions the marker's ranges are."""
+    return _data()["markers"][marker]["package"]
+
+
+def removed_in(marker: str) -> str | None:
+    """The first known release after the last one with the check (None while the newest has it)."""
+    m = _data()["markers"][marker]
+    known = _data()["versions"][m["package"]]
+    if not m["present"]:
+        return None
+    last = m["present"][-1][1]
+    later = [v for v in known if ta.vkey(v) > ta.vkey(last)]
+    return later[0] if later else None
+
+
 def first_version(marker: str) -> str | None:
     """The first known release with the check (for messages)."""
     present = _data()["markers"][marker]["present"]

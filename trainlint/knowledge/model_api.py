@@ -17,7 +17,7 @@ from typing import NamedTuple
 from trainlint.knowledge.training_args import version_index
 
 __all__ = ["Method", "Forward", "Loader", "known_versions", "method", "method_history", "forward", "forward_classes",
-           "loader"]
+           "loader", "keyword_window"]
 
 DATA = Path(__file__).parent / "data" / "model_api.json"
 FORWARD = Path(__file__).parent / "data" / "model_forward.json"
@@ -64,6 +64,7 @@ class Loader(NamedTuple):
     varkw: bool
     kwargs_keys: tuple[str, ...]
     forwards: tuple[str, ...]
+    aliases: dict = {}  # keywords a decorator accepts besides the parameters: {"tokenizer": "processing_class"}
 
     def handles(self, keyword: str) -> bool:
         """Whether the keyword is a parameter or a key it reads (not: only swallowed by
@@ -158,4 +159,23 @@ def loader(key: str, version: str | None = None) -> Loader | None:
     if params is None:
         return None
     return Loader(key, _data()["versions"][i], tuple(params), bool(_at(e["varkw"], i)),
-                  tuple(_at(e["kwargs_keys"], i) or ()), tuple(_at(e["forwards"], i) or ()))
+                  tuple(_at(e["kwargs_keys"], i) or ()), tuple(_at(e["forwards"], i) or ()),
+                  dict(_at(e.get("aliases", []), i) or {}))
+
+
+@lru_cache(maxsize=256)
+def keyword_window(key: str, keyword: str, alias: bool = False) -> tuple[str | None, str | None]:
+    """(since, removed_in) of ``keyword`` for the loader ``key`` (``"Trainer.__init__"``): the
+    first known release whose loader handles it (a parameter or a key it reads out of
+    ``**kwargs``; with ``alias`` also a decorator's alias) and the first known release after
+    the last one that does (None while the newest still does); (None, None) when none does."""
+    vs = _data()["versions"]
+    flags = []
+    for v in vs:
+        lo = loader(key, v)
+        flags.append(lo is not None and (lo.handles(keyword) or (alias and keyword in lo.aliases)))
+    if not any(flags):
+        return None, None
+    first = flags.index(True)
+    last = len(flags) - 1 - flags[::-1].index(True)
+    return vs[first], (vs[last + 1] if last + 1 < len(vs) else None)

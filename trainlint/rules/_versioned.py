@@ -18,8 +18,10 @@ import json
 from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
+from trainlint.consumers import library_dataclass
 from trainlint.diagnostics import Diagnostic, Edit, Span
 from trainlint.knowledge import training_args as ta
+from trainlint.knowledge import trl_script_args
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Rule
 from trainlint.setup import ARGSFILE, FLAG, PYTHON, UNKNOWN, ArgsSite, Setup, Value
@@ -32,6 +34,15 @@ def target(setup: Setup) -> tuple[str, str, str, str]:
     trl = setup.trl_version
     return (tf.value if tf else ta.newest(), tf.note if tf else "newest known",
             trl.value if trl else ta.trl_newest(), trl.note if trl else "newest known")
+
+
+def behaviour_holds(setup: Setup, marker: str) -> bool:
+    """Whether the target version (of the marker's package) has the start-up check ``marker``
+    of ``knowledge/data/behaviour_markers.json`` (generated from the released sources)."""
+    from trainlint.knowledge import behaviour
+
+    tf, _, trl, _ = target(setup)
+    return behaviour.holds(marker, trl if behaviour.package(marker) == "trl" else tf)
 
 
 def transformers_at_least(setup: Setup, version: str) -> bool:
@@ -72,10 +83,13 @@ def python_file(setup: Setup, path: str) -> PythonFile | None:
     return None
 
 
-def _class_fields(pf: PythonFile, name: str, seen: set[str] | None = None) -> set[str] | None:
+def _class_fields(pf: PythonFile, name: str, trl: str | None = None,
+                  seen: set[str] | None = None) -> set[str] | None:
     """Annotated class-level names of class ``name`` (defined in ``pf`` or imported from
-    another repository module) and its repository bases; None when a base is neither the
-    repository's nor a library arguments class (its fields are not known)."""
+    another repository module) and its repository bases, and with a TRL version ``trl``, the
+    fields of TRL parser dataclasses among its bases (``class ScriptArguments(trl.ScriptArguments)``)
+    in that version; None when a base is neither the repository's nor a library arguments class
+    (its fields are not known)."""
     seen = seen if seen is not None else set()
     found = pf.class_def(name)
     if found is None:
@@ -93,11 +107,18 @@ def _class_fields(pf: PythonFile, name: str, seen: set[str] | None = None) -> se
             out.add(stmt.target.id)
     for base in cd.bases:
         if isinstance(base, ast.Name) and owner.class_def(base.id) is not None:
-            inner = _class_fields(owner, base.id, seen)
+            inner = _class_fields(owner, base.id, trl, seen)
             if inner is None:
                 return None
             out |= inner
-        elif owner.library_class(base) is None and not (isinstance(base, ast.Name) and base.id == "object"):
+        elif owner.library_class(base) is not None or (isinstance(base, ast.Name) and base.id == "object"):
+            continue
+        elif trl is not None and library_dataclass(owner, base) is not None:
+            lib = trl_script_args.field_names(library_dataclass(owner, base), trl)  # type: ignore[arg-type]
+            if lib is None:
+                return None
+            out |= lib
+        else:
             return None
     return out
 
@@ -164,38 +185,74 @@ def tolerant_parse(setup: Setup) -> tuple[PythonFile, ast.Call, str] | None:
 
 
 def _parser_extra_fields(setup: Setup, strict: bool = True) -> set[str] | None:
-    """The fields of every dataclass an ``HfArgumentParser`` of the setup's scripts parses
-    into, besides the library class; None when one of them is not readable or (``strict``)
-    the parser tolerates unknown arguments."""
-    out: set[str] = set()
-    found = False
+    """The fields of every dataclass an ``HfArgumentParser`` / ``TrlParser`` of the setup's
+    scripts parses into, besides the library class: the project's own dataclasses and TRL's
+    parser dataclasses (``ScriptArguments``, ``ModelConfig``: their fields at the target TRL
+    version); None when one of them is not readable or (``strict``) the parser tolerates
+    unknown arguments."""
+    from trainlint.consumers import parser_uses
+
     if strict and tolerant_parse(setup) is not None:
         return None
+    trl = target(setup)[2]
+    out: set[str] = set()
+    found = False
     for pf in setup.scripts:
-        for cs in pf.calls:
-            func = cs.node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name != "HfArgumentParser" or not cs.node.args:
-                continue
+        for use in parser_uses(pf):
             found = True
-            first = cs.node.args[0]
-            elts = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
-            for e in elts:
-                lib = pf.library_class(e)
-                if lib is not None:
-                    if isinstance(e, ast.Name) and e.id in pf.local_classes:
-                        own = _class_fields(pf, e.id)
-                        if own is None:
-                            return None
-                        out |= own
-                    continue
-                if not isinstance(e, ast.Name):
-                    return None
-                own = _class_fields(pf, e.id)
+            if use.opaque_classes or (strict and not use.strict):
+                return None
+            for name in use.local_classes:
+                own = _class_fields(pf, name, trl)
                 if own is None:
                     return None
                 out |= own
+            for name in use.library_dataclasses:
+                names = trl_script_args.field_names(name, trl)
+                if names is None:
+                    return None
+                out |= names
     return out if found else None
+
+
+def parser_library_dataclasses(setup: Setup) -> list[str]:
+    """The TRL parser dataclasses (``trl.ModelConfig``...) the setup's parsers read."""
+    from trainlint.consumers import parser_uses
+
+    out: list[str] = []
+    for pf in setup.scripts:
+        for use in parser_uses(pf):
+            out += [n for n in use.library_dataclasses if n not in out]
+    return out
+
+
+def parser_library_fields(setup: Setup) -> frozenset[str]:
+    """Every field any release of the TRL parser dataclasses of the setup's parsers has had
+    (``ModelConfig.torch_dtype``, gone in later releases): such a name is not an unknown
+    argument of the config class, whatever the target version."""
+    from trainlint.consumers import parser_uses
+
+    out: set[str] = set()
+    for pf in setup.scripts:
+        for use in parser_uses(pf):
+            for name in use.library_dataclasses:
+                out |= trl_script_args.ever_fields(name)
+    return frozenset(out)
+
+
+def parser_dataclasses(setup: Setup) -> tuple[list[str], list[str]]:
+    """The names of the dataclasses the setup's parsers read besides the library class: the
+    project's own, and TRL's (``ScriptArguments``, ``ModelConfig``), for messages."""
+    from trainlint.consumers import parser_uses
+
+    own: list[str] = []
+    lib: list[str] = []
+    for pf in setup.scripts:
+        for use in parser_uses(pf):
+            own += [n for n in use.local_classes if n != use.project_class and n not in own]
+            lib += [short for short in (n.rsplit(".", 1)[1] for n in use.library_dataclasses)
+                    if short not in lib and short not in own]  # a project subclass of the same name
+    return own, lib
 
 
 def valid_names(setup: Setup, site: ArgsSite, strict: bool = True) -> frozenset[str] | None:

@@ -7,6 +7,7 @@ from typing import Any, Iterator
 from trainlint.diagnostics import Span
 from trainlint.rules._versioned import (
     dict_literal,
+    target,
 )
 from trainlint.setup import UNKNOWN, ArgsSite, Setup
 from trainlint.sources.python import PythonFile, TrainerCall
@@ -74,9 +75,23 @@ def fsdp_options(value: Any) -> list[str] | None:
     return None
 
 
-# transformers 5.10.0 rewrote the fsdp handling (``_apply_legacy_fsdp_to_config``, FSDP2 by
-# default): the 4.x checks below are gone (read in the 5.9.0 and 5.10.0 wheels).
-FSDP2_SINCE = "5.10.0"
+# The release that rewrote the fsdp handling (``_apply_legacy_fsdp_to_config``, FSDP2 by
+# default; the 4.x checks are gone): the behaviour marker "fsdp_legacy_applied_to_config".
+FSDP2_MARKER = "fsdp_legacy_applied_to_config"
+
+
+def fsdp2_handling(setup: Setup) -> bool:
+    """Whether the target transformers has the FSDP2-by-default fsdp handling."""
+    from trainlint.knowledge import behaviour
+
+    return behaviour.holds(FSDP2_MARKER, target(setup)[0])
+
+
+def fsdp2_since() -> str:
+    """The first release with it (for messages)."""
+    from trainlint.knowledge import behaviour
+
+    return behaviour.first_version(FSDP2_MARKER) or "a later release"
 
 
 def fsdp_version(setup: Setup, site: ArgsSite) -> Any:

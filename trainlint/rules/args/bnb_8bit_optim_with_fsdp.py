@@ -9,10 +9,9 @@ from trainlint.rules._versioned import (
     fsdp_enabled,
     python_dict,
     strategy,
-    transformers_at_least,
 )
 from trainlint.rules.args._args_checks_common import (
-    FSDP2_SINCE,
+    fsdp2_handling,
     _span,
     fsdp_options,
     fsdp_version,
@@ -102,7 +101,7 @@ class Bnb8bitOptimWithFsdp(SiteRule):
         fv = site.get("fsdp")
         if fsdp_enabled(fv):
             version = fsdp_version(setup, site)
-            if not transformers_at_least(setup, FSDP2_SINCE) and not (
+            if not fsdp2_handling(setup) and not (
                     isinstance(d0 := python_dict(setup, site, "fsdp_config") or {}, dict)
                     and ("version" in d0 or "fsdp_version" in d0)):
                 version = 1  # before 5.10 the Trainer's FSDP is FSDP1 unless the config asks for 2

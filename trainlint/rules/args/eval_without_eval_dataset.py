@@ -12,7 +12,7 @@ from trainlint.rules._versioned import (
     effective,
     strategy,
     target_text,
-    transformers_at_least,
+    behaviour_holds,
 )
 from trainlint.rules.args._args_checks_common import (
     V440,
@@ -91,7 +91,7 @@ class EvalWithoutEvalDataset(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not transformers_at_least(setup, "4.57.1"):
+        if not behaviour_holds(setup, "trainer_rejects_eval_strategy_without_eval_dataset"):
             return
         for pf, tc in _trainer_calls(setup):
             if "eval_dataset" in tc.keywords or _open_call(tc):

@@ -13,10 +13,9 @@ from trainlint.rules._versioned import (
     fsdp_enabled,
     python_dict,
     target_text,
-    transformers_at_least,
     wrapper_of,
 )
-from trainlint.rules.args._args_checks_common import FSDP2_SINCE, _related, _span
+from trainlint.rules.args._args_checks_common import _related, _span, fsdp2_handling
 from trainlint.rules.base import Case
 
 WRAP_KEYS = ("min_num_params", "transformer_layer_cls_to_wrap")
@@ -110,7 +109,7 @@ class FsdpConfigWithoutFsdp(SiteRule):
                                   "and the model is not sharded; enable fsdp or drop fsdp_config",
                                   related=_related(site, "fsdp"))
             return
-        if transformers_at_least(setup, FSDP2_SINCE):
+        if fsdp2_handling(setup):
             return
         d = _config_dict(setup, site, cfg)
         if d is None:

@@ -6,10 +6,9 @@ from trainlint.diagnostics import Severity
 from trainlint.rules._versioned import (
     SiteRule,
     target_text,
-    transformers_at_least,
 )
 from trainlint.rules.args._args_checks_common import (
-    FSDP2_SINCE,
+    fsdp2_handling,
     TA,
     V457,
     V524,
@@ -81,7 +80,7 @@ class FsdpInvalidOptions(SiteRule):
         opts = fsdp_options(site.known("fsdp"))
         if opts is None:
             return
-        if transformers_at_least(setup, FSDP2_SINCE):
+        if fsdp2_handling(setup):
             only1 = [o for o in opts if o in FSDP1_ONLY]
             if only1 and fsdp_version(setup, site) == 2:
                 yield self.diagnostic(_span(site, "fsdp"), f"fsdp={only1[0]!r} is a sharding strategy only FSDP1 has, "

@@ -10,10 +10,10 @@ from trainlint.rules._versioned import (
     fsdp_enabled,
     python_keyword,
     target_text,
-    transformers_at_least,
 )
 from trainlint.rules.args._args_checks_common import (
-    FSDP2_SINCE,
+    fsdp2_handling,
+    fsdp2_since,
     TA,
     V457,
     V524,
@@ -105,7 +105,7 @@ class FsdpLegacyForm(SiteRule):
     ]
 
     def site_check(self, setup, site):
-        if not transformers_at_least(setup, FSDP2_SINCE):
+        if not fsdp2_handling(setup):
             return
         v = site.get("fsdp")
         opts = fsdp_options(v.value) if v is not None else None
@@ -120,11 +120,11 @@ class FsdpLegacyForm(SiteRule):
                 edits = [pf.span(kw).edit(shown)]
             advice = shown if config is not None else "fsdp=True and the settings in fsdp_config"
             yield self.diagnostic(_span(site, "fsdp"), f"fsdp as a {form} ({v.value!r}) is deprecated since "
-                                  f"transformers {FSDP2_SINCE} (announced for removal in 5.20; "
+                                  f"transformers {fsdp2_since()} (announced for removal in 5.20; "
                                   f"{target_text(setup)}): write {advice}",
                                   edits=edits, fix_message=f"write {shown}")
         if fsdp_enabled(v) and fsdp_version(setup, site) == 1:
             yield self.diagnostic(_span(site, "fsdp_config"), "fsdp_config selects FSDP1 (version 1), deprecated "
-                                  f"since transformers {FSDP2_SINCE} and announced for removal in 5.20: "
+                                  f"since transformers {fsdp2_since()} and announced for removal in 5.20: "
                                   "migrate to FSDP2 (version 2, the default)")
 

@@ -8,7 +8,7 @@ from typing import Iterable
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
-    transformers_at_least,
+    behaviour_holds,
 )
 from trainlint.rules.args._args_checks_common import (
     V524,
@@ -85,7 +85,7 @@ class HeadlessModelInTrainer(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not transformers_at_least(setup, "4.57.1"):
+        if not behaviour_holds(setup, "trainer_rejects_headless_model"):
             return
         for pf, tc in _trainer_calls(setup):
             m = tc.keywords.get("model")

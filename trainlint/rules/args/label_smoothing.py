@@ -10,15 +10,21 @@ from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     is_num,
     remove_edit,
+    behaviour_holds,
     target_text,
-    transformers_at_least,
 )
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
-# transformers 4.56.0 added the check that turns label smoothing off for multi-label
-# classification (read in the 4.55.0 and 4.56.0 wheels' trainer.py).
-DISABLED_SINCE = "4.56.0"
+# The release that added the check that turns label smoothing off for multi-label
+# classification: the behaviour marker "label_smoothing_off_for_multi_label" (trainer.py).
+MARKER = "label_smoothing_off_for_multi_label"
+
+
+def _first(marker: str) -> str:
+    from trainlint.knowledge import behaviour
+
+    return behaviour.first_version(marker) or "a later release"
 MULTI_LABEL = "multi_label_classification"
 
 SCRIPT = """
@@ -90,7 +96,7 @@ class LabelSmoothingMultiLabel(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        disabled = transformers_at_least(setup, DISABLED_SINCE)
+        disabled = behaviour_holds(setup, MARKER)
         for ctx in trainer_contexts(setup):
             flow = ctx.flow
             if flow is None or not ctx.sites:
@@ -110,7 +116,7 @@ class LabelSmoothingMultiLabel(Rule):
                                if disabled else
                                f"the first training step fails: the label smoother indexes with the float "
                                f"multi-hot labels (RuntimeError in gather; {target_text(setup)}, the Trainer "
-                               f"only checks from {DISABLED_SINCE})")
+                               f"only checks from {_first(MARKER)})")
                 yield self.diagnostic(
                     span, f"label_smoothing_factor={v.value!r} on a multi-label classifier ({where}): {consequence}; "
                           f"remove it",

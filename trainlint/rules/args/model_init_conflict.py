@@ -9,7 +9,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     target_text,
-    transformers_at_least,
+    behaviour_holds,
 )
 from trainlint.rules.args._args_checks_common import (
     V524,
@@ -77,7 +77,7 @@ class ModelInitConflict(Rule):
                                           "model that model_init re-creates; Trainer raises RuntimeError")
             model = kws.get("model")
             if model is not None and not (isinstance(model, ast.Constant) and model.value is None):
-                raises = transformers_at_least(setup, "5.24.0")
+                raises = behaviour_holds(setup, "trainer_rejects_model_and_model_init")
                 yield self.diagnostic(
                     _kw_span(pf, tc, "model_init"),
                     "model= and model_init= together: " + ("Trainer raises ValueError" if raises else

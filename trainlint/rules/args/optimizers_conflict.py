@@ -9,7 +9,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     target_text,
-    transformers_at_least,
+    behaviour_holds,
     wrapper_of,
 )
 from trainlint.rules.args._args_checks_common import (
@@ -90,14 +90,14 @@ class OptimizersConflict(Rule):
                 continue
             cls_kwargs = tc.keywords.get("optimizer_cls_and_kwargs")
             if cls_kwargs is not None and not (isinstance(cls_kwargs, ast.Constant) and cls_kwargs.value is None) \
-                    and transformers_at_least(setup, "4.48.0"):
+                    and behaviour_holds(setup, "trainer_rejects_optimizers_with_optimizer_cls_and_kwargs"):
                 yield self.diagnostic(_kw_span(pf, tc, "optimizers"), "optimizers= and optimizer_cls_and_kwargs= "
                                       "together: Trainer raises RuntimeError; keep optimizer_cls_and_kwargs")
                 continue
             if wrapped is None:
                 continue
             wrapper, evidence = wrapped
-            if wrapper == "DeepSpeed" and transformers_at_least(setup, "4.46.0"):
+            if wrapper == "DeepSpeed" and not behaviour_holds(setup, "trainer_rejects_optimizers_with_deepspeed"):
                 continue
             related = [evidence.span.related(f"{wrapper} is configured here")] \
                 if evidence is not None and evidence.span is not None else []

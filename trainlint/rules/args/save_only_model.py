@@ -8,16 +8,16 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._versioned import (
     SiteRule,
     effective,
+    behaviour_holds,
     remove_edit,
-    transformers_at_least,
     wrapper_of,
 )
 from trainlint.rules.base import Case
 from trainlint.setup import ArgsSite, Setup
 
-# The FSDP SHARDED_STATE_DICT check arrived in transformers 4.50.0 (read from the wheels:
-# 4.49.0's Trainer does not have it, 4.50.0's does).
-SHARDED_CHECK_SINCE = "4.50.0"
+# The release whose Trainer rejects save_only_model with FSDP's SHARDED_STATE_DICT: the
+# behaviour marker "save_only_model_rejects_sharded_fsdp" (trainer.py of every release).
+SHARDED_MARKER = "save_only_model_rejects_sharded_fsdp"
 
 TA = "from transformers import TrainingArguments\n"
 HF_SCRIPT = ("from transformers import HfArgumentParser, TrainingArguments\n"
@@ -119,11 +119,13 @@ class SaveOnlyModelConflict(SiteRule):
         acc = setup.extra.get("accelerate")
         sdt = acc.fsdp_value("fsdp_state_dict_type") if acc is not None and wrapper == "FSDP" else None
         if sdt is not None and isinstance(sdt.value, str) and "SHARDED_STATE_DICT" in sdt.value.upper() \
-                and transformers_at_least(setup, SHARDED_CHECK_SINCE):
+                and behaviour_holds(setup, SHARDED_MARKER):
+            from trainlint.knowledge import behaviour
+
             if sdt.span is not None:
                 related.append(sdt.span.related("the sharded state dict type"))
             yield self.diagnostic(
                 span, "save_only_model=True with FSDP's SHARDED_STATE_DICT: Trainer raises ValueError "
-                      f"(transformers {SHARDED_CHECK_SINCE} and later); use fsdp_state_dict_type: FULL_STATE_DICT "
+                      f"(transformers {behaviour.first_version(SHARDED_MARKER)} and later); use fsdp_state_dict_type: FULL_STATE_DICT "
                       "or remove save_only_model",
                 edits=[edit] if edit else None, fix_message="remove save_only_model", related=related)

@@ -8,7 +8,7 @@ from trainlint.rules._versioned import (
     fields_for,
     is_num,
     target_text,
-    transformers_at_least,
+    behaviour_holds,
 )
 from trainlint.rules.args._args_checks_common import (
     TA,
@@ -65,15 +65,16 @@ class WarmupOutOfRange(SiteRule):
         ws = site.known("warmup_steps")
         wr = site.known("warmup_ratio")
         fields = fields_for(setup, site.class_name) or {}
-        if is_num(ws) and ws < 0 and (transformers_at_least(setup, "4.57.1") or transformers_at_least(setup, "5.0.0")):
+        if is_num(ws) and ws < 0 and behaviour_holds(setup, "warmup_steps_negative_raises"):
             yield self.diagnostic(_span(site, "warmup_steps"), f"warmup_steps={ws!r} is negative: "
                                   f"TrainingArguments raises ValueError ({target_text(setup)})")
             return
-        if "warmup_ratio" in fields and not transformers_at_least(setup, "5.0.0"):
+        if "warmup_ratio" in fields and behaviour_holds(setup, "warmup_ratio_range_checked"):
             if is_num(wr) and (wr < 0 or wr > 1):
                 yield self.diagnostic(_span(site, "warmup_ratio"), f"warmup_ratio={wr!r} is outside [0, 1]: "
                                       f"TrainingArguments raises ValueError ({target_text(setup)})")
-            if transformers_at_least(setup, "4.57.1") and site.get("warmup_steps") is not None and ws is not UNKNOWN \
+            if behaviour_holds(setup, "warmup_steps_must_be_int") and site.get("warmup_steps") is not None \
+                    and ws is not UNKNOWN \
                     and (not isinstance(ws, int) or isinstance(ws, bool) or ws < 0):
                 yield self.diagnostic(_span(site, "warmup_steps"),
                                       f"warmup_steps={ws!r} must be an int >= 0 in {target_text(setup)} (the float "

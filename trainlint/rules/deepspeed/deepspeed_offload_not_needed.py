@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.rules._setup_models import (
-    single_model,
-)
 from trainlint.rules._context import run_context
 from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
@@ -25,9 +22,11 @@ class OffloadNotNeeded(Rule):
     Flags ZeRO CPU/NVMe offload (`offload_optimizer`, `offload_param`) when the memory estimate
     says the model states (16-bit weights, gradients, fp32 master weights and Adam states) fit
     on the target GPU without offload, using at most half of its memory. It needs the model
-    (from the model table or a local `config.json`) and the target GPU (`--gpu`); the estimate
-    assumes full fine-tuning in mixed precision with Adam, and one GPU when the world size is not
-    known, so it errs towards silence.
+    (from the model table or a local `config.json`) and the target GPU (`--gpu`). The figure is
+    the one `trainlint estimate` prints and `estimated-oom` (TL550) judges (the setup's model,
+    precision, optimizer, trainable parameters and ZeRO stage), with the offload switched off;
+    an input no file states keeps its default (one GPU when the world size is not known) rather
+    than its cheapest reading, so the rule errs towards silence. A 4/8-bit model is not judged.
 
     ## Why is this bad?
     Offload moves optimizer states (and with `offload_param` the weights) to host memory and
@@ -86,7 +85,7 @@ class OffloadNotNeeded(Rule):
         gpu = setup.gpu
         if cfg is None or gpu is None:
             return
-        from trainlint.memory import estimate, format_bytes, shape_from_model
+        from trainlint.memory import estimate, format_bytes
 
         stage = _stage(cfg)
         if stage is None or stage < 1:
@@ -100,23 +99,33 @@ class OffloadNotNeeded(Rule):
             return
         if run_context(setup).test_file is not None:
             return  # a test that exercises offload on a small model does so on purpose
-        model = single_model(setup)
-        if model is None or not model.info.known:
+        from dataclasses import replace
+
+        from trainlint.estimate import SetupEstimate, estimate_setup
+
+        # the one estimate `trainlint estimate` and TL550 use (same model, precision, optimizer,
+        # trainable parameters, world size), read at its stated shape: an unstated input keeps
+        # its default (one GPU, fp32 states), never a cheaper reading, so "fits without offload"
+        # is not claimed on a guess; only the offload is switched off
+        r = estimate_setup(setup)
+        if not isinstance(r, SetupEstimate) or r.quantized or r.shape.zero_stage < 1:
             return
-        world = setup.world_size_value or 1
-        est = estimate(shape_from_model(model.info, zero_stage=stage, precision="bf16", world_size=world,
-                                        optimizer="adamw_torch", offload_optimizer="none", offload_param="none"))
+        est = estimate(replace(r.shape, offload_optimizer="none", offload_param="none"))
         states = est.model_states
         if states > gpu.memory_bytes * 0.5:
             return
         share = 100 * states / gpu.memory_bytes
-        gpus = f"{world} GPU{'s' if world != 1 else ''}" if setup.world_size_value else "one GPU (world size unknown)"
+        world = r.shape.world_size
+        gpus = f"{world} GPU{'s' if world != 1 else ''}" if "world_size" not in r.assumed \
+            else "one GPU (world size unknown)"
+        related = [r.model_span.related(f"{r.model.hub_id} is loaded here")] if r.model_span is not None else []
         for which, dev in offloads:
             yield self.diagnostic(
                 dev.span,  # type: ignore[arg-type]
-                f"offload_{which} to {dev.value}, but without offload the model states of {model.model_id} "
-                f"({model.info.params / 1e9:.2f}B parameters) take about {format_bytes(states)} per GPU under "
-                f"ZeRO-{stage} on {gpus}, {share:.0f}% of the {gpu.name}'s memory: offload only slows every step",
+                f"offload_{which} to {dev.value}, but without offload the model states of {r.model.hub_id} "
+                f"({r.model.params / 1e9:.2f}B parameters) take about {format_bytes(states)} per GPU under "
+                f"ZeRO-{stage} on {gpus}, {share:.0f}% of the {gpu.name}'s memory: offload only slows every step "
+                f"(see `trainlint estimate`)",
                 edits=[dev.span.edit('"none"')], fix_message=f"set offload_{which}.device to \"none\"",  # type: ignore[union-attr]
-                related=[model.span.related(f"{model.model_id} is loaded here")])
+                related=related)
 

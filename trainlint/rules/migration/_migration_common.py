@@ -11,6 +11,7 @@ from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
     names_open,
+    parser_library_fields,
     python_keyword,
     remove_edit,
     rename_key_edit,
@@ -34,6 +35,32 @@ V50 = {"transformers_version": "5.0.0"}
 
 
 V524 = {"transformers_version": "5.24.0"}
+
+
+# Scripts of the TrlParser cases (TRL's own ScriptArguments / ModelConfig; a project subclass)
+TRL_SFT = """from trl import ModelConfig, ScriptArguments, SFTConfig, SFTTrainer, TrlParser
+
+if __name__ == "__main__":
+    parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig))
+    script_args, training_args, model_args = parser.parse_args_and_config()
+    SFTTrainer(model=model_args.model_name_or_path, args=training_args).train()
+"""
+
+TRL_GRPO_PROJECT = """from dataclasses import dataclass, field
+import trl
+from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser
+
+
+@dataclass
+class GRPOScriptArguments(trl.ScriptArguments):
+    my_reward_weight: float = field(default=1.0, metadata={"help": "weight"})
+
+
+if __name__ == "__main__":
+    parser = TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))
+    script_args, training_args, model_args = parser.parse_args_and_config()
+    GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[], args=training_args).train()
+"""
 
 
 # Removed arguments whose deletion never changes what the target version does (the library had
@@ -84,6 +111,8 @@ def _status(setup: Setup, site: ArgsSite, name: str) -> tuple[str, ta.FieldHisto
                 return "skip", None  # --no_X of a removed bool field: reported for X elsewhere
         if names_open(site):
             return "skip", None  # may be a field of the reader's other dataclasses
+        if site.call is None and name in parser_library_fields(setup):
+            return "skip", None  # a field TRL's ModelConfig/ScriptArguments had in another release
         return "unknown", None
     version = _version_for(setup, h.package)
     if h.first is not None and _vkey(version) < _vkey(h.first):
@@ -185,9 +214,6 @@ def _replacement_fix(setup: Setup, site: ArgsSite, value: Value, valid: frozense
         advice = "remove it (safetensors is always written)"
     e = remove_edit(setup, site, value)
     return ([e] if e else None), ("safe" if safe else "unsafe"), f"remove {name}", advice
-
-
-LOAD_IN_REMOVED_IN = "5.0.0"  # 5.x from_pretrained no longer parses load_in_8bit/load_in_4bit
 
 
 def _from_pretrained_calls(pf: PythonFile) -> Iterator[ast.Call]:

@@ -9,7 +9,7 @@ from trainlint.diagnostics import Diagnostic, Severity, replace
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     target_text,
-    transformers_at_least,
+    behaviour_holds,
 )
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.migration._migration_common import (
@@ -19,7 +19,9 @@ from trainlint.rules.migration._migration_common import (
 )
 from trainlint.setup import Setup
 
-EVALUATION_STRATEGY_REMOVED_IN = "5.0.0"  # trainer_utils.py: present in 4.57.1, gone in 5.0.0
+# Which releases define the enum: the behaviour marker "evaluation_strategy_enum_exists"
+# (``class EvaluationStrategy(`` in trainer_utils.py of every release).
+MARKER = "evaluation_strategy_enum_exists"
 
 
 
@@ -79,7 +81,13 @@ class EvaluationStrategyEnum(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not transformers_at_least(setup, EVALUATION_STRATEGY_REMOVED_IN):
+        if not any(isinstance(n, ast.ImportFrom) and any(a.name == "EvaluationStrategy" for a in n.names)
+                   for pf in setup.scripts for n in pf.nodes):
+            return
+        from trainlint.knowledge import behaviour
+
+        removed = behaviour.removed_in(MARKER)
+        if behaviour_holds(setup, MARKER) or removed is None:
             return
         for pf in setup.scripts:
             for node in pf.nodes:
@@ -102,7 +110,7 @@ class EvaluationStrategyEnum(Rule):
                                     edits.append(pf.span(n).edit("IntervalStrategy"))
                     yield self.diagnostic(
                         name_span,
-                        f"EvaluationStrategy was removed in transformers {EVALUATION_STRATEGY_REMOVED_IN} "
+                        f"EvaluationStrategy was removed in transformers {removed} "
                         f"({target_text(setup)}): use IntervalStrategy",
                         edits=edits or None, fix_message="use IntervalStrategy")
 

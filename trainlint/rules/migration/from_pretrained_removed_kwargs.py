@@ -16,7 +16,19 @@ from trainlint.rules.migration._migration_common import (
 )
 from trainlint.setup import Setup
 
-AUTH_TOKEN_REMOVED_IN = "5.0.0"  # modeling_utils.py 5.0.0 no longer handles use_auth_token
+LOADER = "PreTrainedModel.from_pretrained"
+
+
+def _state(setup: Setup, keyword: str) -> tuple[Severity, str]:
+    """(severity, wording) of ``keyword`` for the target's ``from_pretrained``: the release that
+    stopped reading it comes from ``knowledge/data/model_api.json`` (the keys each released
+    ``from_pretrained`` reads out of ``**kwargs``)."""
+    from trainlint.knowledge import model_api
+
+    removed = model_api.keyword_window(LOADER, keyword)[1]
+    if removed is not None and transformers_at_least(setup, removed):
+        return Severity.ERROR, f"no longer handled since transformers {removed}"
+    return Severity.WARNING, "deprecated"
 
 
 
@@ -81,14 +93,12 @@ class FromPretrainedRemovedKwargs(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        removed = transformers_at_least(setup, AUTH_TOKEN_REMOVED_IN)
-        severity = Severity.ERROR if removed else Severity.WARNING
-        state = f"no longer handled since transformers {AUTH_TOKEN_REMOVED_IN}" if removed else "deprecated"
         for pf in setup.scripts:
             for call in _from_pretrained_calls(pf):
                 kws = {k.arg: k for k in call.keywords if k.arg}
                 if "use_auth_token" in kws:
                     kw = kws["use_auth_token"]
+                    severity, state = _state(setup, "use_auth_token")
                     from trainlint.fixing.python_edits import remove_argument
 
                     if "token" in kws:
@@ -106,6 +116,7 @@ class FromPretrainedRemovedKwargs(Rule):
                     v = pf.resolve(kw.value, scope).value
                     if v is False:
                         continue
+                    severity, state = _state(setup, name)
                     yield self.diagnostic(
                         pf.keyword_name_span(kw),
                         f"from_pretrained({name}=) is {state} ({target_text(setup)}): pass "

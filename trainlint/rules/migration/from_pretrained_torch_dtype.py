@@ -17,7 +17,12 @@ from trainlint.rules.migration._migration_common import (
 )
 from trainlint.setup import Setup
 
-DTYPE_SINCE = "4.56.0"  # modeling_utils.py: from_pretrained pops "dtype" from 4.56.0
+def _dtype_since() -> str | None:
+    """The first release whose ``from_pretrained`` reads ``dtype`` (``knowledge/data/model_api.json``:
+    the keys each released ``PreTrainedModel.from_pretrained`` reads out of ``**kwargs``)."""
+    from trainlint.knowledge import model_api
+
+    return model_api.keyword_window("PreTrainedModel.from_pretrained", "dtype")[0]
 
 
 
@@ -78,8 +83,7 @@ class FromPretrainedTorchDtype(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not transformers_at_least(setup, DTYPE_SINCE):
-            return
+        since = None
         for pf in setup.scripts:
             for call in _from_pretrained_calls(pf):
                 kws = {k.arg: k for k in call.keywords if k.arg}
@@ -88,7 +92,10 @@ class FromPretrainedTorchDtype(Rule):
                     continue
                 if "dtype" in kws:
                     continue  # dtype wins; nothing to rename into
-                applicability, note = older_support(setup, DTYPE_SINCE, "dtype=", pf.path)
+                since = since or _dtype_since()
+                if since is None or not transformers_at_least(setup, since):
+                    return
+                applicability, note = older_support(setup, since, "dtype=", pf.path)
                 yield self.diagnostic(
                     pf.keyword_name_span(kw),
                     f"torch_dtype= is a deprecated alias of dtype= ({target_text(setup)}){note}",

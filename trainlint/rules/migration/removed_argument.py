@@ -10,6 +10,8 @@ from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
+    parser_library_dataclasses,
+    target,
     project_allows_before,
     target_text,
     tolerant_parse,
@@ -17,6 +19,7 @@ from trainlint.rules._versioned import (
 )
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.migration._migration_common import (
+    TRL_SFT,
     V50,
     V424,
     V524,
@@ -27,6 +30,41 @@ from trainlint.rules.migration._migration_common import (
     _written_with_status,
 )
 from trainlint.setup import FLAG, ArgsSite, Setup
+
+
+def _dataclass_removed_in(lib: str, name: str, version: str) -> str | None:
+    """The first release without field ``name`` of TRL dataclass ``lib`` after its last release
+    with it before ``version``, when ``version`` lacks it; else None."""
+    from trainlint.knowledge import trl_script_args as tsa
+
+    now = tsa.field_names(lib, version)
+    if now is None or name in now:
+        return None
+    before = [b for a, b in tsa.present(lib, name) if _vkey(a) <= _vkey(version)]
+    if not before:
+        return None
+    later = [v for v in tsa.known_versions() if _vkey(v) > _vkey(before[-1])]
+    return later[0] if later and _vkey(later[0]) <= _vkey(version) else None
+
+
+def _before(version: str) -> str:
+    from trainlint.knowledge import trl_script_args as tsa
+
+    vs = tsa.known_versions()
+    return vs[max(0, vs.index(version) - 1)] if version in vs else version
+
+
+def _replacement_in(message: str | None, valid: frozenset[str]) -> str | None:
+    """The field a deprecation message says to use instead (``please use `dtype` instead``),
+    when the target has it."""
+    import re
+
+    if not message:
+        return None
+    for m in re.finditer(r"\buse `([A-Za-z_][A-Za-z0-9_]*)`", message):
+        if m.group(1) in valid:
+            return m.group(1)
+    return None
 
 
 def _removed_in(h: ta.FieldHistory, version: str) -> str | None:
@@ -53,7 +91,10 @@ class RemovedArgument(Rule):
     `HfArgumentParser` script, or a key of an HF args file. The target version is
     `--transformers-version` / `--trl-version`, `[tool.trainlint]`, the installed package
     (read from its metadata, never imported), a pin in the project's `requirements*.txt` or
-    `pyproject.toml`, else the newest version the data knows.
+    `pyproject.toml`, else the newest version the data knows. For a `TrlParser` /
+    `HfArgumentParser` that also reads TRL's own `ModelConfig` / `ScriptArguments`, a flag or
+    key that one of those had in earlier releases and the target TRL release dropped
+    (`torch_dtype` of `ModelConfig`) is flagged too, with the replacement its deprecation named.
 
     ## Why is this bad?
     The dataclass no longer has the field: `TrainingArguments(evaluation_strategy=...)` raises
@@ -200,6 +241,17 @@ class RemovedArgument(Rule):
             from transformers import TrainingArguments
             args = TrainingArguments(output_dir="o", eval_strategy="epoch")
             """, options=V524, flags=False),
+        # TRL's ModelConfig read by the same parser
+        Case(files={"run.sh": "python sft.py --config recipe.yaml\n", "sft.py": TRL_SFT,
+                    "recipe.yaml": "model_name_or_path: Qwen/Qwen2-0.5B\ntorch_dtype: bfloat16\noutput_dir: out\n"},
+             options={"trl_version": "1.16.0"}, message="use dtype", flags=True,
+             note="ModelConfig.torch_dtype, deprecated for dtype, is gone from trl 0.27"),
+        Case(files={"run.sh": "python sft.py --config recipe.yaml\n", "sft.py": TRL_SFT,
+                    "recipe.yaml": "model_name_or_path: Qwen/Qwen2-0.5B\ntorch_dtype: bfloat16\noutput_dir: out\n"},
+             options={"trl_version": "0.20.0"}, flags=False, note="still a ModelConfig field there"),
+        Case(files={"run.sh": "python sft.py --config recipe.yaml\n", "sft.py": TRL_SFT,
+                    "recipe.yaml": "model_name_or_path: Qwen/Qwen2-0.5B\ndtype: bfloat16\noutput_dir: out\n"},
+             options={"trl_version": "1.16.0"}, flags=False),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -224,9 +276,47 @@ class RemovedArgument(Rule):
                 continue
             yield self.diagnostic(span, message, edits=edits, fix_message=fix_message,
                                   applicability=applicability)  # type: ignore[arg-type]
+        yield from self._library_dataclass_fields(setup)
         tolerant = tolerant_parse(setup)
         if tolerant is not None:
             yield from self._swallowed(setup, tolerant)
+
+    def _library_dataclass_fields(self, setup: Setup) -> Iterable[Diagnostic]:
+        """Flags and args-file keys for a field TRL's own parser dataclasses (``ModelConfig``,
+        ``ScriptArguments``) had in earlier releases and the target TRL release no longer has
+        (``torch_dtype``): the parser rejects them like any unknown name."""
+        from trainlint.knowledge import trl_script_args as tsa
+
+        libs = parser_library_dataclasses(setup)
+        if not libs:
+            return
+        trl = target(setup)[2]
+        for site in setup.sites:
+            if site.call is not None or not is_known_class(site.class_name):
+                continue
+            valid = valid_names(setup, site)
+            if valid is None:
+                continue
+            for name, value in site.values.items():
+                if name in valid:
+                    continue
+                for lib in libs:
+                    removed = _dataclass_removed_in(lib, name, trl)
+                    if removed is None:
+                        continue
+                    cls = lib.rsplit(".", 1)[1]
+                    advice = "remove it"
+                    last = tsa.fields(lib, _before(removed)) or {}
+                    dep = last.get(name).deprecated if name in last else None
+                    new = _replacement_in(dep, valid)
+                    if new is not None:
+                        advice = f"use {'--' + new if value.origin == FLAG else new}"
+                    span = value.key_span or value.span or site.span
+                    if span is None:
+                        break
+                    yield self.diagnostic(span, f"{_shown(value)} was removed from TRL's {cls} in trl {removed} "
+                                                f"({target_text(setup, 'trl')}): the parser rejects it; {advice}")
+                    break
 
     def _swallowed(self, setup: Setup, tolerant) -> Iterable[Diagnostic]:
         """Removed flags/keys that a tolerant parser lets through: the setting is lost."""

@@ -25,47 +25,67 @@ from trainlint.rules.migration._migration_common import (
 from trainlint.setup import Setup
 from trainlint.sources.python import TRL_TRAINER_CLASSES, PythonFile, TrainerCall
 
-PROCESSING_CLASS_SINCE = "4.46.0"  # Trainer.__init__ has processing_class (4.46.0 trainer.py)
+def _transformers_window(cls: str) -> tuple[str | None, str | None]:
+    """(since, removed_in) of ``tokenizer=`` as an alias of ``processing_class`` on
+    ``Trainer.__init__`` / ``Seq2SeqTrainer.__init__``: the first release with the
+    ``processing_class`` parameter, and the first release after the last one that still takes
+    ``tokenizer`` (a parameter or the ``deprecate_kwarg`` alias). From
+    ``knowledge/data/model_api.json`` (the released signatures). The ``trainer.tokenizer``
+    property went with the keyword (5.0 ``trainer.py`` has neither)."""
+    from trainlint.knowledge import model_api
+
+    key = f"{cls}.__init__"
+    return model_api.keyword_window(key, "processing_class")[0], model_api.keyword_window(key, "tokenizer", alias=True)[1]
 
 
-TOKENIZER_REMOVED_IN = "5.0.0"  # Trainer.__init__ without tokenizer, no .tokenizer property (5.0.0)
+def _trl_status(cls: str, version: str) -> tuple[str, str | None, str | None] | None:
+    """How TRL trainer ``cls`` takes ``tokenizer=`` in that TRL release, from
+    ``knowledge/data/trl_trainers.json`` (every release's ``__init__`` and its
+    ``deprecate_kwarg`` aliases): ("accepted" | "alias" | "never" | "not-yet" | "removed",
+    first release that takes it, first release after the last that does); None when the
+    trainer is unknown there or takes ``**kwargs``."""
+    from trainlint.knowledge import trl_trainers
 
-
-# TRL trainers: the TRL versions in which ``tokenizer=`` is a deprecated alias of
-# ``processing_class`` (a ``deprecate_kwarg`` decorator on ``__init__``); outside them the
-# keyword is a TypeError. Read in the trl 0.12.0, 0.13.0, 0.14.0, 0.15.0, 0.16.0 and 0.20.0
-# wheels (0.12.0 is the oldest TRL the field data covers). GKD and GRPO never took it.
-TRL_TOKENIZER_ALIAS: dict[str, tuple[str, str] | None] = {
-    "SFTTrainer": ("0.12.0", "0.16.0"),
-    "DPOTrainer": ("0.12.0", "0.16.0"),
-    "CPOTrainer": ("0.13.0", "0.14.0"),
-    "KTOTrainer": ("0.13.0", "0.14.0"),
-    "ORPOTrainer": ("0.13.0", "0.15.0"),
-    "PPOTrainer": ("0.13.0", "0.15.0"),
-    "RewardTrainer": ("0.13.0", "0.15.0"),
-    "GKDTrainer": None,
-    "GRPOTrainer": None,
-}
-
+    sig = trl_trainers.signature(cls, version)
+    if sig is None or sig.varkw:
+        return None
+    takes = []
+    versions = trl_trainers.known_versions()
+    for v in versions:
+        other = trl_trainers.signature(cls, v)
+        takes.append(other is not None and ("tokenizer" in other.params or "tokenizer" in other.aliases))
+    if not any(takes):
+        return "never", None, None
+    first = versions[takes.index(True)]
+    last = len(takes) - 1 - takes[::-1].index(True)
+    removed = versions[last + 1] if last + 1 < len(versions) else None
+    if "tokenizer" in sig.params:
+        return "accepted", first, removed
+    if "tokenizer" in sig.aliases:
+        return "alias", first, removed
+    return ("not-yet" if _vkey(version) < _vkey(first) else "removed"), first, removed
 
 
 class TrainerTokenizerArgument(Rule):
     """
     ## What it does
     Flags `Trainer(tokenizer=...)` / `Seq2SeqTrainer(tokenizer=...)` (and local subclasses)
-    and reads of `trainer.tokenizer`, when the target transformers has `processing_class`
-    (4.46 and later); and `tokenizer=` on TRL trainers (`SFTTrainer`, `DPOTrainer`,
-    `CPOTrainer`, `KTOTrainer`, `ORPOTrainer`, `PPOTrainer`, `RewardTrainer`, `GKDTrainer`,
-    `GRPOTrainer`) by the target TRL version. A TRL trainer in a file that imports a framework
+    and reads of `trainer.tokenizer`, when the target transformers has `processing_class`;
+    and `tokenizer=` on TRL trainers (`SFTTrainer`, `DPOTrainer`, `CPOTrainer`, `KTOTrainer`,
+    `ORPOTrainer`, `GKDTrainer`, `GRPOTrainer`, ...) by the target TRL version. Which releases
+    take `tokenizer=` (a parameter, or the `deprecate_kwarg` alias of `processing_class`) is
+    read from every released signature (`knowledge/data/model_api.json`,
+    `knowledge/data/trl_trainers.json`). A TRL trainer in a file that imports a framework
     that patches the TRL trainers (unsloth, imported before `trl`, maps `tokenizer=` to
-    `processing_class`; see `trainlint/knowledge/data/frameworks.json`) is not flagged.
+    `processing_class`; see `trainlint/knowledge/data/frameworks.json`) is not flagged, nor is
+    a trainer whose `__init__` takes `**kwargs`.
 
     ## Why is this bad?
     From 4.46 the keyword is a deprecated alias (passing both raises); transformers 5.0 removed
     it: `TypeError: Trainer.__init__() got an unexpected keyword argument 'tokenizer'`, and
     `trainer.tokenizer` is an `AttributeError`. TRL's trainers took `tokenizer=` as a
-    deprecated alias for a few releases each (SFT and DPO until 0.16, CPO and KTO in 0.13 only,
-    ORPO, PPO and Reward in 0.13-0.14); outside those it is the same TypeError.
+    deprecated alias for a few releases each (SFT and DPO until 0.16, CPO, KTO, GKD and others
+    only around 0.12-0.13); outside those it is the same TypeError.
 
     ## Example
     ```python
@@ -159,35 +179,47 @@ class TrainerTokenizerArgument(Rule):
     def _status(self, setup: Setup, pf: PythonFile, tc: TrainerCall) -> tuple[Severity, str, str] | None:
         """(severity, what happens, whose versions) for ``tokenizer=`` on this trainer class."""
         if tc.class_name in ("Trainer", "Seq2SeqTrainer"):
-            if not transformers_at_least(setup, PROCESSING_CLASS_SINCE):
-                return None
-            if transformers_at_least(setup, TOKENIZER_REMOVED_IN):
-                return Severity.ERROR, f"removed in transformers {TOKENIZER_REMOVED_IN}", target_text(setup)
-            return (Severity.WARNING, f"deprecated since {PROCESSING_CLASS_SINCE}, removed in {TOKENIZER_REMOVED_IN}",
-                    target_text(setup))
-        if tc.class_name not in TRL_TOKENIZER_ALIAS or not pf.imports.get(tc.class_name, "").startswith("trl"):
+            return self._transformers_status(setup, tc.class_name)
+        if tc.class_name not in TRL_TRAINER_CLASSES or not pf.imports.get(tc.class_name, "").startswith("trl"):
             return None
         if patched_trainer_keyword(pf, tc.class_name, "tokenizer") is not None:
             return None  # a framework imported first (unsloth) maps tokenizer= to processing_class
-        alias = TRL_TOKENIZER_ALIAS[tc.class_name]
-        trl = _vkey(target(setup)[2])
+        trl = target(setup)[2]
+        found = _trl_status(tc.class_name, trl)
+        if found is None:
+            return None
+        state, since, removed = found
         where = target_text(setup, "trl")
-        if alias is None:
-            return Severity.ERROR, "not an argument of it in any TRL release since 0.12", where
-        since, removed = alias
-        if trl >= _vkey(removed):
+        if state == "never":
+            from trainlint.knowledge import trl_trainers
+
+            return Severity.ERROR, f"not an argument of it in any TRL release since {trl_trainers.known_versions()[0]}", \
+                where
+        if state == "removed":
             return Severity.ERROR, f"removed in trl {removed}", where
-        if trl >= _vkey(since):
-            return Severity.WARNING, f"deprecated, removed in trl {removed}", where
-        return Severity.ERROR, f"not accepted before trl {since}", where
+        if state == "alias":
+            return Severity.WARNING, f"deprecated, removed in trl {removed}" if removed else "deprecated", where
+        if state == "not-yet":
+            return Severity.ERROR, f"not accepted before trl {since}", where
+        return None
+
+    def _transformers_status(self, setup: Setup, cls: str) -> tuple[Severity, str, str] | None:
+        since, removed = _transformers_window(cls)
+        if since is None or not transformers_at_least(setup, since):
+            return None
+        if removed is not None and transformers_at_least(setup, removed):
+            return Severity.ERROR, f"removed in transformers {removed}", target_text(setup)
+        return (Severity.WARNING, f"deprecated since {since}" + (f", removed in {removed}" if removed else ""),
+                target_text(setup))
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         attr_status = None
-        if transformers_at_least(setup, PROCESSING_CLASS_SINCE):
-            removed = transformers_at_least(setup, TOKENIZER_REMOVED_IN)
-            attr_status = (Severity.ERROR if removed else Severity.WARNING,
-                           f"removed in transformers {TOKENIZER_REMOVED_IN}" if removed
-                           else f"deprecated since {PROCESSING_CLASS_SINCE}, removed in {TOKENIZER_REMOVED_IN}")
+        since = None
+        if any(pf.trainer_calls for pf in setup.scripts):
+            found = self._transformers_status(setup, "Trainer")
+            if found is not None:
+                attr_status = found[:2]
+                since = _transformers_window("Trainer")[0]
         for pf in setup.scripts:
             names: set[str] = set()
             for tc in pf.trainer_calls:
@@ -211,7 +243,7 @@ class TrainerTokenizerArgument(Rule):
                     edits = [pf.keyword_name_span(kw).edit("processing_class")]
                     fix_message = "rename to processing_class="
                 applicability, note = ("safe", "") if tc.class_name in TRL_TRAINER_CLASSES else \
-                    older_support(setup, PROCESSING_CLASS_SINCE, "processing_class=", pf.path)
+                    older_support(setup, _transformers_window("Trainer")[0] or "", "processing_class=", pf.path)
                 yield self.diagnostic(
                     pf.keyword_name_span(kw),
                     f"{tc.class_name}(tokenizer=) is {when} ({where}): use processing_class={note}",
@@ -226,7 +258,7 @@ class TrainerTokenizerArgument(Rule):
                         and len(pf.bindings_of(node.value.id, pf.module_scope)) <= 1:
                     sp = pf.span(node)
                     attr_span = replace(sp, line=sp.end_line, column=sp.end_column - len("tokenizer"))
-                    applicability, note = older_support(setup, PROCESSING_CLASS_SINCE, "processing_class", pf.path)
+                    applicability, note = older_support(setup, since or "", "processing_class", pf.path)
                     yield self.diagnostic(
                         attr_span,
                         f"{node.value.id}.tokenizer is {when} ({target_text(setup)}): use "
