@@ -1,27 +1,31 @@
-"""Pathological inputs: time and peak memory must grow linearly with the input.
+"""Pathological inputs: time and peak memory of ``check`` and ``fix`` must grow linearly with the
+input, and peak memory stay a small multiple of it (issues 14 and 18).
 
-1. ``pairs``: one file with N ``TrainingArguments``/``Trainer`` pairs (N = 1,000, 2,000, 4,000
-   by default). ``trainlint check`` time per pair should stay flat: following each Trainer's
-   model used to scan every call of the file for every Trainer (quadratic: 5.6 s at 1,000
-   pairs, 44 s at 3,000).
-2. ``big``: one Python file of S MB (1, 2, 4 by default; ``--big-mb 10`` for the issue's
-   size) whose every block has findings with safe fixes. ``trainlint check`` and
-   ``trainlint fix`` (diff only, nothing written): seconds per MB and peak RSS per MB of source
-   should stay flat. ``ast.parse`` alone peaks at about 120 bytes per byte of source, which
-   is the floor for anything built on Python's syntax tree; ``fix`` used to grow to 1 GB per MB
-   (libcst reading the whole fixed file).
+Files (each at 1/4, 1/2 and full size):
 
-Peak memory is the child's ``ru_maxrss`` (Linux: KiB). Each line prints the size, seconds,
-peak MiB and the ratios to the smallest size; the last column says whether growth is linear
-(the per-unit figure of the largest size is within 1.6x of the smallest's).
+1. ``calls``: 20,000 ``TrainingArguments(...)`` calls in one file (3 MB).
+2. ``pairs``: 3,000 ``TrainingArguments``/``Trainer`` pairs (following each Trainer's model
+   used to scan every call of the file for every Trainer: quadratic).
+3. ``script``: a ~10 MB script of small helper functions and one Trainer at the end.
+4. ``blocks``: a file of S MB (4 by default, ``--blocks-mb``) whose every block has findings
+   with safe fixes (the heaviest case for ``fix``: every piece of the file is edited).
 
-usage: python benchmarks/pathological.py [--pairs 1000 2000 4000] [--big-mb 1 2 4] [--skip-fix]
+Commands: ``check --no-cache``, ``fix`` (the diff, nothing written) and ``fix --apply`` (on a
+copy of the file). Each run is one process, measured with ``os.wait4``: wall seconds, CPU
+seconds (user + system, of the process and its children) and peak RSS (the largest of the
+process and its children). Each row gives the CPU per unit relative to the 1/4 size (1.00 is
+linear) and the peak RSS over the input size. The start-up peak (a check of a 2-line file) is
+measured once, and the last column leaves it out. Benchmarks are not timed tests; state the load average with the figures.
+
+usage: python benchmarks/pathological.py [--only calls,pairs,script,blocks] [--commands check,fix,apply]
+                                         [--scale 1.0] [--blocks-mb 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,16 +34,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def pairs_file(path: Path, n: int) -> Path:
-    lines = ["from transformers import TrainingArguments, Trainer", ""]
-    for i in range(n):
-        lines.append(f"args{i} = TrainingArguments(output_dir='o{i}', logging_steps=1, learning_rate=1e-4)")
-        lines.append(f"trainer{i} = Trainer(model=model, args=args{i})")
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
+HEAD = "from transformers import Trainer, TrainingArguments\nmodel = ds = None\n"
+ARGS = ("args_{i} = TrainingArguments(output_dir='o{i}', learning_rate=2e-5, per_device_train_batch_size=8, "
+        "logging_steps=10, num_train_epochs=3, fp16=True)\n")
+PAIR = ("args_{i} = TrainingArguments(output_dir='o{i}', learning_rate=2e-5, logging_steps=1)\n"
+        "trainer_{i} = Trainer(model=model, args=args_{i}, train_dataset=ds)\n")
+FILLER = ("def helper_{i}(x, y=2):\n    z = [v * y for v in range(x) if v % 3]\n"
+          "    return {{'sum': sum(z), 'n': len(z), 'name': 'helper_{i}'}}\n\n")
 BLOCK = '''
 def build_{i}(model, ds):
     x_{i} = [j * 2 for j in range(100)]  # a comment, as real code has
@@ -47,73 +48,126 @@ def build_{i}(model, ds):
     enc = tok(ds["text"], padding="max_length", truncation=True)
     return Trainer(model=model, args=args, train_dataset=ds)
 '''
+BLOCKS_HEAD = ("from transformers import TrainingArguments, Trainer, AutoTokenizer\n"
+               "tok = AutoTokenizer.from_pretrained('gpt2')\n")
+
+
+def pairs_file(path: Path, n: int) -> Path:
+    path.write_text(HEAD + "".join(PAIR.format(i=i) for i in range(n)))
+    return path
+
+
+def calls_file(path: Path, n: int) -> Path:
+    path.write_text(HEAD + "".join(ARGS.format(i=i) for i in range(n)))
+    return path
+
+
+def script_file(path: Path, n: int) -> Path:
+    body = "".join(FILLER.format(i=i) for i in range(n))
+    path.write_text(HEAD + body + "trainer = Trainer(model=model, args=TrainingArguments('o', logging_steps=1))\n")
+    return path
 
 
 def big_file(path: Path, mb: float) -> Path:
-    parts = ["from transformers import TrainingArguments, Trainer, AutoTokenizer",
-             "tok = AutoTokenizer.from_pretrained('gpt2')", ""]
+    """A file of about ``mb`` MB of ``BLOCK`` (each with fixable findings)."""
+    parts = [BLOCKS_HEAD]
     size, i = 0, 0
     while size < mb * 1_000_000:
         block = BLOCK.format(i=i)
         parts.append(block)
         size += len(block)
         i += 1
-    path.write_text("\n".join(parts))
+    path.write_text("".join(parts))
     return path
 
 
-_PEAK = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
-         "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+def blocks_file(path: Path, n: int) -> Path:
+    path.write_text(BLOCKS_HEAD + "".join(BLOCK.format(i=i) for i in range(n)))
+    return path
 
 
-def measure(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB) of one run of ``cmd``, measured from a fresh intermediate
-    process (``ru_maxrss`` of its only child)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))}
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", _PEAK, *cmd], env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    return wall, int(out.stdout.strip() or 0) / 1024
+def cases(blocks_mb: float, scale: float) -> dict[str, tuple[str, int, object]]:
+    """label -> (unit name, units at full size, writer)."""
+    return {
+        "calls": ("calls", int(20_000 * scale), calls_file),
+        "pairs": ("pairs", int(3_000 * scale), pairs_file),
+        "script": ("defs", int(9.8e6 / len(FILLER.format(i=10000)) * scale), script_file),
+        "blocks": ("blocks", int(blocks_mb * 1e6 / len(BLOCK.format(i=1000)) * scale), blocks_file),
+    }
 
 
-def report(title: str, unit: str, rows: list[tuple[float, float, float]]) -> None:
-    print(f"\n{title}")
-    base_s = rows[0][1] / rows[0][0]
-    base_m = rows[0][2] / rows[0][0]
-    for size, s, mib in rows:
-        print(f"  {size:>8g} {unit}: {s:7.2f} s ({s / size * (1000 if unit == 'pairs' else 1):6.3f} s/"
-              f"{'1000 pairs' if unit == 'pairs' else unit}, x{s / size / base_s:4.2f})  peak {mib:7.0f} MiB "
-              f"({mib / size:6.1f} MiB/{unit[:-1] if unit.endswith('s') else unit}, x{mib / size / base_m:4.2f})")
-    last = rows[-1]
-    linear = last[1] / last[0] <= 1.6 * base_s
-    print(f"  time linear: {'yes' if linear else 'NO'}")
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e.pop("PYTHONDONTWRITEBYTECODE", None)
+    e.pop("TRAINLINT_CACHE_DIR", None)
+    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), e.get("PYTHONPATH", "")]))
+    return e
+
+
+def measure(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MiB) of one process and its children."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise SystemExit(f"failed ({code}): {' '.join(cmd)}\n{proc.stderr.read().decode()[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+COMMANDS = {
+    "check": ["check", "--no-cache", "--exit-zero", "--format", "concise"],
+    "fix": ["fix"],
+    "apply": ["fix", "--apply"],
+}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pairs", type=int, nargs="*", default=[1000, 2000, 4000])
-    ap.add_argument("--big-mb", type=float, nargs="*", default=[1, 2, 4])
-    ap.add_argument("--skip-fix", action="store_true")
+    ap.add_argument("--only", default="calls,pairs,script,blocks")
+    ap.add_argument("--commands", default="check,fix,apply")
+    ap.add_argument("--scale", type=float, default=1.0, help="full size times this (0.1 for a quick run)")
+    ap.add_argument("--blocks-mb", type=float, default=4.0)
     opts = ap.parse_args()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "trainlint")], check=False)
     exe = [sys.executable, "-m", "trainlint"]
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        rows = []
-        for n in sorted(opts.pairs):
-            f = pairs_file(tmp / f"pairs{n}.py", n)
-            s, mib = measure([*exe, "check", "--no-cache", "--format", "concise", str(f)])
-            rows.append((n, s, mib))
-        if rows:
-            report("check: TrainingArguments/Trainer pairs in one file", "pairs", rows)
-        for cmd in (["check", "--no-cache", "--format", "concise"], None if opts.skip_fix else ["fix"]):
-            if cmd is None:
+    print(f"load average at start: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}\n")
+    base = Path(tempfile.mkdtemp(prefix="tl-patho-"))
+    try:
+        tiny = base / "tiny.py"
+        tiny.write_text(HEAD)
+        floor = measure([*exe, *COMMANDS["check"], str(tiny)], base)[2]
+        print(f"start-up peak (check of a 2-line file): {floor:.0f} MiB\n")
+        print("| file | size | units | MB | command | wall s | CPU s | peak MiB | CPU per unit vs 1/4 | peak / input "
+              "| (peak - start-up) / input |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for label, (unit, full, writer) in cases(opts.blocks_mb, opts.scale).items():
+            if label not in opts.only.split(","):
                 continue
-            rows = []
-            for mb in sorted(opts.big_mb):
-                f = big_file(tmp / f"big{mb:g}.py", mb)
-                s, mib = measure([*exe, *cmd, str(f)])
-                rows.append((mb, s, mib))
-            report(f"{cmd[0]}: one large Python file", "MB", rows)
+            files = {}
+            for frac in (4, 2, 1):
+                n = full // frac
+                files[frac] = (n, writer(base / f"{label}_{frac}.py", n))  # type: ignore[operator]
+            for command in opts.commands.split(","):
+                first = None
+                for frac in (4, 2, 1):
+                    n, path = files[frac]
+                    target = path
+                    if command == "apply":  # a fresh copy each time: --apply writes it
+                        target = base / "apply" / path.name
+                        target.parent.mkdir(exist_ok=True)
+                        shutil.copyfile(path, target)
+                    wall, cpu, peak = measure([*exe, *COMMANDS[command], str(target)], base)
+                    mb = path.stat().st_size / 1e6
+                    per = cpu / n
+                    first = first or per
+                    print(f"| {label} | 1/{frac} | {n:,} {unit} | {mb:.2f} | {command} | {wall:.1f} | {cpu:.1f} | "
+                          f"{peak:.0f} | {per / first:.2f} | {peak / (mb * 1e6 / 2**20):.0f}x | "
+                          f"{(peak - floor) / (mb * 1e6 / 2**20):.0f}x |", flush=True)
+        print(f"\nload average at end: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

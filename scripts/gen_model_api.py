@@ -38,7 +38,12 @@ What it does:
    (``{"Class.method": {"params", "varkw", "kwargs_keys", "forwards", "aliases"}}``); and
    ``model_forward.json`` (``versions``, ``forward``: ``{class: {"model_type", "params",
    "varkw", "aliases"}}``), apart because only the dataset-columns check reads it. Every value is
-   a list of ``[first, last, value]`` runs of version numbers.
+   a list of ``[first, last, value]`` runs of version numbers. ``model_forward.json`` also holds
+   ``forward_any``: ``{class: "names"}`` for every other class of
+   ``transformers/models/*/modeling_*.py`` that defines ``forward`` in a covered version, the
+   union of its parameter names over the versions (``SpeechT5ForTextToSpeech`` takes
+   ``speaker_embeddings``). ``--only-any-forward`` recomputes that part alone from the same
+   wheels.
 """
 
 from __future__ import annotations
@@ -47,8 +52,10 @@ import argparse
 import ast
 import concurrent.futures
 import json
+import re
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -298,6 +305,57 @@ def extract(wheel_path: Path, types: list[str]) -> tuple[dict, dict, dict]:
     return methods, forward, loaders
 
 
+_DEF_FORWARD = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+forward[ \t]*\(", re.M)
+_CLASS = re.compile(r"^class[ \t]+(\w+)", re.M)
+
+
+def class_forward_params(wheel_path: Path) -> dict[str, set[str]]:
+    """For every class of the wheel's ``models/*/modeling_*.py`` that defines ``forward``: its
+    parameter names (the signature alone is parsed: the text from ``def forward(`` to its
+    closing parenthesis)."""
+    out: dict[str, set[str]] = {}
+    with zipfile.ZipFile(wheel_path) as z:
+        for name in z.namelist():
+            parts = name.split("/")
+            if len(parts) != 4 or parts[:2] != ["transformers", "models"] or not parts[3].startswith("modeling_") \
+                    or not parts[3].endswith(".py") or parts[3].startswith(("modeling_tf_", "modeling_flax_")):
+                continue
+            text = z.read(name).decode("utf-8", "replace")
+            classes = [(m.start(), m.group(1)) for m in _CLASS.finditer(text)]
+            for m in _DEF_FORWARD.finditer(text):
+                owner = [c for at, c in classes if at < m.start()]
+                if not owner:
+                    continue
+                end, depth = m.end(), 1
+                while end < len(text) and depth:
+                    depth += {"(": 1, ")": -1}.get(text[end], 0)
+                    end += 1
+                try:
+                    fn = ast.parse("def forward(" + text[m.end():end] + ": pass").body[0]
+                except SyntaxError:
+                    continue
+                a = fn.args  # type: ignore[attr-defined]
+                names = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} - {"self"}
+                out.setdefault(owner[-1], set()).update(names)
+    return out
+
+
+def forward_any(per_version: list[dict[str, set[str]]], table: set[str]) -> dict[str, str]:
+    """``{class: "name name ..."}``: the forward parameters of every model class (``XModel``,
+    ``XForY``) with its own ``forward`` in any covered version, the classes of the table
+    (``forward``) left out."""
+    merged: dict[str, set[str]] = {}
+    for d in per_version:
+        for cls, names in d.items():
+            merged.setdefault(cls, set()).update(names)
+    return {cls: " ".join(sorted(names)) for cls, names in sorted(merged.items())
+            if cls not in table and names and _MODEL_CLASS.fullmatch(cls)}
+
+
+# the model classes a script loads (``XModel``, ``XForY``), not their layers (``XAttention``)
+_MODEL_CLASS = re.compile(r"\w*(?:For[A-Z]\w*|Model)")
+
+
 def build(versions: list[str], wheels: dict[str, Path]) -> dict:
     types = model_types()
     per = [extract(wheels[v], types) for v in versions]
@@ -328,9 +386,11 @@ def build(versions: list[str], wheels: dict[str, Path]) -> dict:
         rows = [lo.get(key) for _, _, lo in per]
         loaders[key] = {f: ranges([None if r is None else r[f] for r in rows])
                         for f in ("params", "varkw", "kwargs_keys", "forwards", "aliases")}
+    any_forward = forward_any([class_forward_params(wheels[v]) for v in versions], set(forward))
     return {"schema": 1, "generator": "python scripts/gen_model_api.py", "versions": versions,
             "methods": methods, "loaders": loaders}, \
-        {"schema": 1, "generator": "python scripts/gen_model_api.py", "versions": versions, "forward": forward}
+        {"schema": 1, "generator": "python scripts/gen_model_api.py", "versions": versions, "forward": forward,
+         "forward_any": any_forward}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--transformers", nargs="*", help="explicit transformers versions")
+    ap.add_argument("--only-any-forward", action="store_true",
+                    help="recompute only model_forward.json's forward_any (the rest as it is)")
     args = ap.parse_args(argv)
     versions = sorted(args.transformers or g.select_transformers(g.pip_versions("transformers")), key=g.vkey)
     print(f"transformers: {len(versions)} versions {versions[0]}..{versions[-1]}")
@@ -347,6 +409,18 @@ def main(argv: list[str] | None = None) -> int:
         wheel_dir.mkdir(parents=True, exist_ok=True)
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             wheels = dict(zip(versions, pool.map(lambda v: g.download("transformers", v, wheel_dir), versions)))
+        if args.only_any_forward:
+            path = args.out.parent / FORWARD_NAME
+            fwd = json.loads(path.read_text(encoding="utf-8"))
+            if fwd.get("versions") != versions:
+                raise SystemExit("the versions differ from model_forward.json's: regenerate everything")
+            fwd.pop("any_forward", None)
+            with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+                fwd["forward_any"] = forward_any(list(pool.map(class_forward_params, [wheels[v] for v in versions])),
+                                                 set(fwd["forward"]))
+            path.write_text(json.dumps(fwd, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+            print(f"forward_any: {len(fwd['forward_any'])} classes")
+            return 0
         api, fwd = build(versions, wheels)
     for doc, out in ((api, args.out), (fwd, args.out.parent / FORWARD_NAME)):
         payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))

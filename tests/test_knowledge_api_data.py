@@ -211,6 +211,26 @@ def test_forward_matches_installed_transformers():
     assert checked >= 50
 
 
+def test_forward_names_cover_installed_model_classes():
+    # every model class of the installed transformers with a forward of its own: what it takes
+    # is in forward_names (the table's classes and forward_any)
+    transformers = _installed("transformers", model_api.known_versions())
+    checked = 0
+    for name in ("SpeechT5ForTextToSpeech", "SpeechT5ForSpeechToText", "WhisperForConditionalGeneration",
+                 "Wav2Vec2ForCTC", "BertForSequenceClassification", "CLIPModel", "VitsModel"):
+        cls = getattr(transformers, name, None)
+        if cls is None or "forward" not in vars(cls):
+            continue
+        params, _ = _params(inspect.unwrap(cls.forward))
+        names = model_api.forward_names(name)
+        assert names is not None and set(params) <= names, name
+        checked += 1
+    assert checked >= 5
+    assert "speaker_embeddings" in model_api.forward_names("SpeechT5ForTextToSpeech")
+    assert model_api.forward_names("SpeechT5Attention") is None  # layers are not model classes
+    assert model_api.forward_names("NoSuchModelForAnything") is None
+
+
 def test_loaders_match_installed_transformers():
     transformers = _installed("transformers", model_api.known_versions())
     from transformers import PreTrainedTokenizerBase, Seq2SeqTrainer, Trainer

@@ -396,3 +396,177 @@ def test_automagic_and_doctest_prompts(tmp_path: Path):
     outcome = fix_folder(tmp_path)
     src = "".join(json.loads(outcome.fixed[str(tmp_path / "nb.ipynb")])["cells"][1]["source"])
     assert src.splitlines()[2] == "...                          logging_steps=10)"
+
+
+# -- what Python cells pass on to shell lines (issue 16 §2) -------------------------------------
+
+TRAIN_PY = ("from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+            "(args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()\n"
+            "Trainer(model=None, args=args).train()\n")
+LAUNCH4 = "!torchrun --nproc_per_node 4 train.py --output_dir out"  # the 4 at column 28
+
+
+def _lint_cells(tmp_path: Path, cells, **kw):
+    (tmp_path / "train.py").write_text(TRAIN_PY, encoding="utf-8")
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    return lint_folder(tmp_path, **kw)
+
+
+@pytest.mark.parametrize("setting", [
+    'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"',
+    "import os\nos.environ['WANDB_PROJECT'] = 'bert-imdb'\nos.environ.setdefault('CUDA_VISIBLE_DEVICES', '0,1')",
+    'from os import environ\nenviron.update({"CUDA_VISIBLE_DEVICES": "0,1"})',
+    'import os\ngpus = "0,1"\nos.environ["CUDA_VISIBLE_DEVICES"] = gpus',
+    "import os\nos.environ.update(CUDA_VISIBLE_DEVICES='0,1', WANDB_MODE='offline')",
+])
+def test_python_environ_reaches_later_shell_lines(tmp_path: Path, setting: str):
+    result = _lint_cells(tmp_path, [("markdown", "# DDP"), ("code", setting), ("code", LAUNCH4)])
+    assert ("TL403", 3, 1, 28) in _found(result)
+    nb = read_notebook("nb.ipynb", (tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
+    assert nb.launches[0].env["CUDA_VISIBLE_DEVICES"].value == "0,1"
+
+
+def test_python_environ_and_bash_cells(tmp_path: Path):
+    cells = [("code", "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0,1'\nos.environ['ACCELERATE_MIXED_PRECISION'] = 'bf16'"),
+             ("code", "%%bash\necho start\ntorchrun --nproc_per_node 4 train.py --output_dir out")]
+    assert ("TL403", 2, 3, 27) in _found(_lint_cells(tmp_path, cells))
+    nb = read_notebook("nb.ipynb", (tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
+    assert nb.launches[0].env["ACCELERATE_MIXED_PRECISION"].value == "bf16"
+
+
+@pytest.mark.parametrize("setting", [
+    'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"',
+    # set only on one branch, or to a value only the kernel knows: unknown
+    'import os, torch\nif torch.cuda.device_count() > 2:\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"',
+    'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(2))',
+    # setdefault keeps what %env set
+    '%env CUDA_VISIBLE_DEVICES=0,1,2,3\nimport os\nos.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")',
+    # a later %env wins; os.environ.pop makes it unknown
+    'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n%env CUDA_VISIBLE_DEVICES=0,1,2,3',
+    'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\nos.environ.pop("CUDA_VISIBLE_DEVICES")',
+    # inside a function: runs only when called
+    'import os\ndef use_two():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"',
+])
+def test_python_environ_no_false_positive(tmp_path: Path, setting: str):
+    assert "TL403" not in _codes(_lint_cells(tmp_path, [("code", setting), ("code", LAUNCH4)]))
+
+
+def test_environ_set_after_the_launch_does_not_reach_it(tmp_path: Path):
+    cells = [("code", LAUNCH4), ("code", 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"')]
+    assert "TL403" not in _codes(_lint_cells(tmp_path, cells))
+
+
+def test_environ_line_keeps_its_python_fixes(tmp_path: Path):
+    # the shell text a Python line carries lies past the cell's columns: fixes on it still apply
+    nb = read_notebook("nb.ipynb", notebook([("code", 'import os\nos.environ["X"] = "1"')]))
+    assert nb.editable(2, 1, 2, 4) and not nb.editable(2, 22, 2, 30)
+
+
+@pytest.mark.parametrize("move", ["%cd examples", "cd examples", "import os\nos.chdir('examples')",
+                                  "import os\nfolder = 'examples'\nos.chdir(folder)"])
+def test_cd_and_chdir_move_where_launch_lines_resolve(tmp_path: Path, move: str):
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "train.py").write_text(TRAIN_PY, encoding="utf-8")
+    cells = [("code", move), ("code", "!python train.py --output_dir out --logging_steps 1")]
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    result = lint_folder(tmp_path)
+    assert "TL004" not in _codes(result)
+    nb = read_notebook(str(tmp_path / "nb.ipynb"), (tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
+    assert nb.launches[0].cwd == "examples"
+    # the script resolved in examples/ is the one whose setup is checked
+    assert result.files and str(tmp_path / "examples" / "train.py") in {str(p) for p in result.files}
+
+
+def test_cd_into_a_folder_without_the_script(tmp_path: Path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x.txt").write_text("x", encoding="utf-8")
+    (tmp_path / "train.py").write_text(TRAIN_PY, encoding="utf-8")
+    cells = [("code", "%cd data"), ("code", "!python run.py --output_dir out")]
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    assert ("TL004", 2, 1, 9) in _found(lint_folder(tmp_path))
+
+
+def test_cd_in_a_bang_line_ends_with_it(tmp_path: Path):
+    # each ! line is its own shell: `!cd examples` does not move the next one
+    nb = read_notebook("nb.ipynb", notebook([("code", "!cd examples\n!python train.py --output_dir o"),
+                                             ("code", "!cd examples && python train.py --output_dir p")]))
+    assert [launch.cwd for launch in nb.launches] == [None, "examples"]
+
+
+def test_python_values_expand_in_shell_lines(tmp_path: Path):
+    cells = [("code", "steps = 1\nout = 'bert-imdb-finetuned'\nlr = 3e-5"),
+             ("code", "!torchrun --nproc_per_node 2 train.py --output_dir $out --learning_rate {lr} "
+                      "--logging_steps {steps} --save_total_limit 1"),
+             ("code", "!torchrun --nproc_per_node 2 train.py --output_dir {out} --logging_steps 1 --save_total_limit 1")]
+    result = _lint_cells(tmp_path, cells, options={"gpu": "A100"})
+    found = _found(result)
+    line2 = cells[1][1]
+    assert ("TL201", 2, 1, line2.index("{steps}") + 1) in found  # at the field, in the cell's columns
+    line3 = cells[2][1]
+    assert ("TL201", 3, 1, line3.index("1 --save") + 1) in found  # after a longer expansion
+    nb = read_notebook("nb.ipynb", (tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
+    flags = {f.key: f.value for f in nb.launches[0].script_args}
+    assert flags == {"output_dir": "bert-imdb-finetuned", "learning_rate": "3e-05", "logging_steps": "1",
+                     "save_total_limit": "1"}
+    assert not any("$__" in d.message or "{" in d.message for d in result.diagnostics)
+
+
+@pytest.mark.parametrize("cells", [
+    # a value only the kernel knows
+    [("code", "import argparse\nargs = argparse.Namespace(steps=1)"),
+     ("code", "!torchrun --nproc_per_node 2 train.py --output_dir o --logging_steps {args.steps}")],
+    # bound in a loop: a different value each time
+    [("code", "for steps in [1, 10]:\n    !torchrun --nproc_per_node 2 train.py --output_dir o --logging_steps {steps}")],
+    # a name Python never bound: IPython passes the line on as written ({steps} is no number)
+    [("code", "steps = 1"),
+     ("code", "!torchrun --nproc_per_node 2 train.py --output_dir $undefined_dir --logging_steps {steps}")],
+    # $steps inside single quotes is the shell's own (unset) variable
+    [("code", "steps = 1"),
+     ("code", "!torchrun --nproc_per_node 2 train.py --output_dir o --logging_steps '$steps'")],
+    # reassigned by a call after the literal
+    [("code", "steps = 1\nsteps = int('10')"),
+     ("code", "!torchrun --nproc_per_node 2 train.py --output_dir o --logging_steps $steps")],
+])
+def test_unknown_expansions_make_no_findings(tmp_path: Path, cells):
+    result = _lint_cells(tmp_path, cells, options={"gpu": "A100"})
+    assert "TL201" not in _codes(result)
+    assert not any("$__" in d.message or "{" in d.message for d in result.diagnostics)
+    assert not _codes(result) & {"TL000", "TL001", "TL003"}
+
+
+# -- pre-filter and partition read the code cells only (issue 16 §1) ----------------------------
+
+def test_prefilter_reads_code_cells_not_outputs_or_markdown():
+    from trainlint.sources.notebook import code_text, prefilter
+    from trainlint.workspace import PY_PREFILTER
+
+    outputs_only = notebook([("markdown", "We fine-tune with the `Trainer` and `TrainingArguments`."),
+                             ("code", "import pandas as pd\ndf = pd.read_csv('x.csv')\nprint(df)")])
+    outputs_only = outputs_only.replace("out 1 é", "Some weights of BertModel (transformers) were not initialized")
+    assert "Trainer" in outputs_only and not prefilter(outputs_only, PY_PREFILTER)
+    assert "Trainer" not in code_text(outputs_only)
+    # a name right after a JSON escape (a new line, a tab) is still found in the raw text
+    escaped = notebook([("code", "x = 1\n\ttokenizer = None", )], as_string=True)
+    assert "\\n\\ttokenizer" in escaped and prefilter(escaped, PY_PREFILTER)
+    # launch lines and written files count even without a library name
+    assert prefilter(notebook([("code", "!python run.py --output_dir o")]), PY_PREFILTER)
+    # ``!pip install transformers`` alone is no training code
+    assert not prefilter(notebook([("code", "!pip install -q transformers\n%pip install trl")]), ("transformers", "trl"))
+
+
+def test_notebook_that_only_mentions_training_in_outputs_is_not_read(tmp_path: Path):
+    nb = notebook([("code", "import numpy as np\nprint(np.ones(3))")]).replace("out 0 é", "TrainingArguments(...)")
+    (tmp_path / "a.ipynb").write_text(nb, encoding="utf-8")
+    (tmp_path / "b.ipynb").write_text(notebook(COLAB), encoding="utf-8")
+    result = lint_folder(tmp_path, options={"gpu": "A100"})
+    assert str(tmp_path / "a.ipynb") not in {str(p) for p in result.files}
+    assert COLAB_EXPECTED <= _found(result)
+
+
+def test_names_a_notebook_mentions():
+    from trainlint.partition import _mentioned_names
+
+    text = ("!python run_glue.py --config cfg.yaml --deepspeed ds_config.json\n"
+            "%run -m pkg.train_mod\n!bash ./scripts/launch.sh\nimg = 'aGVsbG8' * 10000 + 'x.png'\n")
+    assert {"run_glue.py", "cfg.yaml", "ds_config.json", "train_mod", "launch.sh"} <= _mentioned_names(text)
+    assert _mentioned_names("x" * 200_000 + ".pyc") == set()

@@ -43,9 +43,10 @@ class RuleSet:
         return rule
 
     def for_workspace(self, ws: Workspace) -> list[Rule]:
-        if any(f.kind != "python" for f in ws.files.values()):
+        texts = [_python_text(f) for f in ws.files.values()]
+        if any(t is None for t in texts):
             return [self._rule(e) for e in self.entries]
-        texts = [f.text.text for f in ws.files.values() if f.doc is not None]
+        texts = [t for f, t in zip(ws.files.values(), texts) if f.doc is not None]
         names = {t for e in self.entries for t in (e["triggers"] or ())}
         present = {t for t in names if any(t in text for text in texts)}  # each name searched once
         found: list[set[str]] = []
@@ -56,6 +57,18 @@ class RuleSet:
             return found[0]
 
         return [self._rule(e) for e in self.entries if e.get("python_alone", True) and can_trigger(e, present, tokens)]
+
+
+def _python_text(f: Any) -> str | None:
+    """The text the triggers are searched in for a setup of Python files only: a script's, or a
+    notebook's Python program when it has no launch line and writes no file (a notebook is then
+    a Python program); None for any other file."""
+    if f.kind == "python":
+        return f.text.text
+    nb = f.doc if f.kind == "notebook" else None
+    if nb is not None and not nb.launches and not nb.written:
+        return nb.python_text
+    return None
 
 
 def make_rules(settings: Settings) -> RuleSet | list[Rule]:

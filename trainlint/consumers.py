@@ -299,19 +299,31 @@ _GUARDS = ("require_version", "check_version", "require_version_core")
 def version_guards(pf: PythonFile, cs) -> tuple[str, ...]:
     """Requirement strings of ``require_version("trl>=0.8.6,<=0.9.6")``-like calls made before
     ``cs`` in the same function (the code raises unless they hold)."""
-    fn = cs.in_def
-    out = []
+    found = _guard_calls(pf).get(id(cs.in_def))
+    if not found:
+        return ()
+    line = cs.node.lineno
+    return tuple(req for at, req in found if at <= line)
+
+
+def _guard_calls(pf: PythonFile) -> dict[int, list[tuple[int, str]]]:
+    """The file's version-guard calls by the function that makes them (``id`` of its
+    ``in_def``), as (line, requirement) in file order; found once per file (a file with
+    thousands of TrainingArguments calls asks for each)."""
+    cached = getattr(pf, "_guard_calls", None)
+    if cached is not None:
+        return cached
+    out: dict[int, list[tuple[int, str]]] = {}
     for other in pf.calls:
-        if other.in_def is not fn or other.node.lineno > cs.node.lineno:
-            continue
         func = other.node.func
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
         if name not in _GUARDS or not other.node.args:
             continue
         arg = other.node.args[0]
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and any(op in arg.value for op in "<>=~!"):
-            out.append(arg.value.strip())
-    return tuple(out)
+            out.setdefault(id(other.in_def), []).append((other.node.lineno, arg.value.strip()))
+    pf._guard_calls = out  # type: ignore[attr-defined]
+    return out
 
 
 # -- the project's own config readers ------------------------------------------------------------

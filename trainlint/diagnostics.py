@@ -142,7 +142,7 @@ def _applicability(value: Any) -> Applicability:
     return value
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)  # slots: a large file holds hundreds of thousands
 class Span:
     """A region of a file: where a value, a key or a flag is written."""
 

@@ -324,13 +324,17 @@ def find_model(pf: PythonFile) -> ModelRef | None:
 
 
 def _tokenizer_names(pf: PythonFile) -> set[str]:
+    cached = getattr(pf, "_tokenizer_names", None)
+    if cached is not None:
+        return cached
     names = set()
     for stmt, _scope in pf.statements:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
             qn = _receiver_class(pf, stmt.value)
             if qn and any(qn.endswith(s) for s in _TOKENIZER_CLASSES):
                 names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
-    return names or {"tokenizer"}
+    pf._tokenizer_names = names = names or {"tokenizer"}  # type: ignore[attr-defined]
+    return names
 
 
 def _sequence_length(pf: PythonFile, sites: list[ArgsSite], pfs: dict[str, PythonFile]
@@ -343,6 +347,15 @@ def _sequence_length(pf: PythonFile, sites: list[ArgsSite], pfs: dict[str, Pytho
             v, where = _site_value(site, name, pfs)
             if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                 return v, where, False
+    cached = getattr(pf, "_tokenizer_length", None)
+    if cached is None:  # the same for every setup of the file: found once
+        cached = pf._tokenizer_length = _tokenizer_length(pf)  # type: ignore[attr-defined]
+    return cached
+
+
+def _tokenizer_length(pf: PythonFile) -> tuple[int | None, str, bool]:
+    """(the largest max_length of the file's tokenizer calls, where, whether they truncate or
+    pad to model_max_length)."""
     tok = _tokenizer_names(pf)
     best: tuple[int, str] | None = None
     to_model_max = False

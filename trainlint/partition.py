@@ -202,7 +202,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
     own: dict[str, set[str]] = {}
     for u in candidates:
         if u.path.lower().endswith(".ipynb"):
-            own[u.path] = names = _mentioned_names(u.text)
+            own[u.path] = names = _mentioned_names(_scan_text(u.path, u.text))
             for n in names:
                 named[n] = named.get(n, 0) + 1
     # Python files that import one another (``from config import training_args``, a Trainer
@@ -220,11 +220,12 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str]) -> Plan:
         if in_blob is not None and (in_blob.mentions(base) or (stem and in_blob.mentions_word(stem))
                                     or in_blob.runs_module(unit.path)):  # python -m pkg.train, -m pkg
             continue
+        scan = _scan_text(unit.path, unit.text)
         if other_names:
-            index = NameIndex(unit.text, name_suffixes, longest, words=False)
+            index = NameIndex(scan, name_suffixes, longest, words=False)
             if any(index.mentions(name) for name in other_names):
                 continue
-        if os.path.dirname(unit.path) in config_folders and any(n in unit.text for n in SAME_FOLDER_NAMES):
+        if os.path.dirname(unit.path) in config_folders and any(n in scan for n in SAME_FOLDER_NAMES):
             continue
         alone.add(unit.path)
     units = [u for u in candidates if u.path in alone]
@@ -287,6 +288,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
         text = texts.get(p)
         if not text:
             continue
+        text = _scan_text(p, text)
         py = is_py(p)
         named = NameIndex(text, suffixes, longest, words=not py)
         bases = named.ends & (other_bases if py else by_base.keys())
@@ -322,7 +324,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
                 union(index[path], j)
     for u in scripts:
         if u.path.lower().endswith(".ipynb"):
-            for n in _mentioned_names(u.text):
+            for n in _mentioned_names(_scan_text(u.path, u.text)):
                 for j in by_base.get(n, []) + by_stem.get(n, []):
                     union(index[u.path], j)
     groups: dict[int, list[tuple[str, bool]]] = {}
@@ -335,7 +337,19 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
 
 
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\.*([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
+
+
 _FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
+
+
+def _scan_text(path: str, text: str) -> str:
+    """The text searched for the names a file mentions: a notebook's code cells (its outputs
+    and markdown name no file a launch line or import could reach)."""
+    if path.lower().endswith(".ipynb"):
+        from trainlint.sources.notebook import code_text
+
+        return code_text(text)
+    return text
 
 
 def _module_stem(path: str) -> str:
@@ -347,8 +361,8 @@ def _module_stem(path: str) -> str:
 def _imports_between(scripts: list[Unit]) -> dict[str, set[str]]:
     """For each script, the module names of the other scripts that it imports."""
     stems = {_module_stem(u.path) for u in scripts}
-    return {u.path: {part for groups in _IMPORT.findall(u.text) for m in groups for part in m.split(".") if part}
-            & stems for u in scripts}
+    return {u.path: {part for groups in _IMPORT.findall(_scan_text(u.path, u.text)) for m in groups
+                     for part in m.split(".") if part} & stems for u in scripts}
 
 
 # ``_FILE_NAME.finditer`` tries its first branch at every position of a run of name

@@ -48,7 +48,7 @@ DEFAULT = "default"  # the library's default for an unset field
 OPTION = "option"  # a trainlint option (--gpus, [tool.trainlint])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one per keyword of every call of a file
 class Value:
     """One effective setting and its provenance."""
 

@@ -16,6 +16,7 @@ from typing import Any
 from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_error  # noqa: F401
 from trainlint.sources.files import ParsedFile, ReadProblem, TextFile, read_text, walk  # noqa: F401
+from trainlint.sources import pruning
 from trainlint.sources.python import PythonFile, parse_python
 
 # A walked (not explicitly named) Python file is parsed only if it mentions a trigger of a
@@ -83,6 +84,12 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
         if syntax_only:
             ast.parse(text, filename=path)
             return None
+        if len(text) >= pruning.LARGE_MODULE_CHARS:
+            from trainlint.rule_index import prefilter
+
+            found = prefilter(ws.settings)  # every trigger, with words or not (a superset is safe)
+            triggers = None if found.names is None else (*found.names, *(t for t, _ in found.worded))
+            return parse_python(path, text, triggers)
         return parse_python(path, text)
     except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
         line = e.lineno or 1
@@ -139,7 +146,7 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
                     return pf
             return None
         pf.doc = _parse_python(ws, path, tf.text)
-    elif kind == "notebook" and not explicit and not _notebook_prefilter(tf.text):
+    elif kind == "notebook" and not explicit and not _wanted_notebook(ws, path, tf.text):
         return None
     else:
         from trainlint.sources import registry
@@ -155,10 +162,18 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
     return pf
 
 
-def _notebook_prefilter(text: str) -> bool:
-    from trainlint.sources.notebook import prefilter
+def _wanted_notebook(ws: Workspace, path: str, text: str) -> bool:
+    """A walked notebook is read when its code cells mention a trigger of a selected rule (or
+    a launch line, a written file), as a script is; one its code mentions only the broad
+    pre-filter's names is read only when its program does not parse (TL001), as a script's
+    syntax is checked."""
+    from trainlint.rule_index import prefilter_names
+    from trainlint.sources.notebook import prefilter, program_parses
 
-    return prefilter(text, PY_PREFILTER)
+    names = prefilter_names(ws.settings)
+    if prefilter(text, PY_PREFILTER if names is None else names):
+        return True
+    return names is not None and prefilter(text, PY_PREFILTER) and not program_parses(path, text)
 
 
 MAX_REFERENCE_LEVELS = 8

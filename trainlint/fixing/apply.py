@@ -77,20 +77,32 @@ def _conflicts(accepted: list[tuple[int, int]], r: tuple[int, int]) -> bool:
 LIBCST_CHUNK_CHARS = 8 * 1024
 
 
-def _top_level_chunks(text: str, tree: ast.Module | None) -> list[str]:
-    """``text`` cut between top-level statements into pieces of about ``LIBCST_CHUNK_CHARS``
-    (each a valid module on its own; their concatenation is ``text``)."""
-    if tree is None or len(text) <= LIBCST_CHUNK_CHARS or not tree.body:
+def _top_level_chunks(text: str, firsts: list[int]) -> list[str]:
+    """``text`` cut between top-level statements (``firsts``: the first line of each) into
+    pieces of about ``LIBCST_CHUNK_CHARS`` (each a valid module on its own; their
+    concatenation is ``text``)."""
+    if len(text) <= LIBCST_CHUNK_CHARS or not firsts:
         return [text]
     starts = _line_starts(text)
     cuts = [0]
-    for stmt in tree.body[1:]:
-        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+    for first in firsts[1:]:
         at = starts[first - 1] if first - 1 < len(starts) else len(text)
         if at - cuts[-1] >= LIBCST_CHUNK_CHARS:
             cuts.append(at)
     cuts.append(len(text))
     return [text[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def _statement_lines(text: str) -> list[int]:
+    """The first line of each top-level statement; raises SyntaxError when ``text`` does not
+    parse. A very large module is parsed piece by piece (``trainlint.sources.pruning``): its
+    whole syntax tree would be about 120 bytes per byte of source."""
+    from trainlint.sources import pruning
+
+    if len(text) >= pruning.LARGE_MODULE_CHARS:
+        return pruning.statement_lines(text)
+    tree = ast.parse(text)
+    return [min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", [])]) for s in tree.body]
 
 
 def _libcst_roundtrip(text: str, chunks: list[str] | None = None, before: str | None = None) -> None:
@@ -126,9 +138,7 @@ def parses(path: str, text: str, kind: str | None = None, before: str | None = N
             else "yaml"
     try:
         if kind == "python":
-            tree = ast.parse(text)
-            chunks = _top_level_chunks(text, tree)
-            del tree  # the syntax tree is not needed while libcst reads the pieces
+            chunks = _top_level_chunks(text, _statement_lines(text))
             _libcst_roundtrip(text, chunks, before)
         elif kind in JSON_KINDS:
             try:

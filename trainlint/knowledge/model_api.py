@@ -17,7 +17,7 @@ from typing import NamedTuple
 from trainlint.knowledge.training_args import version_index
 
 __all__ = ["Method", "Forward", "Loader", "known_versions", "method", "method_history", "forward", "forward_classes",
-           "loader", "keyword_window"]
+           "forward_names", "loader", "keyword_window"]
 
 DATA = Path(__file__).parent / "data" / "model_api.json"
 FORWARD = Path(__file__).parent / "data" / "model_forward.json"
@@ -127,6 +127,19 @@ def method_history(name: str) -> tuple[str | None, str | None]:
     first = vs[e["kind"][0][0]] if e["kind"] else None
     dep = next((vs[a] for a, _, msg in e.get("deprecated", []) if msg), None)
     return first, dep
+
+
+@lru_cache(maxsize=512)
+def forward_names(cls: str) -> frozenset[str] | None:
+    """Every parameter name ``<cls>.forward`` takes in some covered version: the table's classes
+    and every other model class with a ``forward`` of its own (``forward_any``); None when the
+    class is not known."""
+    data = _forward_data()
+    e = data["forward"].get(cls)
+    if e is not None:
+        return frozenset(n for _, _, params in e["params"] if params for n in params)
+    names = data.get("forward_any", {}).get(cls)
+    return frozenset(names.split()) if names is not None else None
 
 
 def forward_classes() -> list[str]:

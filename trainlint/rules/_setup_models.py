@@ -77,24 +77,33 @@ def setup_models(setup: Setup) -> list[SetupModel]:
 
     out: list[SetupModel] = []
     for pf in setup.scripts:
-        base = os.path.dirname(pf.path)
-        for cs in pf.calls:
-            f = cs.node.func
-            if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
-                continue
-            cls = _class_name(f)
-            if not cls or any(x in cls for x in NOT_MODELS) or not ("Model" in cls or cls.endswith(("LM", "Generation"))):
-                continue
-            arg = cs.node.args[0] if cs.node.args else None
-            if arg is None:
-                kw = pf.keyword(cs.node, "pretrained_model_name_or_path")
-                arg = kw.value if kw is not None else None
-            if arg is None:
-                continue
-            val = pf.resolve(arg, cs.scope).value
-            if not isinstance(val, str) or not val:
-                continue
-            out.append(SetupModel(val, pf.span(arg), lookup_model(val, base), _local_config(val, base), base))
+        found = getattr(pf, "_setup_models", None)
+        if found is None:  # the same for every setup of the file: found once
+            found = pf._setup_models = _file_models(pf, lookup_model)  # type: ignore[attr-defined]
+        out.extend(found)
+    return out
+
+
+def _file_models(pf: Any, lookup_model: Any) -> list[SetupModel]:
+    out: list[SetupModel] = []
+    base = os.path.dirname(pf.path)
+    for cs in pf.calls:
+        f = cs.node.func
+        if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
+            continue
+        cls = _class_name(f)
+        if not cls or any(x in cls for x in NOT_MODELS) or not ("Model" in cls or cls.endswith(("LM", "Generation"))):
+            continue
+        arg = cs.node.args[0] if cs.node.args else None
+        if arg is None:
+            kw = pf.keyword(cs.node, "pretrained_model_name_or_path")
+            arg = kw.value if kw is not None else None
+        if arg is None:
+            continue
+        val = pf.resolve(arg, cs.scope).value
+        if not isinstance(val, str) or not val:
+            continue
+        out.append(SetupModel(val, pf.span(arg), lookup_model(val, base), _local_config(val, base), base))
     return out
 
 

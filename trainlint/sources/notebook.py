@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainlint.sources.python import PythonFile
     from trainlint.sources.shell import ShellScript
 
-__all__ = ["Notebook", "read_notebook", "prefilter", "to_cells", "cell_sources", "PSEUDO_SEP",
+__all__ = ["Notebook", "read_notebook", "prefilter", "code_text", "to_cells", "cell_sources", "PSEUDO_SEP",
            "python_program", "NOTEBOOK_MARKERS"]
 
 PSEUDO_SEP = "::"  # "dir/nb.ipynb::train.py": the ParsedFile of a file a cell writes
@@ -54,10 +54,10 @@ _PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "memit", "debug", "mprun
 _SHELL_CELL_MAGICS = {"bash", "sh", "!", "sx", "system"}
 _SCRIPT_SHELLS = {"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/env bash"}
 _WRITE_CELL_MAGICS = {"writefile", "file"}
+# (``%cd``, ``os.chdir`` and ``cd`` are followed: the launch lines resolve from where they lead)
 _FETCH = re.compile(r"\b(?:wget|curl|git\s+clone|gdown|unzip|tar|cp|mv|rsync|hf_hub_download|"
-                    r"snapshot_download|urlretrieve|files\.upload|drive\.mount|os\.chdir|kaggle|gsutil|"
-                    r"aws\s+s3|huggingface-cli|hf\s+download)\b|^\s*%(?:cd|pushd)\b|(?:^|[;&|!]\s*)cd\s",
-                    re.M)
+                    r"snapshot_download|urlretrieve|files\.upload|drive\.mount|kaggle|gsutil|"
+                    r"aws\s+s3|huggingface-cli|hf\s+download)\b", re.M)
 _ASSIGN_SPECIAL = re.compile(
     r"([A-Za-z_][\w.]*(?:\[[^\]\n]*\])?(?:\s*,\s*[A-Za-z_][\w.]*)*)(\s*=\s*)(!|%(?!%))")
 _HELP_END = re.compile(r"%{0,2}[A-Za-z_*][\w*]*(?:\.[A-Za-z_*][\w*]*|\[[^\]\n]*\])*\s*\?\??$")
@@ -69,6 +69,7 @@ _AUTOMAGIC = re.compile(r"(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|cat|cp|mv|rm|rmdi
 _MAYBE_IPYTHON = re.compile(r"^[ \t]*[!%?/,;]|\?[ \t]*$|=[ \t]*[!%]|^[ \t]*(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|"
                             r"cat|cp|mv|rm|rmdir|load_ext|matplotlib|env|run|time|timeit|pushd|popd|wget)[ \t]",
                             re.M)
+_CD_WORD = re.compile(r"(?:^|[;&|(!]\s*)(?:cd|pushd|popd)(?:\s|$)")
 _PROMPT = re.compile(r"(?:>>>|\.\.\.)(?: |$)")
 _BRACE = re.compile(r"\{[^{}\n]*\}")
 _TIMEIT_OPT = re.compile(r"(?:-[nrp]\s*\d+\s+|-[tcqo]\s+)*")
@@ -76,8 +77,102 @@ _SIMPLE_WORD = re.compile(r"[\w./:,@%+=-]*")
 
 
 def prefilter(text: str, markers: Iterable[str]) -> bool:
-    """Whether a walked notebook is worth reading (a byte search, no JSON parse)."""
+    """Whether a walked notebook is worth reading: a marker in one of its code cells.
+
+    First a search of the raw JSON text (no decoding): a notebook that names no marker anywhere
+    is dropped here. This cannot miss a marker: the markers are ASCII names without ``"`` or
+    ``\\``, which a JSON writer never escapes, and an escape before a name (``\\ntrl``) leaves
+    the name's own characters in the text. Then the same search over the code cells' sources
+    only (``code_text``): outputs and markdown that mention ``Trainer`` make no training setup."""
+    markers = tuple(markers)
+    entry = _entry(text)
+    got = entry.wanted.get(markers)
+    if got is None:
+        # the raw search only before the JSON is decoded (once decoded, the code is searched)
+        got = entry.wanted[markers] = (entry.decoded or _any_marker(text, markers)) and (
+            any(tok in entry.code() for tok in NOTEBOOK_MARKERS) or _any_marker(entry.program(), markers))
+    return got
+
+
+def _any_marker(text: str, markers: tuple[str, ...]) -> bool:
     return any(tok in text for tok in markers) or any(tok in text for tok in NOTEBOOK_MARKERS)
+
+
+# lines of a code cell that are no Python and no launch: ``!pip install transformers``,
+# ``%pip install trl`` (a launch line is found by ``NOTEBOOK_MARKERS`` in the whole code)
+_INSTALL_OR_SHELL = re.compile(r"^[ \t]*(?:!|%{0,2}(?:pip3?|conda|mamba|uv)[ \t]).*$", re.M)
+
+
+class _Decoded:
+    """What a notebook's JSON text gives, decoded once per process (the pre-filter, the
+    partition and the reader all ask): only the cells' sources are kept, never the outputs."""
+
+    __slots__ = ("text", "_got", "_code", "_program", "wanted")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._got: tuple[str, tuple[tuple[str, str], ...]] | ReadError | None = None
+        self._code: str | None = None
+        self._program: str | None = None
+        self.wanted: dict[tuple[str, ...], bool] = {}
+
+    @property
+    def decoded(self) -> bool:
+        return self._got is not None
+
+    def got(self) -> tuple[str, tuple[tuple[str, str], ...]] | ReadError:
+        if self._got is None:
+            try:
+                self._got = _decode("", self.text)
+            except ReadError as e:
+                self._got = e
+        return self._got
+
+    def code(self) -> str:
+        if self._code is None:
+            got = self.got()
+            self._code = self.text if isinstance(got, ReadError) else \
+                "\n".join(src for kind, src in got[1] if kind == "code")
+        return self._code
+
+    def program(self) -> str:
+        """The code without its shell and install lines (what trigger names are searched in)."""
+        if self._program is None:
+            code = self.code()
+            self._program = _INSTALL_OR_SHELL.sub("", code) if ("!" in code or "pip" in code or "conda" in code
+                                                                or "uv" in code) else code
+        return self._program
+
+
+# id(text) -> its _Decoded (valid while ``entry.text is text``); bounded by the characters held
+_DECODED: dict[int, _Decoded] = {}
+_DECODED_CHARS = [0]
+_DECODED_MAX_CHARS = 512 * 1024 * 1024
+
+
+def _entry(text: str) -> _Decoded:
+    entry = _DECODED.get(id(text))
+    if entry is None or entry.text is not text:
+        if _DECODED_CHARS[0] + len(text) > _DECODED_MAX_CHARS:
+            _DECODED.clear()
+            _DECODED_CHARS[0] = 0
+        entry = _DECODED[id(text)] = _Decoded(text)
+        _DECODED_CHARS[0] += len(text)
+    return entry
+
+
+def code_text(text: str) -> str:
+    """The code cells' sources, one after the other (what links a notebook to other files and
+    what its pre-filter reads); the text itself when it is not a notebook (its reader reports
+    why)."""
+    return _entry(text).code()
+
+
+def _decoded(path: str, text: str) -> tuple[str, tuple[tuple[str, str], ...]] | ReadError:
+    got = _entry(text).got()
+    if isinstance(got, ReadError) and got.path != path:
+        got = ReadError(got.message, got.line, got.column, path)
+    return got
 
 
 @dataclass(slots=True)
@@ -93,6 +188,9 @@ class VLine:
     # the cell's (``%run x`` read as ``python x``)
     shift: tuple[int, int] | None = None
     length: int = 0  # characters of the cell line, without its newline
+    # IPython's expansions in a shell line (``{lr}`` -> ``3e-05``): (shell start, shell end,
+    # cell start, cell end) of each, 1-based, end exclusive (``notebook_flow``)
+    subs: list[tuple[int, int, int, int]] | None = None
 
 
 @dataclass
@@ -139,6 +237,18 @@ class Notebook:
             self._fetches = bool(_FETCH.search(self.display))
         return self._fetches
 
+    def vline(self, i: int) -> VLine:
+        """The virtual line at index ``i`` (0-based)."""
+        v = self.vlines[i]
+        if v is None:
+            import bisect
+
+            b = self._builder  # type: ignore[attr-defined]
+            k = bisect.bisect_right(b.plain, (i, 1 << 62)) - 1
+            start, cell = b.plain[k]
+            v = self.vlines[i] = VLine(cell, i - start + 1, [], None, len(b.disp[i]))
+        return v
+
     @property
     def launches(self) -> list:
         out = list(self.shell.launches) if self.shell is not None else []
@@ -174,9 +284,18 @@ class Notebook:
         if line < 1:
             line, column = 1, 1
         if line > len(self.vlines):
-            v = self.vlines[-1]
+            v = self.vline(len(self.vlines) - 1)
             return v.cell, v.line, v.length + 1
-        v = self.vlines[line - 1]
+        v = self.vline(line - 1)
+        if v.subs is not None:
+            delta = 0
+            for ds, de, cs, ce in v.subs:
+                if column < ds:
+                    break
+                if column < de:
+                    return v.cell, v.line, cs + min(column - ds, ce - cs)
+                delta = ce - de
+            return v.cell, v.line, max(1, column + delta)
         if v.shift is not None and column >= v.shift[0]:
             column -= v.shift[1]
         elif v.shift is not None:
@@ -199,7 +318,7 @@ class Notebook:
         for ln in range(line, end_line + 1):
             if not 1 <= ln <= len(self.vlines):
                 return ln == end_line == len(self.vlines) + 1 and end_column == 1
-            v = self.vlines[ln - 1]
+            v = self.vline(ln - 1)
             a = column if ln == line else 1
             b = end_column if ln == end_line else 10 ** 9
             if v.shift is not None and a < v.shift[0] and b > 1:
@@ -216,13 +335,24 @@ class Notebook:
 def _source_text(src: Any) -> str | None:
     if isinstance(src, str):
         return src
-    if isinstance(src, list) and all(isinstance(s, str) for s in src):
-        return "".join(src)
+    if isinstance(src, list):
+        try:
+            return "".join(src)
+        except TypeError:  # an item that is not a string
+            return None
     return None
 
 
-def load_cells(path: str, text: str) -> tuple[dict, list[Cell]]:
-    """The notebook JSON and its cells; ``ReadError`` when it is not an nbformat 4 notebook."""
+def load_cells(path: str, text: str) -> tuple[str, list[Cell]]:
+    """The notebook's language and its cells; ``ReadError`` when it is not an nbformat 4
+    notebook."""
+    got = _decoded(path, text)
+    if isinstance(got, ReadError):
+        raise got
+    return got[0], [Cell(number=i, cell_type=kind, source=src) for i, (kind, src) in enumerate(got[1], start=1)]
+
+
+def _decode(path: str, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     body = text[1:] if text.startswith("\ufeff") else text
     try:
         data = json.loads(body)
@@ -236,15 +366,15 @@ def load_cells(path: str, text: str) -> tuple[dict, list[Cell]]:
     if "cells" not in data or (major is not None and major != 4):
         raise ReadError(f"nbformat {major if major is not None else '3'} is not supported (only nbformat 4); "
                         "upgrade it with `jupyter nbconvert --to notebook --nbformat 4`", 1, 1, path)
-    cells: list[Cell] = []
+    cells: list[tuple[str, str]] = []
     for i, c in enumerate(data["cells"], start=1):
         if not isinstance(c, dict):
             raise ReadError(f"cell {i} is not an object", 1, 1, path)
         src = _source_text(c.get("source", ""))
         if src is None:
             raise ReadError(f"cell {i}: `source` is neither a string nor a list of strings", 1, 1, path)
-        cells.append(Cell(number=i, cell_type=str(c.get("cell_type", "")), source=src))
-    return data, cells
+        cells.append((str(c.get("cell_type", "")), src))
+    return _language(data), tuple(cells)
 
 
 def _language(data: dict) -> str:
@@ -306,9 +436,13 @@ class _Builder:
         self.py: list[str] = []
         self.sh: list[str] = []
         self.disp: list[str] = []
-        self.vlines: list[VLine] = []
+        self.vlines: list[VLine | None] = []
+        self.plain: list[tuple[int, int]] = []  # (first index, cell) of the plain cells' lines
         self.writes: list[tuple[str, bool, int, list[str], int]] = []  # name, append, magic line, body, cell
         self.cell_ranges: list[tuple[int, int, int]] = []  # (cell, first vline, count) of Python cells
+        # shell lines IPython expands ``{expr}``/``$name`` in: (index, first column of the
+        # command, the line's opaque ranges that are not about fields)
+        self.sites: list[tuple[int, int, list[tuple[int, int]]]] = []
         self.shell_any = False
 
     def add(self, cell: int, k: int, raw: str, py: str, sh: str, opaque=None, shift=None) -> None:
@@ -339,7 +473,9 @@ class _Builder:
             self.disp.extend(lines)
             self.py.extend(lines)
             self.sh.extend([""] * len(lines))
-            self.vlines.extend(VLine(n, k, [], None, len(ln)) for k, ln in enumerate(lines, start=1))
+            # made when asked (``Notebook.vline``): most lines of most notebooks are never located
+            self.vlines.extend([None] * len(lines))  # type: ignore[list-item]
+            self.plain.append((start - 1, n))
             self.cell_ranges.append((n, start, len(lines)))
             return
         self.python_lines(cell.number, lines, 0)
@@ -431,7 +567,13 @@ class _Builder:
                 cmd_start = ind + bangs if j == 0 else 0
                 sh, opaque = self._shell_words(raw, cmd_start)
                 py = indent + "..." if j == 0 else ""
-                self.add(n, k + j, raw, py, sh, opaque=opaque + ([(1, cmd_start + 1)] if j == 0 else []))
+                base = [(1, cmd_start + 1)] if j == 0 else []
+                if count == 1 and "#" not in raw and _CD_WORD.search(raw[cmd_start:]):
+                    # each ! line runs in a shell of its own: its cd ends with it
+                    sh = sh[:cmd_start - 1] + "(" + sh[cmd_start:] + " )"
+                    base = base + [(len(raw) + 1, len(sh) + 2)]
+                self.sites.append((len(self.vlines), cmd_start, base))
+                self.add(n, k + j, raw, py, sh, opaque=opaque + base)
             return count
         m = _ASSIGN_SPECIAL.match(stripped)
         if m is not None:
@@ -444,8 +586,9 @@ class _Builder:
                     raw = lines[i + j]
                     start = rhs if j == 0 else 0
                     sh, opaque = self._shell_words(raw, start)
-                    self.add(n, k + j, raw, py if j == 0 else "", sh,
-                             opaque=opaque + ([(ind + m.end(2) + 1, len(py) + 2)] if j == 0 else []))
+                    base = [(ind + m.end(2) + 1, len(py) + 2)] if j == 0 else []
+                    self.sites.append((len(self.vlines), start, base))
+                    self.add(n, k + j, raw, py if j == 0 else "", sh, opaque=opaque + base)
             else:
                 py = target + "get_ipython().run_line_magic()"
                 for j in range(count):
@@ -490,6 +633,9 @@ class _Builder:
                 name_at = rest_at + mm.start(2)
                 value = mm.group(4)
                 value_sh = value if _SIMPLE_WORD.fullmatch(value) else _quote(value)
+                if "{" in value or "$" in value:  # IPython expands it from Python values
+                    value_sh = '"$___"'
+
                 sh = " " * name_at + mm.group(2) + "=" + value_sh + ";export " + mm.group(2)
                 opaque = [(1, name_at + 1), (name_at + len(mm.group(2)) + 1, name_at + len(mm.group(2)) + 2),
                           (len(ln) + 1, len(sh) + 2)]
@@ -533,9 +679,22 @@ class _Builder:
                 raw = lines[i + j]
                 start = rest_at if j == 0 else 0
                 sh, opaque = self._shell_words(raw, start)
-                self.add(n, k + j, raw, indent + "..." if j == 0 else "", sh,
-                         opaque=opaque + ([(1, start + 1)] if j == 0 else []))
+                base = [(1, start + 1)] if j == 0 else []
+                self.sites.append((len(self.vlines), start, base))
+                self.add(n, k + j, raw, indent + "..." if j == 0 else "", sh, opaque=opaque + base)
             return count
+        if name in ("cd", "pushd", "popd") and count == 1:
+            # the kernel's folder: later ! lines and %%bash cells start there (as ``cd``)
+            words = rest.split()
+            if "-b" in words:  # a bookmark: a folder only the kernel knows
+                sh = " " * (len(ln) + 1) + "cd ~"
+                self.add(n, k, ln, indent + "...", sh, opaque=[(1, len(sh) + 2)])
+                return 1
+            word_at = rest_at - len(name)
+            sh, _ = self._shell_words(ln, word_at)
+            self.sites.append((len(self.vlines), word_at, [(1, len(ln) + 2)]))
+            self.add(n, k, ln, indent + "...", sh, opaque=[(1, len(ln) + 2)])
+            return 1
         if name in ("time", "timeit", "prun") and count == 1:
             stmt_at = rest_at + len(rest) - len(rest.lstrip())
             if name == "timeit":
@@ -576,18 +735,37 @@ def _join(lines: list[str]) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
+_PY_LANGUAGES = ("python", "python3", "python2", "ipython", "ipython3")
+
+
 def read_notebook(path: str, text: str) -> Notebook:
     """Read a notebook (``ReadError`` when it is not valid nbformat 4 JSON)."""
-    data, cells = load_cells(path, text)
+    language, cells = load_cells(path, text)
     nb = layout(path, cells)
-    nb.language = _language(data)
-    if nb.language not in ("python", "python3", "python2", "ipython", "ipython3"):
+    nb.language = language
+    if nb.language not in _PY_LANGUAGES:
         nb.python = None
         nb.python_text = ""
         return nb
     _parse_python(nb)
     _parse_shell(nb)
     return nb
+
+
+def program_parses(path: str, text: str) -> bool:
+    """Whether the notebook's Python program compiles (False for a text that is no notebook:
+    its reader reports why)."""
+    try:
+        language, cells = load_cells(path, text)
+    except ReadError:
+        return False
+    if language not in _PY_LANGUAGES:
+        return True
+    try:
+        compile_program(layout(path, cells).python_text, path)
+    except _PARSE_ERRORS:
+        return False
+    return True
 
 
 def layout(path: str, cells: list[Cell]) -> Notebook:
@@ -658,6 +836,10 @@ def _parse_python(nb: Notebook) -> None:
             nb.python_text = text
         if tree is not None:
             nb.python = PythonFile(nb.path, text, tree)
+            if nb._builder.sites or "os" in text:  # type: ignore[attr-defined]
+                from trainlint.sources.notebook_flow import apply_flow
+
+                apply_flow(nb, tree)
     _written(nb)
 
 
@@ -795,10 +977,13 @@ def to_cells(diagnostics: list[Diagnostic], ws: Any) -> list[Diagnostic]:
     notebooks = {p: f.doc for p, f in ws.files.items() if f.kind == "notebook" and f.doc is not None}
     if not notebooks:
         return diagnostics
-    labels = _label_pattern(notebooks)
+    labels = None
+    basenames = {os.path.basename(p) for p in notebooks}
     out = []
     for d in diagnostics:
-        if labels.search(d.message) or any(labels.search(r.message) for r in d.related):
+        if any(b in d.message or any(b in r.message for r in d.related) for b in basenames):
+            labels = labels or _label_pattern(notebooks)
+        if labels is not None and (labels.search(d.message) or any(labels.search(r.message) for r in d.related)):
             d = _relabel(d, labels, notebooks)
         path = d.path.split(PSEUDO_SEP, 1)[0] if PSEUDO_SEP in d.path else d.path
         nb = notebooks.get(path)

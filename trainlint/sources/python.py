@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from trainlint.diagnostics import Span
+from trainlint.sources import pruning
 from trainlint.setup import PYTHON, UNKNOWN, ArgsSite, Value
 
 # --- what the libraries export -------------------------------------------------------------
@@ -783,7 +784,8 @@ class PythonFile:
         key_span = self.keyword_name_span(key_node) if isinstance(key_node, ast.keyword) and key_node.arg \
             else self.span(key_node)
         use_span = self.span(value_node) if value_node is not None else None
-        lit_span = self.span(r.node) if r.node is not None and r.value is not UNKNOWN else use_span
+        lit_span = use_span if r.node is value_node else \
+            self.span(r.node) if r.node is not None and r.value is not UNKNOWN else use_span
         key_text = key_node.arg if isinstance(key_node, ast.keyword) and key_node.arg else self.source_of(key_node)
         return Value(value=r.value, origin=PYTHON, span=lit_span, key_span=key_span, name=name,
                      use_span=use_span, shared=shared or r.shared, key_text=key_text or name)
@@ -916,7 +918,12 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def parse_python(path: str, text: str) -> PythonFile:
-    """Parse ``text``; raises SyntaxError (with lineno/offset) on invalid Python."""
-    tree = ast.parse(text, filename=path)
+def parse_python(path: str, text: str, triggers: tuple[str, ...] | None = None) -> PythonFile:
+    """Parse ``text``; raises SyntaxError (with lineno/offset) on invalid Python. A very large
+    module is parsed in pieces and, given ``triggers`` (the names the selected rules trigger
+    on), without the top-level statements that cannot matter (``trainlint.sources.pruning``)."""
+    if len(text) >= pruning.LARGE_MODULE_CHARS:
+        tree = pruning.parse_module(text, triggers, path)
+    else:
+        tree = ast.parse(text, filename=path)
     return PythonFile(path, text, tree)

@@ -212,9 +212,9 @@ class MissingReference(Rule):
     recipe (`trl sft --config x.yaml`, `llamafactory-cli train x.yaml`). Paths are taken
     relative to the file that names them (and to the folders above it, up to the repository
     root), after the `cd` commands that come before the launch line (in a notebook, its
-    folder; a file a `%%writefile` cell wrote counts as existing, and a notebook that
-    downloads, clones or `%cd`s is not asked for files on disk); the message names the places
-    looked.
+    folder, then its `%cd`/`os.chdir` calls; a file a `%%writefile` cell wrote counts as
+    existing, and a notebook that downloads or clones is not asked for files on disk); the
+    message names the places looked.
 
     The severity is how likely it is that the repository should contain the file:
 

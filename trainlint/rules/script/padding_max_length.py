@@ -245,13 +245,24 @@ def _train_calls(pf: PythonFile) -> list[CallSite]:
 
 
 def _enclosing_class(pf: PythonFile, fn: ast.AST) -> ast.ClassDef | None:
-    for node in ast.walk(pf.tree):
-        if isinstance(node, ast.ClassDef) and any(item is fn for item in node.body):
-            return node
-    return None
+    owners = getattr(pf, "_class_of_method", None)
+    if owners is None:  # found once per file (each tokenizer call of a large file asks)
+        owners = pf._class_of_method = {}  # type: ignore[attr-defined]
+        for node in ast.walk(pf.tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    owners.setdefault(id(item), node)
+    return owners.get(id(fn))
 
 
 def _collator_functions(pf: PythonFile) -> set[str]:
+    cached = getattr(pf, "_collator_functions", None)
+    if cached is None:  # found once per file
+        cached = pf._collator_functions = _find_collator_functions(pf)  # type: ignore[attr-defined]
+    return cached
+
+
+def _find_collator_functions(pf: PythonFile) -> set[str]:
     names = set()
     for tc in pf.trainer_calls:
         expr = tc.keywords.get("data_collator")

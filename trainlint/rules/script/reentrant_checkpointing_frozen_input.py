@@ -129,14 +129,19 @@ class ReentrantCheckpointingFrozenInput(Rule):
             if isinstance(c.site.stmt, ast.For) and c.site.stmt.iter is not call and FRONT.search(
                     pf.source_of(c.site.stmt.iter)) and _freezes(c.site.stmt.body):
                 return pf.source_of(c.site.stmt.iter)
-        for stmt, scope in pf.statements:
-            if isinstance(stmt, ast.For) and isinstance(stmt.iter, ast.Subscript) and FRONT.search(
-                    pf.source_of(stmt.iter)) and _freezes(stmt.body):
-                root = stmt.iter
-                while isinstance(root, (ast.Attribute, ast.Subscript)):
-                    root = root.value
-                if isinstance(root, ast.Name):
-                    found = scope.lookup(root.id)
-                    if found is not None and (id(found[0]), root.id) in ctx.flow.names:
-                        return pf.source_of(stmt.iter)
+        loops = getattr(pf, "_frozen_front_loops", None)
+        if loops is None:  # the same for every Trainer of the file: found once
+            loops = pf._frozen_front_loops = []
+            for stmt, scope in pf.statements:
+                if isinstance(stmt, ast.For) and isinstance(stmt.iter, ast.Subscript) and FRONT.search(
+                        pf.source_of(stmt.iter)) and _freezes(stmt.body):
+                    root = stmt.iter
+                    while isinstance(root, (ast.Attribute, ast.Subscript)):
+                        root = root.value
+                    if isinstance(root, ast.Name):
+                        loops.append((stmt, scope, root.id))
+        for stmt, scope, name in loops:
+            found = scope.lookup(name)
+            if found is not None and (id(found[0]), name) in ctx.flow.names:
+                return pf.source_of(stmt.iter)
         return None

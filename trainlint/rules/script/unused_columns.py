@@ -108,7 +108,16 @@ def forward_params(ctx: TrainerContext) -> tuple[set[str] | None, str]:
         names.discard("self")
         return names, f"{flow.custom_classes[0].name}.forward"
     if flow.loads and not flow.custom_classes:
-        return None, "transformers"
+        # a concrete class (``SpeechT5ForTextToSpeech.from_pretrained``): what its forward takes
+        # in any covered version is kept too (``speaker_embeddings``), from the wheels' data
+        from trainlint.knowledge.model_api import forward_names
+
+        known: set[str] = set()
+        for ld in flow.loads:
+            names = forward_names(ld.cls)
+            if names is not None:
+                known |= names
+        return known or None, "transformers"
     return None, ""
 
 
@@ -116,7 +125,8 @@ def _dropped(col: str, params: set[str] | None, model: str, label_names: set[str
     if col in KEPT or col in label_names:
         return False
     if model == "transformers":
-        return col not in HF_FORWARD and not col.endswith(TENSORISH) and "label" not in col
+        return col not in HF_FORWARD and not col.endswith(TENSORISH) and "label" not in col \
+            and (params is None or col not in params)
     return params is not None and col not in params
 
 
@@ -323,6 +333,19 @@ class ColumnDroppedByRemoveUnusedColumns(Rule):
                 model(**batch).loss.backward()
             """,
             flags=False, note="a custom loop: no Trainer removes anything",
+        ),
+        Case(
+            """
+            from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, SpeechT5ForTextToSpeech
+            def collate(features):
+                batch = processor.pad(input_ids=[{"input_ids": f["input_ids"]} for f in features], return_tensors="pt")
+                batch["speaker_embeddings"] = torch.tensor([f["speaker_embeddings"] for f in features])
+                return batch
+            model = SpeechT5ForTextToSpeech.from_pretrained("microsoft/speecht5_tts")
+            args = Seq2SeqTrainingArguments(output_dir="o")
+            Seq2SeqTrainer(model=model, args=args, train_dataset=ds, data_collator=collate)
+            """,
+            flags=False, note="a forward argument of the loaded class (SpeechT5ForTextToSpeech, from the wheels)",
         ),
     ]
 
