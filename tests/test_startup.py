@@ -271,3 +271,94 @@ def test_matches_as_packaging_does(text, package):
         expected = None
     got = _matches(text, package)
     assert (None if got is None else got.specifier) == expected
+
+
+# -- rules that never report on Python files alone ----------------------------------------------
+
+def test_rules_not_python_alone_flag_only_with_another_file():
+    """A rule marked ``python_alone = False`` is never run on a workspace of Python files: each
+    of its must-flag cases holds a file that is not a script (the DeepSpeed config)."""
+    from trainlint.rules import all_rules
+
+    marked = [r for r in all_rules() if not r.python_alone]
+    assert len(marked) >= 33
+    for rule in marked:
+        for case in rule.cases:
+            if case.flags:
+                assert any(not p.endswith(".py") for p in case.all_files()), (rule.code, case.note)
+
+
+def test_python_only_workspace_skips_them(tmp_path):
+    from trainlint.checking import RuleSet
+    from trainlint.workspace import Workspace, read_file
+
+    (tmp_path / "train.py").write_text("from transformers import TrainingArguments\n"
+                                       "args = TrainingArguments(output_dir='o', deepspeed='ds.json')\n")
+    ws = Workspace(settings=Settings(), overlay={})
+    read_file(ws, str(tmp_path / "train.py"), True)
+    codes = {r.code for r in RuleSet(Settings()).for_workspace(ws)}
+    assert "TL201" in codes and not any(c.startswith("TL3") for c in codes)
+    (tmp_path / "ds.json").write_text('{"train_batch_size": 8}\n')
+    read_file(ws, str(tmp_path / "ds.json"), False)
+    assert "TL301" in {r.code for r in RuleSet(Settings()).for_workspace(ws)}
+
+
+# -- YAML through libyaml, as ruamel reads it ------------------------------------------------------
+
+YAML_CASES = [
+    "a: # c\nb: 1\n", "a:  # c\n  \nb: 1\n", "x:\n  a: # c\n  b: 1\n", "x:\n  a: # c\ny: 1\n", "x:\n  a: # c\n",
+    "a: # c\n", "x:\n  - a: # c\n    b: 1\n", "x:\n  - a: # c\n  - b\n", "a:\n# c\nb: 1\n", "x:\n  a:\n  # c\ny: 1\n",
+    "x:\n  a: # c\n  # d\n  b: 1\n", "a:\n", "a:", "a: &x\nb: *x\n",
+    'a: &x yes\nb: !!str yes\nc: !!int "3"\nd: 0o17\ne: 017\nf: 1_000\ng: 2e8\nh: 1e-5\ni: .5\nj: ~\nk: 2001-12-14\nl: =\n',
+    'a: "x"\nb: |\n  line\n  two\n\nc: >-\n  f\n  g\n', "a: {b: , c: 1}\n", "- \n- b\n", "? a\n: b\n", "? a\n:\n", "? a\n:\nb: 1\n", "x:\n  ? a\n  : # c\n  b: 1\n",
+    "a: é\nb: 日本語\nc: 1\nd:\ne: ü\n", "a:\n  b:\n    c:\n", "a: 1\n---\nb: 2\n", "%YAML 1.1\n---\na: yes\n",
+    "a: [1, 2,\n  3]\nb: {x: 1}\n", "a: 1\na: 1\nb: x\nb: y\nc: yes\nc: !!str yes\n",
+    "base: &b\n  x: 1\nchild:\n  <<: *b\n  y: 2\n", "a:\t1\n", 'a: "unterminated\n', "a: b: c\n",
+    "a:\r\n  b: 1\r\n  c:\r\nd: 2\r\n", "compute_environment: LOCAL_MACHINE\ndeepspeed_config:\n  zero_stage: 3\n"
+    "  offload_optimizer_device: none\ndistributed_type: DEEPSPEED\nmixed_precision: bf16\nnum_processes: 8\n",
+    "learning_rate: 2e-5\nlr: 1.0e-5\nwarmup: .1\nbf16: true\nfp16: no\nmax_steps: -1\nnull_value: null\n"
+    "list:\n- a\n-   b   # c\n- 'q'\n",
+]
+
+
+def _yaml_dump(text: str, fast: bool):
+    from trainlint.sources import yamldoc
+    from trainlint.sources.errors import ReadError
+
+    def dump(n, out):
+        out.append((n.kind, n.start, n.end, getattr(n, "key", None), getattr(n, "key_start", None),
+                    getattr(n, "key_end", None), repr(n.value) if n.kind == "scalar" else None, n.tag, n.style,
+                    n.flow, n.alias, [(m.start, m.end) for m in n.merges]))
+        for c in n.members + n.items:
+            dump(c, out)
+
+    original = yamldoc._compose_libyaml
+    if not fast:
+        yamldoc._compose_libyaml = lambda t: None
+    try:
+        root = yamldoc.parse_yaml(text, "x.yaml")
+        out: list = []
+        dump(root, out)
+        return out, [repr(p) for p in root.doc.problems]
+    except ReadError as e:
+        return "error", str(e)
+    finally:
+        yamldoc._compose_libyaml = original
+
+
+def _yaml_files() -> list[Path]:
+    return sorted(p for d in ("tests", "examples") for p in (REPO_ROOT / d).rglob("*")
+                  if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+@pytest.mark.parametrize("text", YAML_CASES + [p.read_text(encoding="utf-8") for p in _yaml_files()])
+def test_libyaml_reads_yaml_as_ruamel_does(text):
+    assert _yaml_dump(text, True) == _yaml_dump(text, False)
+
+
+def test_libyaml_is_used_for_plain_configs():
+    from trainlint.sources.yamldoc import _compose_libyaml
+
+    assert _compose_libyaml(YAML_CASES[-2]) is not None and _compose_libyaml(YAML_CASES[-1]) is not None
+    for text in ("a:\t1\n", "%YAML 1.1\n---\na: yes\n", "a: >\n  f\n", 'a: "unterminated\n'):
+        assert _compose_libyaml(text) is None, text

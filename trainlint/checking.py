@@ -24,7 +24,8 @@ from trainlint.workspace import Workspace, read_entry
 class RuleSet:
     """The selected rules of a run (input problems come from the readers), each made once, on
     first need: a workspace of Python files only gets the rules whose triggers it contains
-    (``Rule.triggers``), so a one-file run imports only the rule modules that can report."""
+    (``Rule.triggers``) and that can report on Python files alone (``Rule.python_alone``), so a
+    one-file run imports only the rule modules that can report."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -60,7 +61,7 @@ class RuleSet:
                 found.append(set().union(*(identifiers(text) for text in texts)))
             return found[0]
 
-        return [self._rule(e) for e in self.entries if can_trigger(e, present, tokens)]
+        return [self._rule(e) for e in self.entries if e.get("python_alone", True) and can_trigger(e, present, tokens)]
 
 
 def _python_text(f: Any) -> str | None:

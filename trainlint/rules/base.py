@@ -122,6 +122,11 @@ class Rule:
     # ``needs``: settings without which the rule never reports (``gpu``).
     triggers: ClassVar[tuple[str, ...] | None] = None
     needs: ClassVar[tuple[str, ...]] = ()
+    # False for a rule that reads only what a file other than a Python script gives (a DeepSpeed
+    # config: linking reads one only from a file): a workspace of Python files alone never
+    # imports or runs it. Its ``triggers`` still decide which walked scripts are parsed, since
+    # a script may name such a file.
+    python_alone: ClassVar[bool] = True
 
     @classmethod
     def index_words(cls) -> dict[str, tuple[str, ...]] | None:

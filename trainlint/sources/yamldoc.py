@@ -203,29 +203,177 @@ def parse_yaml(
     text: str, path: str = "<yaml>", *, max_nodes: int = MAX_NODES, line_offset: int = 0
 ) -> YamlNode:
     """Parse one YAML document; ``ReadError`` with a position when it is not valid YAML."""
-    from ruamel.yaml import YAML  # lazy: only files that are YAML pay for the import
-    from ruamel.yaml.error import YAMLError
-
     doc = YamlDocument(text, path, line_offset)
     _check_flow_depth(doc)
     _check_block_depth(doc)
-    yaml = YAML(typ="rt")
-    try:
-        composed = yaml.compose(text)
-    except YAMLError as exc:
-        raise _ruamel_error(doc, exc) from None
-    except RecursionError:
-        raise ReadError(f"Nesting too deep (more than {MAX_DEPTH} levels)", 1 + line_offset, 1,
-                        path) from None
+    fast = _compose_libyaml(text)
+    if fast is not None:
+        composed, classes = fast
+    else:
+        from ruamel.yaml import YAML  # lazy: only files that are YAML pay for the import
+        from ruamel.yaml.error import YAMLError
+        from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+        classes = (MappingNode, ScalarNode, SequenceNode)
+        yaml = YAML(typ="rt")
+        try:
+            composed = yaml.compose(text)
+        except YAMLError as exc:
+            raise _ruamel_error(doc, exc) from None
+        except RecursionError:
+            raise ReadError(f"Nesting too deep (more than {MAX_DEPTH} levels)", 1 + line_offset, 1,
+                            path) from None
     if composed is None:
         root = YamlNode("scalar", doc, 0, 0)
         root.tag = _TAG + "null"
         doc.root = root
         return root
-    _check_expansion(doc, composed, max_nodes)
-    root = _build(doc, composed, max_nodes)
+    _check_expansion(doc, composed, max_nodes, classes)
+    root = _build(doc, composed, max_nodes, classes)
     doc.root = root
     return root
+
+
+# -- the fast composer -------------------------------------------------------------------------
+#
+# libyaml (PyYAML's C parser) composes the same node graph as ruamel's pure-Python one, ~30x
+# faster, with the same marks. It is used for a document it reads without complaint and with no
+# ``%`` directive, tab or folded (``>``) scalar; anything else (an error, whose message and
+# position ruamel gives, a version directive) goes to ruamel, and so does an empty value whose
+# mark this reader cannot place where ruamel does (``_empty_value_mark``). Plain scalars get the tag ruamel's YAML 1.2 resolver gives them
+# (libyaml's composer resolves YAML 1.1); ``tests/test_sources_yaml.py`` compares the two
+# composers node by node on every YAML file of the test data.
+
+# ruamel.yaml's implicit resolvers for YAML 1.2 (resolver.py), in its order, by first character
+_RESOLVE_12 = [
+    ("bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
+    ("float", re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?"
+                         r"|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)"
+                         r"|[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?"
+                         r"|[-+]?\.(?:inf|Inf|INF)"
+                         r"|\.(?:nan|NaN|NAN))$"), "-+0123456789."),
+    ("int", re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0o?[0-7_]+|[-+]?[0-9_]+|[-+]?0x[0-9a-fA-F_]+)$"), "-+0123456789"),
+    ("merge", re.compile(r"^(?:<<)$"), "<"),
+    ("null", re.compile(r"^(?:~|null|Null|NULL|)$"), "~nN"),
+    ("timestamp", re.compile(r"^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+                             r"|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?"
+                             r"(?:[Tt]|[ \t]+)[0-9][0-9]?"
+                             r":[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?"
+                             r"(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$"), "0123456789"),
+    ("value", re.compile(r"^(?:=)$"), "="),
+]
+_BY_FIRST: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+for _kind, _rx, _firsts in _RESOLVE_12:
+    for _ch in _firsts:
+        _BY_FIRST.setdefault(_ch, []).append((_TAG + _kind, _rx))
+_EMPTY = [(_TAG + "null", _RESOLVE_12[4][1])]
+
+
+def _plain_tag(value: str) -> str:
+    for tag, rx in (_BY_FIRST.get(value[0], ()) if value else _EMPTY):
+        if rx.match(value):
+            return tag
+    return _TAG + "str"
+
+
+class _Mark:
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+_SKIP = re.compile(r"(?:[ \t\r\n]|#[^\n]*)*")
+
+
+_BLANKS = re.compile(r"[ \t]*")
+
+
+def _empty_value_mark(text: str, at: int, key: Any) -> int | None:
+    """Where ruamel marks an empty value that libyaml marks at ``at`` (just after its key's
+    colon), or None when this reader does not know (then ruamel reads the document). ruamel's
+    parser puts it at the next token (past blank lines and comments: the next key, or where the
+    mapping ends), unless a comment follows on the colon's line and the mapping goes on, which
+    ruamel attaches to the colon: then just after the colon, like libyaml."""
+    if not key or key.start_mark.index == key.end_mark.index:
+        return None  # a sequence item, a flow collection, an empty key
+    j = key.start_mark.index - 1
+    while j >= 0 and text[j] in " \t\r\n":
+        j -= 1
+    if j >= 0 and text[j] == "?":
+        return None  # an explicit key (``? key``)
+    nxt = _SKIP.match(text, at).end()  # type: ignore[union-attr]
+    if nxt >= len(text):
+        return len(text)
+    column = nxt - (text.rfind("\n", 0, nxt) + 1)
+    indent = key.start_mark.column
+    if text.startswith(("---", "..."), nxt) or column > indent:
+        return None
+    if column < indent:
+        return nxt  # the mapping ends
+    same_line_comment = text.startswith("#", _BLANKS.match(text, at).end())  # type: ignore[union-attr]
+    return at if same_line_comment else nxt
+
+
+_PROPERTY = re.compile(r"[&!][^\s,\[\]{}]*\s*")
+
+
+def _tagged(text: str, start: int) -> bool:
+    """Whether the node whose properties start at ``start`` has a tag (``!x``, ``!!str``) among
+    them (an anchor ``&a`` alone is no tag)."""
+    while text[start:start + 1] in ("&", "!"):
+        if text[start] == "!":
+            return True
+        m = _PROPERTY.match(text, start)
+        if m is None or m.end() == start:  # pragma: no cover - a property is never empty
+            return False
+        start = m.end()
+    return False
+
+
+def _compose_libyaml(text: str) -> tuple[Any, tuple] | None:
+    """(the composed root, its node classes) through libyaml, or None (then ruamel reads it)."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - PyYAML is a dependency
+        return None
+    if not getattr(yaml, "__with_libyaml__", False) or "\t" in text or "%" in text and re.search(r"(?m)^%", text):
+        return None  # tabs: ruamel refuses some that libyaml takes
+    try:
+        composed = yaml.compose(text, Loader=yaml.CSafeLoader)
+    except Exception:  # noqa: BLE001 - any complaint: ruamel reads it and says what is wrong
+        return None
+    if composed is None:
+        return None
+    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    seen: set[int] = set()
+    stack: list[tuple[Any, Any]] = [(composed, None)]  # (node, its key when a block mapping's value)
+    while stack:
+        node, key = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, ScalarNode):
+            if node.style == ">":
+                return None  # ruamel marks the folds of a folded scalar in its value ("\a")
+            if not node.style:
+                node.style = None
+                if not _tagged(text, node.start_mark.index):
+                    node.tag = _plain_tag(node.value)
+                if node.value == "" and node.start_mark.index == node.end_mark.index:
+                    at = _empty_value_mark(text, node.start_mark.index, key)
+                    if at is None:
+                        return None
+                    node.start_mark = node.end_mark = _Mark(at)
+        elif isinstance(node, MappingNode):
+            flow = bool(node.flow_style)
+            for k, v in node.value:
+                stack.append((k, False))  # an empty key: no block mapping's value
+                stack.append((v, None if flow else k))
+        else:
+            stack.extend((item, False) for item in node.value)
+    return composed, (MappingNode, ScalarNode, SequenceNode)
 
 
 _FLOW_CHARS = re.compile(r'[\[\]{}"#]')
@@ -283,10 +431,10 @@ def _check_block_depth(doc: YamlDocument) -> None:
             raise ReadError(f"Nesting deeper than {MAX_DEPTH} levels", line, col, doc.path)
 
 
-def _check_expansion(doc: YamlDocument, top: Any, max_nodes: int) -> None:
+def _check_expansion(doc: YamlDocument, top: Any, max_nodes: int, classes: tuple) -> None:
     """Count the nodes the tree has once aliases are expanded, without expanding them; refuse
     recursive aliases and alias bombs."""
-    from ruamel.yaml.nodes import MappingNode, SequenceNode
+    MappingNode, _, SequenceNode = classes
 
     size: dict[int, int] = {}
     active: set[int] = set()
@@ -324,8 +472,8 @@ def _check_expansion(doc: YamlDocument, top: Any, max_nodes: int) -> None:
             stack.extend((v, False) for v in node.value if id(v) not in size)
 
 
-def _build(doc: YamlDocument, top: Any, max_nodes: int) -> YamlNode:
-    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+def _build(doc: YamlDocument, top: Any, max_nodes: int, classes: tuple) -> YamlNode:
+    MappingNode, ScalarNode, SequenceNode = classes
 
     text = doc.text
     created: list[YamlNode] = []

@@ -53,6 +53,7 @@ class AutoOutsideTrainer(Rule):
     name = "deepspeed-auto-outside-trainer"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     summary = "\"auto\" DeepSpeed values with deepspeed.initialize called directly"
 
     SCRIPT = ("import deepspeed\nfrom transformers import AutoModelForCausalLM\n"

@@ -61,6 +61,7 @@ class AutoTpWithConvertedWeights(Rule):
     name = "deepspeed-autotp-with-converted-weights"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "unsafe"
     summary = "DeepSpeed AutoTP with a MoE model whose weights transformers converts on load"
 

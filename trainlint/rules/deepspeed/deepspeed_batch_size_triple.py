@@ -51,6 +51,7 @@ class DeepSpeedBatchTriple(Rule):
     name = "deepspeed-batch-size-triple"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     summary = "train_batch_size != micro batch x accumulation x world size (or none given)"
 
     cases = [

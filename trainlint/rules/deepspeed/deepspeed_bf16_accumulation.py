@@ -52,6 +52,7 @@ class Bf16Accumulation(Rule):
     name = "deepspeed-bf16-accumulation"
     severity = Severity.INFO
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "unsafe"
     summary = "bf16 gradient accumulation and reduction without fp32"
 

@@ -47,6 +47,7 @@ class DeepSpeedFp16AndBf16(Rule):
     name = "deepspeed-fp16-and-bf16"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "safe"
     summary = "fp16 and bf16 both enabled in a DeepSpeed config"
 

@@ -58,6 +58,7 @@ class OffloadNotNeeded(Rule):
     name = "deepspeed-offload-not-needed"
     severity = Severity.INFO
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "unsafe"
     summary = "ZeRO offload although the model states fit on the GPU"
 

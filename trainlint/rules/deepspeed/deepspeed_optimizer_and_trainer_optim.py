@@ -56,6 +56,7 @@ class OptimizerTwice(Rule):
     name = "deepspeed-optimizer-and-trainer-optim"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     summary = "DeepSpeed optimizer section together with a TrainingArguments optim"
 
     DS = '{"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}, "train_micro_batch_size_per_gpu": "auto"}\n'

@@ -50,6 +50,7 @@ class StageOnlyOption(Rule):
     name = "deepspeed-option-needs-other-stage"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     summary = "partial optimizer offload outside ZeRO-3, fp16 master weights without ZeRO"
 
     cases = [

@@ -51,6 +51,7 @@ class DeepSpeedSchedulerAndTrainerScheduler(Rule):
     severity = Severity.WARNING
     summary = "a DeepSpeed scheduler section while TrainingArguments set lr_scheduler_type"
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     cases = [
         Case(files={"train.py": _trainer_script(extra=", lr_scheduler_type='cosine'"), "ds.json": DS}),
         Case(files={"run.sh": "deepspeed train.py --deepspeed ds.json --output_dir o --lr_scheduler_type cosine\n",

@@ -103,6 +103,7 @@ class DeepSpeedUnknownKey(Rule):
     name = "deepspeed-unknown-key"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "safe"
     summary = "unknown, misspelled or deprecated DeepSpeed keys"
 

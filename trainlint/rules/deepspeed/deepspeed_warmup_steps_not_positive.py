@@ -48,6 +48,7 @@ class WarmupStepsNotPositive(Rule):
     name = "deepspeed-warmup-steps-not-positive"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "safe"
     summary = "scheduler warmup_num_steps that DeepSpeed >= 0.19.6 rejects"
 

@@ -49,6 +49,7 @@ class OffloadWithoutPinMemory(Rule):
     name = "offload-without-pin-memory"
     severity = Severity.INFO
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "unsafe"
     summary = "CPU/NVMe offload without pin_memory set"
 

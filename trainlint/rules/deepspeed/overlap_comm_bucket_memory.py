@@ -57,6 +57,7 @@ class OverlapCommBuckets(Rule):
     name = "overlap-comm-bucket-memory"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "safe"
     summary = "overlap_comm costs 4.5 x (allgather + reduce buckets) x 2 bytes of GPU memory"
 

@@ -48,6 +48,7 @@ class Zero3NoSave16bit(Rule):
     name = "zero3-save-without-gather"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "safe"
     summary = "ZeRO-3 saves unusable checkpoints without stage3_gather_16bit_weights_on_model_save"
 

@@ -42,6 +42,7 @@ class AcceleratePrecisionVsDeepSpeed(Rule):
     name = "accelerate-precision-vs-deepspeed"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    python_alone = False  # reads only an accelerate config, which a file gives
     fix_safety = "safe"
     summary = "accelerate mixed_precision contradicts the DeepSpeed config's precision"
 

@@ -44,6 +44,7 @@ class AccelerateManyModes(Rule):
     name = "accelerate-several-modes"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only a launch line, which a file gives
     summary = "accelerate launch with more than one distributed mode"
     cases = [
         Case(files={"run.sh": "accelerate launch --multi_gpu --use_deepspeed train.py\n",

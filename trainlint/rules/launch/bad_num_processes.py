@@ -41,6 +41,7 @@ class BadNumProcesses(Rule):
     name = "bad-num-processes"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only an accelerate config, which a file gives
     summary = "num_processes is not a positive integer"
     cases = [
         Case(files={"acc.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: -1\n"}),

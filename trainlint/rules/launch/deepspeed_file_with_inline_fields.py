@@ -52,6 +52,7 @@ class DeepSpeedFileWithInlineFields(Rule):
     name = "deepspeed-file-with-inline-fields"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only an accelerate config, which a file gives
     fix_safety = "unsafe"
     summary = "accelerate deepspeed_config_file together with inline DeepSpeed fields"
     cases = [

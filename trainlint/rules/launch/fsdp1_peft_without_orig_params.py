@@ -59,6 +59,7 @@ class Fsdp1PeftOrigParams(Rule):
     name = "fsdp1-peft-without-orig-params"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only an accelerate config, which a file gives
     fix_safety = "safe"
     summary = "FSDP1 with use_orig_params false for a PEFT model trained without the Trainer"
 

@@ -65,6 +65,7 @@ class FsdpVersionSettings(Rule):
     name = "fsdp2-with-fsdp1-settings"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only an accelerate config, which a file gives
     fix_safety = "safe"
     summary = "FSDP2 config with FSDP1 settings (sharding-strategy reshard_after_forward, ignored keys)"
 

@@ -54,6 +54,7 @@ class CpuRamEfficientWithoutSync(Rule):
     name = "fsdp-cpu-ram-efficient-loading-without-sync"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only an accelerate config, which a file gives
     fix_safety = "safe"
     summary = "FSDP cpu_ram_efficient_loading with sync_module_states false"
 

@@ -56,6 +56,7 @@ class FsdpBadWrapPolicy(Rule):
     name = "fsdp-invalid-wrap-policy"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only an accelerate config, which a file gives
     fix_safety = "safe"
     summary = "invalid fsdp_auto_wrap_policy or non-integer fsdp_min_num_params"
 

@@ -65,6 +65,7 @@ class FsdpWrapClassNotInModel(Rule):
     name = "fsdp-wrap-class-not-in-model"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only an accelerate config, which a file gives
     fix_safety = "safe"
     summary = "FSDP transformer layer class of another architecture than the model"
 

@@ -49,6 +49,7 @@ class MultiGpuPlainPython(Rule):
     name = "multi-gpu-plain-python"
     severity = Severity.WARNING
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only a launch line, which a file gives
     fix_safety = "safe"
     summary = "several GPUs driven by one plain python process (DataParallel)"
     cases = [

@@ -40,6 +40,7 @@ class MultiGpuTooFew(Rule):
     name = "multi-gpu-too-few-processes"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only an accelerate config, which a file gives
     summary = "distributed_type MULTI_GPU with fewer than 2 processes or GPU ids"
     cases = [
         Case(files={"acc.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 1\n"}),

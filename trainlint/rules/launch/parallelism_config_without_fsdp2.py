@@ -52,6 +52,7 @@ class ParallelismConfigWithoutFsdp2(Rule):
     name = "parallelism-config-without-fsdp2"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only a launch line or an accelerate config, which a file gives
     summary = "parallelism config without FSDP2"
 
     cases = [

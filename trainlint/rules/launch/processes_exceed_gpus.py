@@ -45,6 +45,7 @@ class ProcessesExceedGpuIds(Rule):
     name = "processes-exceed-gpus"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    python_alone = False  # reads only an accelerate config or a launch line, which a file gives
     fix_safety = "unsafe"
     summary = "more processes than configured or visible GPUs"
     cases = [
