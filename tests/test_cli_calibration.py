@@ -167,8 +167,31 @@ def test_runs_that_check_nothing_say_so(tmp_path):
             assert as_json.returncode == 0 and json.loads(as_json.stdout) == []
 
 
+def test_fix_on_folders_with_nothing_to_check_says_so_as_check_does(tmp_path):
+    """`fix` prints the same "0 files checked: ..." reason as `check`, not "Fixed 0 findings in
+    0 files", and writes nothing."""
+    write_files(tmp_path, {"notes/readme.txt": "hello\n", "plain/util.py": "import os\n"})
+    (tmp_path / "empty").mkdir()
+    cases = {"empty": "no Python, shell, JSON or YAML files", "notes": "1 file skipped, not a kind trainlint reads",
+             "plain": "1 file read, none holds TrainingArguments"}
+    for rel, why in cases.items():
+        target = str(tmp_path / rel)
+        checked = run_cli("check", target)
+        for args in (("fix", target), ("fix", "--apply", target), ("fix", "--diff", target)):
+            out = run_cli(*args)
+            assert out.returncode == 0 and out.stdout == "", (args, out.stdout, out.stderr)
+            assert "0 files checked" in out.stderr and why in out.stderr, (args, out.stderr)
+            assert out.stderr == checked.stderr, (args, out.stderr, checked.stderr)
+            assert "Fixed 0" not in out.stderr and "Would fix 0" not in out.stderr
+    assert (tmp_path / "plain/util.py").read_text() == "import os\n"
+    # a folder that holds a training file keeps the usual summary
+    write_files(tmp_path, {"real/train.py": BERT})
+    out = run_cli("fix", str(tmp_path / "real"))
+    assert "0 files checked" not in out.stderr and "fix" in out.stderr.lower(), out.stderr
+
+
 def test_fix_explains_stdin_and_missing_files(tmp_path):
-    src = BERT + "args = TrainingArguments(output_dir='o', logging_steps=1, save_total_limit=2)\n"
+    src = BERT + "args = TrainingArguments(output_dir='o', eval_strategy='steps', logging_steps=1, save_total_limit=2)\n"
     out = run_cli("fix", "-", "--stdin-filename", "train.py", "--no-cache", input=src, cwd=tmp_path)
     assert out.returncode == 1 and out.stdout == src.replace("logging_steps=1", "logging_steps=10")
     assert "Would fix 1 finding" in out.stderr
@@ -192,8 +215,9 @@ def test_exit_code_does_not_depend_on_a_closed_pipe(tmp_path):
 
 
 def test_statistics_marks_safe_and_unsafe_like_the_findings(tmp_path):
-    write_files(tmp_path, {"train.py": BERT + "args = TrainingArguments(output_dir='o', logging_steps=1, "
-                                              "max_steps=90000)\nTrainer(model=model, args=args).train()\n"})
+    write_files(tmp_path, {"train.py": BERT + "args = TrainingArguments(output_dir='o', eval_strategy='steps', "
+                                              "logging_steps=1, max_steps=90000)\n"
+                                              "Trainer(model=model, args=args).train()\n"})
     out = run_cli("check", str(tmp_path), "--statistics", "--no-cache")
     lines = {line.split("\t")[1]: line for line in out.stdout.splitlines()}
     assert "[*] logging-steps-too-low" in lines["TL201"]  # a safe fix

@@ -38,6 +38,7 @@ FLAGGED = [(r, i, c) for r in FIXING_RULES for i, c in enumerate(r.cases) if c.f
 RUN_PROOFS = {
     "TL101": "test_device_move_removal_runs_with_the_same_loss",
     "TL102": "test_padding_fix_*",
+    "TL103": "test_device_map_removal_trains_under_two_processes",
     "TL110": "test_rename_and_use_reentrant_compose_and_run",
     "TL605": "test_processing_class_rename_builds_the_trainer",
     "TL606": "test_interval_strategy_import_runs",
@@ -73,13 +74,44 @@ def _other_major(case) -> str | None:
     return None
 
 
+def _import_target_absent(rule, case) -> str | None:
+    """TL611 moves an import to where the case's target TRL/peft release has it; when the data
+    read from the released wheels says the installed release has no such module (trl 1.16 has
+    no ``trl.experimental.bco``: the BCO trainer is gone), the fix is proven only where a release
+    that has it is installed. The data itself is checked against the installed package below
+    (``test_moved_import_data_matches_the_installed_package``)."""
+    if rule.code != "TL611":
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    from trainlint.rules.migration.removed_import import exports_at
+
+    for pkg in ("trl", "peft"):
+        target = (case.options or {}).get(f"{pkg}_version")
+        if not target:
+            continue
+        try:
+            installed = version(pkg)
+        except PackageNotFoundError:
+            return f"{pkg} is not installed"
+        fixed = case.fixed or ""
+        for line in fixed.splitlines():
+            if line.startswith(f"from {pkg}") and " import " in line:
+                module, _, names = line[len("from "):].partition(" import ")
+                for name in (n.strip(" ()").split(" as ")[0] for n in names.split(",")):
+                    if exports_at(pkg, name, module, installed) is False:
+                        return (f"the fix targets {pkg} {target}, which has `from {module} import {name}`; "
+                                f"installed {pkg} {installed} has no such import: proven only where it is installed")
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def _generic_proofs() -> dict[str, list[str]]:
     import tempfile
 
     proved: dict[str, list[str]] = {}
     for rule, i, case in FLAGGED:
-        if (rule.code, i) in KNOWN_WRONG or _other_major(case):
+        if _other_major(case) or _import_target_absent(rule, case):
             continue
         with tempfile.TemporaryDirectory() as d:
             got = _fixed_files(Path(d), rule, case)
@@ -91,19 +123,12 @@ def _generic_proofs() -> dict[str, list[str]]:
     return proved
 
 
-# Wrong fixes the proof found in rules of other families, reported to their owners; strict, so
-# the mark goes as soon as the rule is corrected.
-KNOWN_WRONG = {
-    ("TL611", 5): "from trl import BCOTrainer -> trl.experimental.bco, which trl 1.16 (installed) does not have",
-}
-
-
-@pytest.mark.parametrize("rule,index,case", [
-    pytest.param(r, i, c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[(r.code, i)]))
-    if (r.code, i) in KNOWN_WRONG else (r, i, c) for r, i, c in FLAGGED], ids=[f"{r.code}-{i}" for r, i, _ in FLAGGED])
+@pytest.mark.parametrize("rule,index,case", FLAGGED, ids=[f"{r.code}-{i}" for r, i, _ in FLAGGED])
 def test_fixed_configs_are_accepted_by_the_library(rule, index, case, tmp_path):
     if _other_major(case):
         pytest.skip(_other_major(case))
+    if _import_target_absent(rule, case):
+        pytest.skip(_import_target_absent(rule, case))
     got = _fixed_files(tmp_path, rule, case)
     if got is None:
         pytest.skip("no fix in this case")
@@ -398,3 +423,134 @@ def test_hub_auth_keyword_fix_loads(tmp_path, tiny):
         text = text.replace(f'"{hub_id}"', f'"{tiny["GPT"]}"')
     text = text.replace(f'AutoTokenizer.from_pretrained("{tiny["GPT"]}"', f'AutoTokenizer.from_pretrained("{tiny["TOK"]}"')
     runpy.run_path(str(write_files(tmp_path, {"t.py": text})[0]))
+
+
+# -- TL116: the argmax moved into preprocess_logits_for_metrics, run through Trainer.evaluate --
+
+EVAL = '''
+import numpy as np
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer, DataCollatorForLanguageModeling, Trainer, TrainingArguments
+tok = AutoTokenizer.from_pretrained("{TOK}")
+raw = Dataset.from_dict({"text": ["the cat sat", "a dog ran fast on the mat", "good movie",
+                                  "the big red dog sat on a small blue mat", "it was", "this film is great"]})
+ds = raw.map(lambda b: tok(b["text"]), batched=True, remove_columns=["text"])
+def compute_metrics(eval_pred):
+    logits, labels = eval_pred
+    preds = np.argmax(logits, axis=-1)
+    METRIC
+model = AutoModelForCausalLM.from_pretrained("{GPT}")
+args = TrainingArguments(output_dir="{OUT}", per_device_eval_batch_size=2, report_to="none", use_cpu=True)
+trainer = Trainer(model=model, args=args, eval_dataset=ds, compute_metrics=compute_metrics,
+                  data_collator=DataCollatorForLanguageModeling(tok, mlm=False))
+RESULT = trainer.evaluate()["eval_acc"]
+'''
+
+
+def test_logits_preprocessing_fix_keeps_a_masked_metric_and_why_it_is_unsafe(tmp_path, tiny):
+    """TL116's fix, run: Trainer.evaluate over batches of different lengths. A metric that drops
+    the -100 label positions is unchanged; one that does not changes (the padding between
+    batches was argmax 0 and is now -100), which is why the fix is unsafe."""
+    masked = _script(EVAL.replace("METRIC", "m = labels != -100\n"
+                                            "    return {'acc': float((preds[m] == labels[m]).mean())}"), tiny, tail="")
+    write_files(tmp_path, {"safe/train.py": masked})
+    assert not fix_folder(tmp_path / "safe", select=["TL116"]).fixed, "not offered as safe"
+    fixed, before, after = _fix_and_run(tmp_path / "m", masked, unsafe=True, select=["TL116"])
+    assert "preprocess_logits_for_metrics=lambda logits, labels: logits.argmax(-1)" in fixed
+    assert "preds = logits\n" in fixed
+    assert math.isclose(before["RESULT"], after["RESULT"], rel_tol=1e-9)
+    plain = _script(EVAL.replace("METRIC", "return {'acc': float((preds == labels).mean())}"), tiny, tail="")
+    _fixed, before, after = _fix_and_run(tmp_path / "p", plain, unsafe=True, select=["TL116"])
+    assert not math.isclose(before["RESULT"], after["RESULT"], rel_tol=1e-3), \
+        "batches of different lengths: the unmasked metric changes"
+
+
+# -- TL103: device_map removed, the fixed script trained by two processes ---------------------
+
+DDP_SCRIPT = '''
+import os
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer, DataCollatorForLanguageModeling, Trainer, TrainingArguments
+tok = AutoTokenizer.from_pretrained("{TOK}")
+model = AutoModelForCausalLM.from_pretrained("{GPT}", device_map="auto")
+ds = Dataset.from_dict({"text": ["the cat sat", "a dog ran fast on the mat", "good movie", "the big red dog sat"] * 2})
+ds = ds.map(lambda b: tok(b["text"]), batched=True, remove_columns=["text"])
+args = TrainingArguments(output_dir="{OUT}", per_device_train_batch_size=2, max_steps=1, report_to="none",
+                         use_cpu=True, save_strategy="no", ddp_backend="gloo")
+trainer = Trainer(model=model, args=args, train_dataset=ds, data_collator=DataCollatorForLanguageModeling(tok, mlm=False))
+trainer.train()
+from accelerate import Accelerator
+print("PROOF", os.environ["RANK"], args.world_size, type(trainer.model_wrapped).__name__,
+      Accelerator().verify_device_map(trainer.model), flush=True)
+'''
+
+
+@pytest.mark.slow
+def test_device_map_removal_trains_under_two_processes(tmp_path, tiny):
+    """TL103's fix, run: the fixed script (no device_map) is launched by torchrun with two
+    processes (gloo on CPU); the Trainer places the model on each rank, accelerate prepares it
+    (its verify_device_map, the check behind "You can't train a model that has been loaded with
+    `device_map='auto'` in any distributed mode", is False) and a DDP step runs."""
+    import shutil
+    import subprocess
+    import sys
+
+    text = _script(DDP_SCRIPT, tiny, tail="")
+    write_files(tmp_path, {"train.py": text})
+    out = fix_folder(tmp_path, select=["TL103"], options={"gpus": 2, "transformers_version": "5.24.0"})
+    fixed = out.fixed[str(tmp_path / "train.py")]
+    assert 'from_pretrained("' + tiny["GPT"] + '")' in fixed and 'device_map="auto"' not in fixed
+    (tmp_path / "train.py").write_text(fixed)
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
+    assert torchrun, "torchrun (torch) is not installed"
+    run = subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", str(tmp_path / "train.py")],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    proofs = sorted(ln.split()[1:] for ln in run.stdout.splitlines() if ln.startswith("PROOF"))
+    assert run.returncode == 0 and proofs == [["0", "2", "DistributedDataParallel", "False"],
+                                              ["1", "2", "DistributedDataParallel", "False"]], \
+        run.stdout[-2000:] + run.stderr[-3000:]
+
+
+def test_accelerate_refuses_a_spread_model_in_a_distributed_run(tiny):
+    """What TL103 guards against, on the installed accelerate: a model whose hf_device_map
+    spreads it over devices is what verify_device_map (the refusal in prepare_model) reports."""
+    from accelerate import Accelerator
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny["GPT"])
+    acc = Accelerator(cpu=True)
+    assert acc.verify_device_map(model) is False
+    model.hf_device_map = {"transformer.h.0": 0, "transformer.h.1": 1}
+    assert acc.verify_device_map(model) is True
+
+
+def test_moved_import_data_matches_the_installed_package():
+    """The data TL611's safety rests on, executed on the installed TRL and peft: every import
+    the data says the installed release offers for a name gone from its top level works, and a
+    name it says is gone everywhere (BCOTrainer in trl 1.14+) does not import."""
+    import importlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    from trainlint.knowledge import public_names
+
+    from trainlint.rules.migration.removed_import import exports_at
+
+    checked = 0
+    for pkg in ("trl", "peft"):
+        try:
+            installed = version(pkg)
+        except PackageNotFoundError:
+            continue
+        data = public_names._removed_data()[pkg]
+        for name in data["removed"]:
+            module = public_names.import_path(pkg, name, installed)
+            if module is not None:
+                assert exports_at(pkg, name, module, installed)
+                assert hasattr(importlib.import_module(module), name), f"from {module} import {name}"
+                checked += 1
+            elif not public_names.exists(pkg, name, installed):
+                assert not hasattr(importlib.import_module(pkg), name) or name.startswith("_"), f"{pkg}.{name}"
+    assert checked >= 5, checked
+    if version("trl").split(".")[0] == "1" and public_names.import_path("trl", "BCOTrainer", version("trl")) is None:
+        with pytest.raises(ImportError):
+            importlib.import_module("trl.experimental.bco")

@@ -20,7 +20,7 @@ from trainlint.rules.base import Rule
 from trainlint.setup import Setup
 
 SCRIPT = ("from transformers import TrainingArguments\n"
-          "args = TrainingArguments(output_dir='out', logging_steps=1)\n")
+          "args = TrainingArguments(output_dir='out', eval_strategy='steps', logging_steps=1)\n")
 
 
 def diag(path: str, edits: list[tuple[int, int, int, int, str]], code: str = "TL199", line: int = 1) -> Diagnostic:
@@ -199,7 +199,7 @@ def test_a_rule_crash_during_fix_is_tl000_and_other_fixes_still_apply(tmp_path, 
 def test_fix_never_edits_a_file_that_did_not_parse(tmp_path):
     broken = tmp_path / "broken.py"
     data = ("from transformers import TrainingArguments\n"
-            "args = TrainingArguments(output_dir='o', logging_steps=1)\nx = (\n").encode()
+            "args = TrainingArguments(output_dir='o', eval_strategy='steps', logging_steps=1)\nx = (\n").encode()
     broken.write_bytes(data)
     ds = tmp_path / "ds.json"
     ds_data = b'{"zero_optimization": {"stage": 2}, "fp16": {"enabled": true},'

@@ -73,10 +73,10 @@ def test_method_signature_data_matches_the_installed_library():
 def _outside_layout(tmp_path: Path) -> tuple[Path, Path]:
     proj, other = tmp_path / "proj", tmp_path / "outside"
     write_files(tmp_path, {
-        "proj/train.py": TA + 'args = TrainingArguments(output_dir="o", logging_steps=1, deepspeed="../outside/ds.json")\n'
+        "proj/train.py": TA + 'args = TrainingArguments(output_dir="o", eval_strategy="steps", logging_steps=1, deepspeed="../outside/ds.json")\n'
                               "Trainer(model=model, args=args)\n",
         "outside/ds.json": '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}\n',
-        "outside/elsewhere.py": TA + 'args = TrainingArguments(output_dir="o", logging_steps=1)\n',
+        "outside/elsewhere.py": TA + 'args = TrainingArguments(output_dir="o", eval_strategy="steps", logging_steps=1)\n',
     })
     os.symlink(other / "elsewhere.py", proj / "link.py")
     return proj, other
@@ -95,8 +95,8 @@ def test_fix_never_writes_outside_the_given_paths(tmp_path):
 
 
 def test_fix_counts_only_written_files(tmp_path, monkeypatch):
-    write_files(tmp_path, {"a.py": TA + 'args = TrainingArguments(output_dir="o", logging_steps=1)\n',
-                           "b.py": TA + 'args = TrainingArguments(output_dir="o", logging_steps=1)\n'})
+    write_files(tmp_path, {"a.py": TA + 'args = TrainingArguments(output_dir="o", eval_strategy="steps", logging_steps=1)\n',
+                           "b.py": TA + 'args = TrainingArguments(output_dir="o", eval_strategy="steps", logging_steps=1)\n'})
     import trainlint.fixing.apply as ap
 
     real = ap.write_atomic
@@ -158,7 +158,7 @@ def test_stale_temp_files_of_a_killed_writer_are_removed(tmp_path):
 
 
 def test_a_killed_fix_leaves_a_temp_file_that_the_next_run_removes(tmp_path):
-    write_files(tmp_path, {"train.py": TA + 'args = TrainingArguments(output_dir="o", logging_steps=1)\n'})
+    write_files(tmp_path, {"train.py": TA + 'args = TrainingArguments(output_dir="o", eval_strategy="steps", logging_steps=1)\n'})
     code = textwrap.dedent(f"""
         import os, signal, sys
         import trainlint.fixing.apply as ap
@@ -246,7 +246,7 @@ def test_verify_on_sigterm_ends_the_tree_and_removes_what_it_created(tmp_path, s
     script = tmp_path / "train.py"
     script.write_text(TA + textwrap.dedent("""\
         import time
-        args = TrainingArguments(output_dir="out", logging_steps=1)
+        args = TrainingArguments(output_dir="out", eval_strategy="steps", logging_steps=1)
         time.sleep(120)
         """))
     import tempfile

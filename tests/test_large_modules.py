@@ -50,7 +50,7 @@ def _pathological_texts() -> dict[str, str]:
     return {
         "calls.py": head + "".join(patho.ARGS.format(i=i) for i in range(40)),
         "pairs.py": head + "".join(patho.PAIR.format(i=i) for i in range(40)),
-        "helpers.py": head + filler + "trainer = Trainer(model=model, args=TrainingArguments('o', logging_steps=1))\n",
+        "helpers.py": head + filler + "trainer = Trainer(model=model, args=TrainingArguments('o', eval_strategy='steps', logging_steps=1))\n",
         "blocks.py": patho.BLOCKS_HEAD + "".join(patho.BLOCK.format(i=i) for i in range(30)),
     }
 

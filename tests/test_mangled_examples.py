@@ -97,7 +97,7 @@ def _mangle_examples(out: Path) -> tuple[set[Path], set[Path]]:
     (special / "deep_unary.py").write_text(header + "x = " + "-" * 50_000 + "1\n")
     (special / "long_concat.py").write_text(
         header + "s = " + " + ".join(f"'{i}'" for i in range(2000)) + "\n"
-        "args = TrainingArguments(output_dir='o', logging_steps=1)\n")
+        "args = TrainingArguments(output_dir='o', eval_strategy='steps', logging_steps=1)\n")
     (special / "bomb_accelerate.yaml").write_text(
         "distributed_type: MULTI_GPU\na: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
         + "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")))

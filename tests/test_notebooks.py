@@ -218,7 +218,8 @@ def test_fix_edits_only_cell_sources_and_is_idempotent(tmp_path: Path, as_string
     outcome = fix_folder(tmp_path, unsafe=True, options={"gpu": "A100"})
     new = outcome.fixed[str(path)]
     fixed_codes = {d.code for d in outcome.applied}
-    assert {"TL101", "TL102", "TL201", "TL501", "TL601", "TL605"} <= fixed_codes
+    assert {"TL101", "TL102", "TL501", "TL601", "TL605"} <= fixed_codes
+    assert "TL201" not in fixed_codes  # logging every step by choice: reported, no fix
     # outputs, execution counts, ids, metadata, key order and indentation untouched
     assert _strip_sources(new) == _strip_sources(original)
     old_lines, new_lines = original.splitlines(), new.splitlines()
@@ -232,7 +233,7 @@ def test_fix_edits_only_cell_sources_and_is_idempotent(tmp_path: Path, as_string
     src = {i + 1: "".join(c["source"]) for i, c in enumerate(data["cells"])}
     assert "model.to(device)" not in src[3]
     assert "padding='max_length'" not in src[4]
-    assert "eval_strategy='epoch'" in src[6] and "bf16=True" in src[6] and "logging_steps=1," not in src[6]
+    assert "eval_strategy='epoch'" in src[6] and "bf16=True" in src[6] and "logging_steps=1," in src[6]
     assert "processing_class=tokenizer" in src[7] and src[7].startswith("%%time\n")
     assert src[2].startswith("!pip install")  # IPython lines kept as written
     # the fixed cells still compile (IPython syntax transformed as the reader does)
@@ -382,7 +383,7 @@ def test_cli_exclude_verify_refused_and_estimate(tmp_path: Path):
 def test_automagic_and_doctest_prompts(tmp_path: Path):
     cells = [("code", "pip install -q transformers\ncd /content\nls -la"),  # automagic: IPython runs these
              ("code", ">>> from transformers import TrainingArguments\n"
-                      ">>> args = TrainingArguments('o', save_total_limit=1,\n"
+                      ">>> args = TrainingArguments('o', save_total_limit=1, eval_strategy='steps',\n"
                       "...                          logging_steps=1)\n"),
              ("code", "time = 3\nls = [time]\ncd = ls  # Python that starts like a magic stays Python")]
     (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")

@@ -105,9 +105,9 @@ def test_glue_fix_changes_only_flagged_spans(glue):
     changed = {Path(p).name: _changed_lines(originals[Path(p).name], t) for p, t in outcome.fixed.items()}
     assert changed == {
         "run.sh": {11: "  --eval_strategy epoch \\",  # TL601 (target: the installed transformers 5.x)
-                   12: "  --save_strategy epoch --save_steps 500 \\", 14: "  --logging_steps 10 \\", 15: "  --bf16 \\"},
+                   12: "  --save_strategy epoch --save_steps 500 \\", 15: "  --bf16 \\"},
         "ds_zero1.json": {4: '  "train_micro_batch_size_per_gpu": "auto",'},
-        "args.json": {10: '  "logging_steps": 10,', 11: '  "fp16": false,'},
+        "args.json": {11: '  "fp16": false,'},
     }
 
 
@@ -116,7 +116,7 @@ def test_flan_fix_changes_only_flagged_spans(flan):
     # TL6 migration fixes delete overwrite_output_dir (a line): checked in test_migration_examples
     outcome = fix_folder(flan, unsafe=True, options={**A100, "ignore": ["TL6"]})
     changed = {Path(p).name: _changed_lines(originals[Path(p).name], t) for p, t in outcome.fixed.items()}
-    assert changed["train.py"][39] == "    logging_steps=10,"
+    assert 39 not in changed["train.py"], "TL201: no fix (per-step logs may be the author's choice)"
     assert changed["train.py"][42] == "    per_device_eval_batch_size=8,"
     # TL308 (unsafe): flan-t5-large's model states fit on an A100-80GB without the CPU offload
     assert changed["ds_config.json"] == {25: '        "device": "none",'}

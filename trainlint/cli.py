@@ -260,7 +260,7 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, s
     import os
 
     from trainlint.config import ConfigError
-    from trainlint.engine import fix_outcome
+    from trainlint.engine import fix_outcome, nothing_checked
     from trainlint.fixing.apply import write_fixed
 
     path_list = list(paths) or [Path(".")]
@@ -336,7 +336,9 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, s
     if hidden and not unsafe_fixes:
         msg += f"; {hidden} fixable with --unsafe-fixes"
     msg += ")."
-    click.echo(msg, err=True)
+    empty = None if overlay or outcome.first is None else nothing_checked(path_list, outcome.first, settings)
+    # an empty run says why, as `check` does, rather than "Fixed 0 findings in 0 files"
+    click.echo(f"trainlint: {empty}." if empty is not None else msg, err=True)
     if any(d.code == "TL000" for d in remaining):
         sys.exit(EXIT_ERROR)
     if apply_:

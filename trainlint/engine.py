@@ -379,6 +379,7 @@ class FixOutcome:
     remaining: list[Diagnostic]  # what is still reported after fixing
     # fixes left alone because they edit a file outside the given paths: (finding, that file)
     outside: list[tuple[Diagnostic, str]] = field(default_factory=list)
+    first: LintResult | None = None  # the check before any fix (what `nothing_checked` reads)
 
 
 def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,
@@ -428,6 +429,7 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
     refused: set[tuple] = set()  # fixes that broke a file: never tried again
     memo: dict = {}  # tasks a pass leaves unchanged are not checked again
     result = lint(paths, settings, current, memo=memo)
+    first = result
     original = dict(result.texts)
     # never edit a file that did not parse, even when its finding is ignored or suppressed
     unparsable = set(result.unparsable) | {d.path for d in result.diagnostics
@@ -467,7 +469,7 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
     fixed = {p: t for p, t in current.items() if original.get(p) is not None and t != original[p]
              and p not in unparsable}
     return FixOutcome(original=original, fixed=fixed, applied=applied, reverted=reverted,
-                      remaining=result.diagnostics, outside=list(outside.values()))
+                      remaining=result.diagnostics, outside=list(outside.values()), first=first)
 
 
 def fix_in_memory(paths: list[Path], *, unsafe: bool = False, settings: Settings | None = None

@@ -772,3 +772,165 @@ def allowed_versions(spec, known) -> list:
         except InvalidVersion:
             continue
     return out
+
+
+# -- what a notebook or shell script installs itself ------------------------------------------
+
+_MAGIC_PIP = re.compile(r"^\s*(?:!|%)\s*(?:%\s*)?(?:pip3?|python3?\s+-m\s+pip|uv\s+pip|conda)\b")
+_SHELL_CELL = re.compile(r"^\s*%%(?:bash|sh|script\s+\S*sh|capture)\b")
+
+
+def _install_lines(path: Path) -> list[tuple[str, str]]:
+    """(command text, where) of the ``pip install`` lines a file runs itself: a notebook's
+    ``!pip``/``%pip`` lines and the lines of its ``%%bash`` cells, or a shell script's lines;
+    continuation lines joined. Other kinds of file run no install line."""
+    import json
+
+    suffix = path.suffix.lower()
+    chunks: list[tuple[list[str], str, bool]] = []  # (lines, where prefix, every line is shell)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if suffix == ".ipynb":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return []
+        cells = data.get("cells") if isinstance(data, dict) else None
+        for n, cell in enumerate(cells if isinstance(cells, list) else [], 1):
+            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+                continue
+            src = cell.get("source")
+            src = "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""
+            lines = src.splitlines()
+            shell = bool(lines) and bool(_SHELL_CELL.match(lines[0]))
+            chunks.append((lines, f"{path.name}:cell {n}", shell))
+    elif suffix in (".sh", ".bash"):
+        chunks.append((text.splitlines(), path.name, True))
+    out: list[tuple[str, str]] = []
+    for lines, where, shell in chunks:
+        i = 0
+        while i < len(lines):
+            start = i
+            line = lines[i]
+            while line.rstrip().endswith("\\") and i + 1 < len(lines):
+                i += 1
+                line = line.rstrip()[:-1] + " " + lines[i]
+            i += 1
+            stripped = line.lstrip()
+            if stripped.startswith("#"):
+                continue
+            if (shell or _MAGIC_PIP.match(line)) and "install" in line:
+                out.append((line, f"{where}" + (f" line {start + 1}" if where.endswith(".sh") or
+                                                   where.endswith(".bash") else "")))
+    return out
+
+
+@lru_cache(maxsize=256)
+def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, str] | None:
+    for line, where in _install_lines(Path(path_text)):
+        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+            for word in m.group("args").split():
+                word = word.strip("'\"")
+                if not word or word.startswith("-") or "://" in word:
+                    continue
+                req = _matches(word, package)
+                if req is not None and len(req.specifier):
+                    return str(req.specifier), where
+    return None
+
+
+@lru_cache(maxsize=256)
+def _installs_checkout(package: str, path_text: str, _stamp: tuple) -> str | None:
+    for line, where in _install_lines(Path(path_text)):
+        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+            for word in m.group("args").split():
+                word = word.strip("'\"").rstrip("/")
+                if word.startswith(("./", "../", "/", "~")) and word.rsplit("/", 1)[-1].lower() == package.lower():
+                    return where
+                g = re.search(r"github\.com[/:]([^/]+)/([A-Za-z0-9_.-]+?)(?:\.git)?(@[^#\s]+)?(?:#.*)?$", word)
+                if g and g.group(2).lower() == package.lower() and (g.group(3) or g.group(1).lower() != "huggingface"):
+                    return where
+    return None
+
+
+def installs_checkout(package: str, path: str | Path) -> str | None:
+    """Where a notebook or shell script installs ``package`` from a checkout whose version is
+    not known (``pip install ./transformers`` after cloning a branch, a fork or a tagged git
+    URL), else None."""
+    p = Path(path)
+    if p.suffix.lower() not in (".ipynb", ".sh", ".bash"):
+        return None
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return _installs_checkout(package, str(p), (st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=256)
+def _installs_unpinned(package: str, path_text: str, _stamp: tuple) -> bool:
+    for line, _where in _install_lines(Path(path_text)):
+        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+            for word in m.group("args").split():
+                word = word.strip("'\"")
+                if "://" in word:  # git+https://github.com/huggingface/transformers.git: the main branch
+                    m = re.search(r"/([A-Za-z0-9_.-]+?)(?:\.git)?(@[^#\s]+)?(?:#.*)?$", word)
+                    if m and m.group(1).lower() == package.lower() and not m.group(2):
+                        return True
+                elif word and not word.startswith("-"):
+                    req = _matches(word, package)
+                    if req is not None and not len(req.specifier):
+                        return True
+    return False
+
+
+def installs_unpinned(package: str, path: str | Path) -> bool:
+    """Whether a notebook or shell script installs ``package`` without a version (``!pip
+    install --upgrade transformers``): it runs on the newest release."""
+    p = Path(path)
+    if p.suffix.lower() not in (".ipynb", ".sh", ".bash"):
+        return False
+    try:
+        st = p.stat()
+    except OSError:
+        return False
+    return _installs_unpinned(package, str(p), (st.st_mtime_ns, st.st_size))
+
+
+def file_installs(package: str, path: str | Path) -> tuple[SpecifierSet, str] | None:
+    """The version range of ``package`` that a notebook or shell script installs itself
+    (``%pip install "transformers==4.44.2"`` in a cell, ``pip install trl==0.9.6`` in a
+    script), with where (``nb.ipynb:cell 2``); None when it installs no pinned version of it.
+    Such a file runs on that version whatever the project or the machine has."""
+    p = Path(path)
+    if p.suffix.lower() not in (".ipynb", ".sh", ".bash"):
+        return None
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    found = _file_installs(package, str(p), (st.st_mtime_ns, st.st_size))
+    if found is None:
+        return None
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(found[0]), found[1]
+
+
+def lowest_allowed(spec: SpecifierSet, known: list[str]) -> str | None:
+    """The oldest version ``spec`` admits: the oldest ``known`` one, else the version an
+    ``==``/``>=``/``~=`` clause names (a pin older than the data)."""
+    allowed = allowed_versions(spec, known)
+    named = [s.version for s in spec if s.operator in ("==", "===", ">=", "~=") and "*" not in s.version]
+    from packaging.version import InvalidVersion, Version
+
+    candidates = list(allowed)
+    for v in named:
+        try:
+            candidates.append(Version(v))
+        except InvalidVersion:
+            continue
+    candidates = [v for v in candidates if spec.contains(v, prereleases=True)]
+    return str(min(candidates)) if candidates else None

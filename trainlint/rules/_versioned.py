@@ -597,46 +597,138 @@ class SiteRule(Rule):
         return effective(setup, site, name)
 
 
-def project_allows_before(setup: Setup, version: str, path: str | None = None) -> tuple[str, str] | None:
-    """(oldest allowed version, where it is declared) when the checked project declares
-    support for a transformers older than ``version`` (its requirement's lower end, from the
-    nearest folder above ``path`` or the setup's root holding requirements or a
-    pyproject.toml); else None. A renaming fix to a name added in ``version`` would break the
-    project on those versions, whatever the target version is."""
+def _known(package: str) -> list[str]:
+    if package == "transformers":
+        return ta.known_versions()
+    from trainlint.knowledge import public_names
+
+    return public_names.known_versions(package)
+
+
+def allowed_low(setup: Setup, package: str = "transformers", path: str | None = None) -> tuple[str, str] | None:
+    """(oldest version, where it is declared) of ``package`` that the file at ``path`` or its
+    project says it runs on: the ``pip install`` line of the notebook or shell script itself, or
+    of one in the setup that launches it (``%pip install "transformers==4.44.2"``: what it runs
+    runs on that version, whatever the project or the machine has), else the lower end of the project's requirement (the nearest
+    folder above ``path``, or the setup's root, holding requirements or a pyproject.toml); None
+    when neither says."""
     from pathlib import Path
 
+    from trainlint.knowledge import versions
+
+    # the file itself, and the notebooks / shell scripts of the setup that launch it (a recipe
+    # run by `!python scripts/run_sft.py --config recipe.yaml` in a notebook that installs
+    # transformers 4.46.3 runs on 4.46.3)
+    found: list[tuple[str, str]] = []
+    if path and versions.installs_unpinned(package, path):
+        return None  # `!pip install --upgrade transformers`: the newest, whatever else is around
+    for p in dict.fromkeys([*([path] if path else []), *setup.files]):
+        checkout = versions.installs_checkout(package, p)
+        if checkout is not None:  # a branch or fork of unknown version: no rename is vouched for
+            return "0", f"{checkout}: a checkout of unknown version"
+        own = versions.file_installs(package, p)
+        if own is not None:
+            low = versions.lowest_allowed(own[0], _known(package))
+            if low is not None:
+                found.append((low, own[1]))
+    if found:
+        return min(found, key=lambda f: ta.vkey(f[0]))
     start = Path(path).resolve().parent if path else Path(setup.root).resolve()
-    low = None
     for folder in (start, *start.parents):
         files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob("requirements*.txt")]
         if any(p.is_file() for p in files):
             stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in files if p.is_file()))
-            low = _oldest_cached(str(folder), stamp)
-            # an example's own requirements may not name transformers: the project's do
+            low = _oldest_cached(str(folder), stamp, package)
+            # an example's own requirements may not name the package: the project's do
             if low is not None or (folder / "pyproject.toml").is_file() or (folder / "setup.py").is_file():
-                break
+                return low
         if (folder / ".git").exists():
             break
+    # no declaration: a collection of notebooks that each install their own versions
+    # (philschmid's blog code: `training/scripts/run_sft.py` and `training/utils/*.py` are run
+    # by the notebooks of `training/`); the oldest any notebook or shell script beside the file,
+    # or in a folder above it within the project, installs
+    for folder in (start, *start.parents)[:4]:  # the file's folder and three above, within the repository
+        try:
+            stamp = folder.stat().st_mtime_ns
+        except OSError:
+            break
+        low = _folder_installs(str(folder), stamp, package)
+        if low is not None:
+            found.append(low)
+        if (folder / ".git").exists():
+            break
+    return min(found, key=lambda f: ta.vkey(f[0])) if found else None
+
+
+@lru_cache(maxsize=256)
+def _folder_installs(folder: str, _stamp: int, package: str) -> tuple[str, str] | None:
+    """The oldest version of ``package`` a notebook or shell script directly in ``folder``
+    installs itself, with where (at most 200 files are read)."""
+    from pathlib import Path
+
+    from trainlint.knowledge import versions
+
+    out: list[tuple[str, str]] = []
+    try:
+        entries = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in (".ipynb", ".sh", ".bash"))[:200]
+    except OSError:
+        return None
+    for p in entries:
+        own = versions.file_installs(package, p)
+        if own is not None:
+            low = versions.lowest_allowed(own[0], _known(package))
+            if low is not None:
+                out.append((low, own[1]))
+    return min(out, key=lambda f: ta.vkey(f[0])) if out else None
+
+
+def project_allows_before(setup: Setup, version: str, path: str | None = None,
+                          package: str = "transformers") -> tuple[str, str] | None:
+    """(oldest allowed version, where it is declared) when the file or its project declares
+    support for a ``package`` older than ``version`` (:func:`allowed_low`); else None. A
+    renaming fix to a name added in ``version`` would break the project on those versions,
+    whatever the target version is."""
+    low = allowed_low(setup, package, path)
     if low is None or ta.vkey(low[0]) >= ta.vkey(version):
         return None
     return low
 
 
 @lru_cache(maxsize=64)
-def _oldest_cached(root: str, _stamp: tuple) -> tuple[str, str] | None:
+def _oldest_cached(root: str, _stamp: tuple, package: str = "transformers") -> tuple[str, str] | None:
     from pathlib import Path
 
     from trainlint.knowledge import versions
 
-    found = versions.oldest_allowed("transformers", Path(root), ta.known_versions())
+    found = versions.oldest_allowed(package, Path(root), _known(package))
     return (found.version, found.source) if found is not None else None
 
 
-def older_support(setup: Setup, since: str, new_name: str, path: str | None) -> tuple[str, str]:
-    """(applicability, message note) of a fix that writes ``new_name`` (added in transformers
-    ``since``): unsafe, with the reason, when the project declares support for older versions."""
-    low = project_allows_before(setup, since, path)
+def version_words(package: str, low: tuple[str, str]) -> str:
+    """``transformers 4.44.2 (nb.ipynb:cell 1)``, or for a checkout ``transformers from a
+    checkout of unknown version (nb.ipynb:cell 3)``."""
+    if low[0] == "0":
+        return f"{package} from a checkout of unknown version ({low[1].split(': a checkout')[0]})"
+    return f"{package} {low[0]} ({low[1]})"
+
+
+def declares(where: str) -> str:
+    """Who declares a version: the file itself (its install line) or the project."""
+    name = where.split(":cell ")[0].split(" line ")[0]
+    own = ":cell " in where or name.endswith((".sh", ".bash"))
+    return f"{name} installs" if own else "the project allows"
+
+
+def older_support(setup: Setup, since: str, new_name: str, path: str | None,
+                  package: str = "transformers") -> tuple[str, str]:
+    """(applicability, message note) of a fix that writes ``new_name`` (added in ``package``
+    ``since``): unsafe, with the reason, when the file or its project declares support for
+    older versions."""
+    low = project_allows_before(setup, since, path, package)
     if low is None:
         return "safe", ""
-    return "unsafe", (f" (the fix is unsafe: the project allows transformers {low[0]} ({low[1]}), which has no "
-                      f"{new_name}, added in {since})")
+    return "unsafe", (f" (the fix is unsafe: {declares(low[1])} {version_words(package, low)}, which has no "
+                      f"{new_name}, added in {since})" if low[0] != "0" else
+                      f" (the fix is unsafe: {declares(low[1])} {version_words(package, low)}, which may not have "
+                      f"{new_name})")

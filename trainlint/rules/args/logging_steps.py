@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Iterable
 
 
@@ -62,7 +63,10 @@ class LoggingStepsTooLow(Rule):
     (10-50 for short runs; the library default is 500.)
 
     ## Fix safety
-    Safe: the training computes the same thing; only how often it is logged changes.
+    Safe: the training computes the same thing; only how often it is logged (and evaluated)
+    changes. The fix is offered only when evaluation falls back to `logging_steps`, so the run
+    evaluates after every step. Otherwise per-step logs may be the author's choice (a
+    tutorial's loss curve, a long recipe's) and there is no fix: the finding says what it costs.
 
     ## References
     - transformers `TrainingArguments.logging_steps` and `eval_steps` ("Will default to the same
@@ -82,17 +86,30 @@ class LoggingStepsTooLow(Rule):
         Case(
             """
             from transformers import TrainingArguments
-            args = TrainingArguments(output_dir="out", logging_steps=1)
+            args = TrainingArguments(output_dir="out", logging_steps=1, eval_strategy="steps")
             """,
-            fixed='from transformers import TrainingArguments\nargs = TrainingArguments(output_dir="out", logging_steps=10)\n',
+            fixed='from transformers import TrainingArguments\n'
+                  'args = TrainingArguments(output_dir="out", logging_steps=10, eval_strategy="steps")\n',
         ),
         Case(
+            _BERT + "LOG_EVERY = 1\nargs = TrainingArguments(output_dir='out', logging_steps=LOG_EVERY, "
+                    "eval_strategy='steps')\n",
+            fixed=_BERT + "LOG_EVERY = 10\nargs = TrainingArguments(output_dir='out', logging_steps=LOG_EVERY, "
+                          "eval_strategy='steps')\n",
+            note="through a constant",
+        ),
+        Case(files={"dpo.ipynb": json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                                                        "execution_count": None, "source": [
+            "from trl import DPOConfig\n",
+            "args = DPOConfig(output_dir='o', model_init_kwargs=None, max_steps=200, logging_steps=1)\n"]}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5})},
+             fixable=False, note="a tutorial's 200-step run (smol-course DPO notebook): per-step logs by choice"),
+        Case(
             """
-            from transformers import TrainingArguments as TA
-            LOG_EVERY = 1
-            args = TA(output_dir="out", logging_steps=LOG_EVERY)
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", logging_steps=1)
             """,
-            fixed='from transformers import TrainingArguments as TA\nLOG_EVERY = 10\nargs = TA(output_dir="out", logging_steps=LOG_EVERY)\n',
+            fixable=False, severity="info", note="the step time cannot be told: per-step logs may be the choice, no fix",
         ),
         Case(
             """
@@ -124,7 +141,14 @@ class LoggingStepsTooLow(Rule):
              severity="warning", message="evaluation falls back to logging_steps",
              note="evaluation falls back to logging_steps: every step"),
         Case(_LLAMA + "args = TrainingArguments(output_dir='o', logging_steps=1, bf16=True)\n", severity="info",
-             message="6.7B-parameter model", note="multi-second steps of a 7B model"),
+             message="6.7B-parameter model", fixable=False, note="multi-second steps of a 7B model: no fix"),
+        Case(files={"recipes/sft.yaml": "model_name_or_path: meta-llama/Llama-3.1-8B\nlogging_steps: 1\n"
+                                        "max_length: 32768\noutput_dir: o\n",
+                    "sft.py": "from trl import SFTConfig, TrlParser\n"
+                              "(args,) = TrlParser((SFTConfig,)).parse_args_and_config()\n",
+                    "run.sh": "accelerate launch --num_processes 8 sft.py --config recipes/sft.yaml\n"},
+             severity="info", fixable=False,
+             note="a long-sequence recipe on 8 GPUs (alignment-handbook's SmolLM3 recipes): per-step logs by choice"),
         Case("from trl import SFTConfig\nargs = SFTConfig(output_dir='o', logging_steps=1, packing=True)\n",
              severity="info", message="packing=True", note="packing: long steps"),
         Case(TA + "args = TrainingArguments(output_dir='o', logging_steps=1, gradient_accumulation_steps=16)\n",
@@ -217,6 +241,9 @@ class LoggingStepsTooLow(Rule):
             message = f"logging_steps={int(steps)}{on} logs {every}: {cost}; {why}"
             span = v.span or v.key_span
             edit_span = v.edit_span()
-            edits = [edit_span.edit(str(opts.fix_value))] if edit_span is not None else None
+            # the fix is offered only where logging every step costs an evaluation per step; else
+            # per-step logs are the author's choice (a tutorial's 200-step DPO run on a 135M model
+            # in smol-course, the loss curve of a long recipe), and the fix would change what they see
+            edits = [edit_span.edit(str(opts.fix_value))] if edit_span is not None and eval_every else None
             yield self.diagnostic(span, message, edits=edits, fix_message=f"set logging_steps to {opts.fix_value}",
                                   severity=severity)

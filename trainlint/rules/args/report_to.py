@@ -66,7 +66,8 @@ class ReportToDefault(SiteRule):
     On 4.x the fix writes `report_to="all"`: what the run does today, now explicit, so an
     upgrade changes nothing (safe). On 5.x it writes the integration the script imports
     (`report_to="wandb"`): that starts reporting, which is what the import suggests but not what
-    the run does now (unsafe). Only Python calls are fixed.
+    the run does now (unsafe). Only Python calls are fixed, and not when the arguments object is
+    handed to a function of the project that no Trainer of the setup is seen to receive it from.
 
     ## References
     - transformers 4.57 `TrainingArguments.__post_init__` (the
@@ -87,6 +88,10 @@ class ReportToDefault(SiteRule):
              note="5.x: wandb is set up but nothing reports to it"),
         Case("from torch.utils.tensorboard import SummaryWriter\n" + TA + "args = TrainingArguments(output_dir='o')\n",
              note="5.x: tensorboard"),
+        Case("from trl import SFTConfig\nfrom open_r1.utils.evaluation import run_benchmark_jobs\n"
+             "benchmark_args = SFTConfig(output_dir='', hub_model_id='m')\nrun_benchmark_jobs(benchmark_args)\n",
+             options={**V4, "trl_version": "0.18.0"}, fixable=False,
+             note="open-r1: a config that carries values to the project's benchmark jobs, no Trainer: no fix"),
         # must not flag
         Case(TA + "args = TrainingArguments(output_dir='o')\n", flags=False, note="5.x without a logger"),
         Case("import wandb\n" + TA + "args = TrainingArguments(output_dir='o', report_to='none')\n", flags=False),
@@ -119,10 +124,33 @@ class ReportToDefault(SiteRule):
         else:
             return
         edits = None
-        if pf is not None and site.call is not None:
+        if pf is not None and site.call is not None and not _handed_to_project_code(setup, pf, site):
             edits = [add_keyword(pf, site.call.site.node, f'report_to="{new}"')]
         yield self.diagnostic(site.span, message, edits=edits, fix_message=f'set report_to="{new}"',
                               applicability=applicability)  # type: ignore[arg-type]
+
+
+def _handed_to_project_code(setup: Setup, pf, site: ArgsSite) -> bool:
+    """Whether the arguments object is passed to a function of the project that no Trainer of
+    the setup is known to receive it from (open-r1's ``run_benchmark_jobs(SFTConfig(...))``
+    carries values to benchmark jobs, not to a Trainer): there ``report_to`` may mean nothing,
+    and the fix is not offered."""
+    import ast
+
+    from trainlint.analysis import trainer_contexts
+
+    if any(id(s) == id(site) for c in trainer_contexts(setup) for s in c.sites or []):
+        return False
+    stmt = site.call.site.stmt if site.call is not None else None
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    name = stmt.targets[0].id
+    for cs in pf.calls:
+        passed = [a for a in (*cs.node.args, *(k.value for k in cs.node.keywords))
+                  if isinstance(a, ast.Name) and a.id == name]
+        if passed and not any(tc.site.node is cs.node for tc in pf.trainer_calls):
+            return True
+    return False
 
 
 def _integrations(setup: Setup) -> list[str]:

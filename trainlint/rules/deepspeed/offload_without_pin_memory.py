@@ -35,7 +35,10 @@ class OffloadWithoutPinMemory(Rule):
     ```
 
     ## Fix safety
-    Safe: numerics are unchanged (check the host RAM).
+    Unsafe: numerics are unchanged, but page-locked memory cannot be swapped and is limited
+    (`ulimit -l`, container memlock): the offloaded optimizer states (12 bytes per parameter
+    under Adam) pinned on a host without room for them fail at start-up, where unpinned they
+    ran. Check the host RAM and limits first.
 
     ## References
     - DeepSpeed `runtime/zero/offload_config.py` (`pin_memory` default)
@@ -47,14 +50,15 @@ class OffloadWithoutPinMemory(Rule):
     severity = Severity.INFO
     triggers = DEEPSPEED_NAMES
     python_alone = False  # a DeepSpeed config comes from a file (linking)
-    fix_safety = "safe"
+    fix_safety = "unsafe"
     summary = "CPU/NVMe offload without pin_memory set"
 
     cases = [
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
                                ' "offload_optimizer": {"device": "cpu"}}}\n'},
              fixed='{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
-                   ' "offload_optimizer": {"device": "cpu", "pin_memory": true}}}\n', fixed_path="ds.json"),
+                   ' "offload_optimizer": {"device": "cpu", "pin_memory": true}}}\n', fixed_path="ds.json",
+             unsafe=True),
         # must not flag
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
                                ' "offload_optimizer": {"device": "cpu", "pin_memory": true}}}\n'}, flags=False),
@@ -78,5 +82,6 @@ class OffloadWithoutPinMemory(Rule):
             edits = [insert_key_edit(node, "pin_memory", "true")] if isinstance(node, JsonNode) else None
             yield self.diagnostic(dev.span, f"offload_{which} to {dev.value} without pin_memory: unpinned host "  # type: ignore[arg-type]
                                             f"buffers make the offload copies slower (DeepSpeed <= 0.18 defaults "
-                                            f"to unpinned)", edits=edits, fix_message="set pin_memory to true")
+                                            f"to unpinned)", edits=edits, fix_message="set pin_memory to true",
+                                 applicability="unsafe")
 

@@ -10,9 +10,11 @@ from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._versioned import (
     fields_for,
     is_known_class,
+    declares,
     parser_library_dataclasses,
     target,
     project_allows_before,
+    version_words,
     target_text,
     tolerant_parse,
     valid_names,
@@ -263,11 +265,20 @@ class RemovedArgument(Rule):
             valid = valid_names(setup, site) or frozenset()
             edits, applicability, fix_message, advice = _replacement_fix(setup, site, value, valid)
             note = ""
-            if edits and h.package == "transformers" and removed[:1].isdigit():
-                low = project_allows_before(setup, removed, site.path)
+            if edits and h.package in ("transformers", "trl") and removed[:1].isdigit():
+                bound = removed
+                r = ta.rename_for(site.class_name, name)
+                if h.package == "trl" and r is not None and r.kind == "field" and r.new:
+                    # a TRL field renamed with the same meaning (max_seq_length -> max_length): the
+                    # fix works wherever the new name exists
+                    try:
+                        bound = ta.history(site.class_name, r.new).first or removed
+                    except ta.UnknownClassError:
+                        pass
+                low = project_allows_before(setup, bound, site.path, h.package)
                 if low is not None:
                     applicability = "unsafe"
-                    note = (f" (the fix is unsafe: the project allows transformers {low[0]} ({low[1]}), where "
+                    note = (f" (the fix is unsafe: {declares(low[1])} {version_words(h.package, low)}, where "
                             f"{name} still works and the fixed code means something else or fails)")
             message = (f"{_shown(value)} was removed from {site.class_name} in {h.package} {removed} "
                        f"({target_text(setup, h.package)}): {advice}{note}")

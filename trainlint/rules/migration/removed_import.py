@@ -124,7 +124,11 @@ class RemovedImport(Rule):
     `correct_bias=` is passed), so is `is_torch_tpu_available` -> `is_torch_xla_available` (true
     for any XLA device). The others have no one-line replacement: the message says what to use.
     A plain `from X import Name` is rewritten (uses of the name are kept by importing the new
-    object under the old local name when the name changes).
+    object under the old local name when the name changes). A safe fix stays safe only when the
+    new import works on the oldest version the notebook or shell script installs itself
+    (`%pip install "peft==0.2.0"`) or the project allows (`trl>=0.19.1`: no
+    `trl.experimental.orpo` there), as read from the released wheels; otherwise it is unsafe.
+    A name that the target release exports nowhere (`BCOTrainer` in trl 1.14+) gets no fix.
 
     ## References
     - huggingface/transformers#36177 (AdamW removed in 4.50)
@@ -180,6 +184,15 @@ class RemovedImport(Rule):
             """, options={"trl_version": "0.27.0"}, note="a deprecation stub in 0.26-0.28: a warning",
              fixed="from trl.experimental.bco import BCOTrainer\n"),
         Case("""
+            from trl import BCOTrainer
+            """, options={"trl_version": "1.16.0"}, fixable=False,
+             note="removed from trl.experimental too (1.14): nothing to import it from, no fix"),
+        Case(files={"setup.py": "from setuptools import setup\nsetup(install_requires=['trl>=0.19.1'])\n",
+                    "train.py": "from trl import ModelConfig, ORPOTrainer, TrlParser\n"},
+             options={"trl_version": "1.16.0"}, unsafe=True,
+             fixed="from trl import ModelConfig, TrlParser\nfrom trl.experimental.orpo import ORPOTrainer\n",
+             note="alignment-handbook: the project allows trl 0.19.1, which has no trl.experimental.orpo: unsafe"),
+        Case("""
             from peft import LoraConfig, prepare_model_for_int8_training
             model = prepare_model_for_int8_training(model)
             """, fixed="from peft import LoraConfig, prepare_model_for_kbit_training\n"
@@ -230,6 +243,9 @@ class RemovedImport(Rule):
                              end_column=sp.column + len(alias.name))
             message, severity = self._message(package, alias.name, kind, h, moved_to, where)
             edits, applicability, fix_message = self._fix(pf, node, alias, package, moved_to)
+            if edits and applicability == "safe":
+                applicability, note = _destination_support(setup, pf.path, package, alias.name, fix_message)
+                message += note
             yield self.diagnostic(name_span, message, edits=edits, fix_message=fix_message,
                                   applicability=applicability, severity=severity)  # type: ignore[arg-type]
 
@@ -357,6 +373,44 @@ class RemovedImport(Rule):
                 fix_message = f"use {package}.{new}"
             yield self.diagnostic(attr_span, message, edits=edits, fix_message=fix_message,
                                   applicability=applicability, severity=severity)  # type: ignore[arg-type]
+
+
+def exports_at(package: str, name: str, module: str, version: str) -> bool | None:
+    """Whether ``from module import name`` works in ``package`` ``version``, by the data read
+    from the released wheels: the top level's names, the sub-packages a name moved to, and the
+    deprecation stubs that say where it lives; None for a version older than the data."""
+    known = _pn().known_versions(package)
+    if ta.vkey(version) < ta.vkey(known[0]):
+        return None
+    if module == package:
+        return _pn().exists(package, name, version)
+    if _pn().import_path(package, name, version) == module:
+        return True
+    if package == "trl" and name.endswith("Trainer"):
+        from trainlint.knowledge import trl_trainers
+
+        sig = trl_trainers.signature(name, version)
+        if sig is not None and sig.stub and _stub_path(sig.stub, name) == module:
+            return True
+    return False
+
+
+def _destination_support(setup: Setup, path: str, package: str, name: str, fix_message: str) -> tuple[str, str]:
+    """(applicability, message note) of a safe import fix: it stays safe only when the new
+    import works on the oldest version the file installs or the project allows (the target
+    itself is checked by the finding); otherwise it would break the code there."""
+    from trainlint.rules._versioned import allowed_low, declares, version_words
+
+    low = allowed_low(setup, package, path)
+    if low is None:
+        return "safe", ""
+    # "import NEW from MODULE"
+    new_name, _, module = fix_message[len("import "):].partition(" from ")
+    ok = exports_at(package, new_name, module, low[0]) if low[0] != "0" else None
+    if ok:
+        return "safe", ""
+    why = "which the data does not reach" if ok is None else f"where `from {module} import {new_name}` fails"
+    return "unsafe", f" (the fix is unsafe: {declares(low[1])} {version_words(package, low)}, {why})"
 
 
 def _stub_path(text: str, name: str) -> str | None:

@@ -38,6 +38,19 @@ def _transformers_window(cls: str) -> tuple[str | None, str | None]:
     return model_api.keyword_window(key, "processing_class")[0], model_api.keyword_window(key, "tokenizer", alias=True)[1]
 
 
+def _trl_processing_class_since(cls: str) -> str | None:
+    """The first TRL release whose ``cls.__init__`` takes ``processing_class``, from
+    ``knowledge/data/trl_trainers.json`` (the released signatures); None when none the data
+    knows does."""
+    from trainlint.knowledge import trl_trainers
+
+    for v in trl_trainers.known_versions():
+        sig = trl_trainers.signature(cls, v)
+        if sig is not None and "processing_class" in sig.params:
+            return v
+    return None
+
+
 def _trl_status(cls: str, version: str) -> tuple[str, str | None, str | None] | None:
     """How TRL trainer ``cls`` takes ``tokenizer=`` in that TRL release, from
     ``knowledge/data/trl_trainers.json`` (every release's ``__init__`` and its
@@ -99,9 +112,10 @@ class TrainerTokenizerArgument(Rule):
 
     ## Fix safety
     Safe: the same object under the new name (when both are written, `tokenizer=` is removed).
-    The fix is unsafe when the project declares support (its requirements or
-    pyproject.toml) for a transformers older than the one that added the new name: it would
-    break the project there.
+    The fix is unsafe when the notebook or shell script installs itself (`%pip install
+    "trl==0.9.6"`), or the project declares support for (its requirements or pyproject.toml), a
+    transformers older than 4.46 or, for a TRL trainer, a TRL older than 0.12 (the releases that
+    added `processing_class`): it would break the code there.
 
     ## References
     - huggingface/transformers#32385
@@ -242,8 +256,13 @@ class TrainerTokenizerArgument(Rule):
                 else:
                     edits = [pf.keyword_name_span(kw).edit("processing_class")]
                     fix_message = "rename to processing_class="
-                applicability, note = ("safe", "") if tc.class_name in TRL_TRAINER_CLASSES else \
-                    older_support(setup, _transformers_window("Trainer")[0] or "", "processing_class=", pf.path)
+                applicability, note = older_support(setup, _transformers_window("Trainer")[0] or "", "processing_class=",
+                                                    pf.path)
+                if tc.class_name in TRL_TRAINER_CLASSES and applicability == "safe":
+                    since_trl = _trl_processing_class_since(tc.class_name)
+                    applicability, note = older_support(setup, since_trl, "processing_class=", pf.path, "trl") \
+                        if since_trl else ("unsafe", " (the fix is unsafe: no TRL release the data knows takes "
+                                                     "processing_class= here)")
                 yield self.diagnostic(
                     pf.keyword_name_span(kw),
                     f"{tc.class_name}(tokenizer=) is {when} ({where}): use processing_class={note}",

@@ -21,8 +21,9 @@ class ManualDevicePlacement(Rule):
     `from_pretrained(...).to(...)` on a model that is later passed to a `Trainer` (or
     `Seq2SeqTrainer`, or a TRL trainer), following the model through reassignments, PEFT
     wrappers (`get_peft_model`, `prepare_model_for_kbit_training`) and helper functions that
-    return it. Moves to a dtype (`.to(torch.bfloat16)`) and models used in a custom training
-    loop without a Trainer are not flagged.
+    return it. Moves to a dtype (`.to(torch.bfloat16)`), models used in a custom training
+    loop without a Trainer, and test files (pytest files, files under `tests/`, modules that
+    import pytest/unittest and define tests) are not flagged.
 
     ## Why is this bad?
     The Trainer places the model itself, at the right time: on the right local GPU for each
@@ -157,7 +158,29 @@ class ManualDevicePlacement(Rule):
             """,
             note="flagged, no fix: a DDP wrap takes the device of the parameters",
         ),
+        Case(
+            "import torch\n"
+            "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+            "device = torch.device('cuda')\n"
+            "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+            "if not hasattr(model, 'device') or model.device.type != device.type:\n"
+            "    model = model.to(device)\n"
+            "Trainer(model=model, args=TrainingArguments(output_dir='o')).train()\n",
+            fixed="import torch\n"
+                  "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+                  "device = torch.device('cuda')\n"
+                  "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+                  "Trainer(model=model, args=TrainingArguments(output_dir='o')).train()\n",
+            note="a move guarded by its own test (peft's qalora example): the test goes too, not `if ...: pass`"),
         # must not flag
+        Case(files={"tests/test_trainer.py": (
+            "import torch\n"
+            "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+            "def test_train(tmp_path):\n"
+            "    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "    model = AutoModelForCausalLM.from_pretrained('tiny', dtype=torch.float32).to(device)\n"
+            "    Trainer(model=model, args=TrainingArguments(output_dir=str(tmp_path))).train()\n")},
+             flags=False, note="a test (trl's tests): it places its tiny model itself"),
         Case(
             """
             import torch
@@ -203,6 +226,10 @@ class ManualDevicePlacement(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        from trainlint.rules._context import run_context
+
+        if run_context(setup).test_file is not None:
+            return  # a test places its model where it checks it; no multi-GPU launch to spare
         for pf in setup.scripts:
             for flow in model_flows(pf):
                 for mv in flow.moves:
@@ -229,17 +256,54 @@ class ManualDevicePlacement(Rule):
                                               f"the model is passed to {flow.trainer.class_name} here")])
 
     @staticmethod
-    def _fix(pf: PythonFile, mv) -> list[Edit]:
+    def _fix(pf: PythonFile, mv) -> list[Edit] | None:
         stmt = mv.stmt
-        if isinstance(stmt, ast.Expr) and stmt.value is mv.call:
-            return [delete_statement(pf, stmt)]
-        if _is_self_assign(stmt, mv.call):
-            return [delete_statement(pf, stmt)]
+        if (isinstance(stmt, ast.Expr) and stmt.value is mv.call) or _is_self_assign(stmt, mv.call):
+            guard = _sole_guard(pf, stmt)
+            if guard is False:
+                return None  # the only statement of a block whose test may do something: no fix
+            # a move guarded by a test of its own (`if model.device.type != device.type:`) goes
+            # with its test, rather than leaving `if ...: pass` (peft's qalora example)
+            return [delete_statement(pf, guard if guard is not None else stmt)]
         # ``x = receiver.to(device)`` or a chained call: keep just the receiver
         call_sp = pf.span(mv.call)
         recv_sp = pf.span(mv.receiver)
         return [Edit(path=pf.path, line=recv_sp.end_line, column=recv_sp.end_column,
                      end_line=call_sp.end_line, end_column=call_sp.end_column, content="")]
+
+
+_PURE_CALLS = {"hasattr", "isinstance", "getattr", "callable", "len", "str", "type"}
+
+
+def _sole_guard(pf: PythonFile, stmt: ast.stmt) -> ast.If | bool | None:
+    """The ``if`` (without ``else``) whose whole body is ``stmt`` and whose test only reads
+    (names, attributes, comparisons, ``hasattr``/``isinstance``...): it can go with the move.
+    False when ``stmt`` is the only statement of another block (a loop, a ``try``, an ``if``
+    whose test calls something); None when it is not alone in its block."""
+    for node in ast.walk(pf.tree):
+        for fname in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(node, fname, None)
+            if not isinstance(block, list) or not any(s is stmt for s in block):
+                continue
+            if len(block) != 1 or isinstance(node, ast.Module):
+                return None
+            if isinstance(node, ast.If) and fname == "body" and not node.orelse and _pure(node.test):
+                return node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return None  # a function that only moves: `pass` keeps it valid
+            return False
+    return None
+
+
+def _pure(expr: ast.expr) -> bool:
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Call):
+            if not (isinstance(n.func, ast.Name) and n.func.id in _PURE_CALLS):
+                return False
+        elif not isinstance(n, (ast.Name, ast.Attribute, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Constant,
+                                ast.Load, ast.cmpop, ast.boolop, ast.unaryop, ast.keyword)):
+            return False
+    return True
 
 
 # What needs the model on its device: a forward pass (``model(...)``, ``forward``), generation,

@@ -181,11 +181,15 @@ class ComputeMetricsFullLogits(Rule):
     ```
 
     ## Fix safety
-    Safe, offered only when `compute_metrics` is a function of the file, used by this Trainer
+    Unsafe, offered only when `compute_metrics` is a function of the file, used by this Trainer
     only, and reads the predictions only through an argmax over the last axis
     (`np.argmax(logits, axis=-1)`, `logits.argmax(-1)`): the fix adds
     `preprocess_logits_for_metrics=lambda logits, labels: logits.argmax(-1)` and replaces that
-    argmax by its argument, so the metrics see the same token ids. Otherwise there is no fix
+    argmax by its argument. The metrics see the same token ids at every real position, but not
+    at the padding the Trainer adds when it concatenates evaluation batches of different
+    lengths (`padding_index=-100`): there the original argmax of padded logits was `0`, the
+    fixed prediction is `-100`. A metric that drops `labels == -100` positions gives the same
+    value; one that does not (or decodes the predictions) changes. Otherwise there is no fix
     (set `eval_accumulation_steps`, or reduce the logits yourself).
 
     ## References
@@ -198,7 +202,7 @@ class ComputeMetricsFullLogits(Rule):
     name = "compute-metrics-full-logits"
     severity = Severity.WARNING
     triggers = SETUP_NAMES
-    fix_safety = "safe"
+    fix_safety = "unsafe"
     summary = "compute_metrics on a language model's full logits without preprocess_logits_for_metrics"
 
     cases = [
@@ -214,6 +218,7 @@ class ComputeMetricsFullLogits(Rule):
             args = TrainingArguments(output_dir="o", eval_strategy="epoch")
             Trainer(model=model, args=args, compute_metrics=compute_metrics)
             """,
+            unsafe=True,
             fixed=(
                 "import numpy as np\n"
                 "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
@@ -326,4 +331,4 @@ class ComputeMetricsFullLogits(Rule):
                 f"the Trainer keeps the logits of the whole evaluation set ([examples, sequence, vocab]) on the GPU "
                 f"until it ends and runs out of memory; reduce them with preprocess_logits_for_metrics "
                 f"(logits.argmax(-1)) or set eval_accumulation_steps",
-                edits=edits, fix_message="move the argmax into preprocess_logits_for_metrics")
+                edits=edits, fix_message="move the argmax into preprocess_logits_for_metrics", applicability="unsafe")

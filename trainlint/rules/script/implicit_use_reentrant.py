@@ -24,7 +24,8 @@ class ImplicitUseReentrant(Rule):
     ## What it does
     Flags gradient checkpointing turned on (`gradient_checkpointing=True`,
     `model.gradient_checkpointing_enable()`, `prepare_model_for_kbit_training`) without saying
-    `use_reentrant` in `gradient_checkpointing_kwargs`.
+    `use_reentrant` in `gradient_checkpointing_kwargs`. Test files (pytest files, files under
+    `tests/`) are not flagged: a test sets checkpointing up as the case it checks.
 
     ## Why is this bad?
     The default flipped between versions: transformers 4.x uses `{"use_reentrant": True}` when
@@ -50,7 +51,10 @@ class ImplicitUseReentrant(Rule):
 
     ## Fix safety
     Safe: gradients are the same; memory and speed differ slightly. The fix writes
-    `{"use_reentrant": False}`, or `{"use_reentrant": True}` for PEFT under ZeRO-3.
+    `{"use_reentrant": False}`, or `{"use_reentrant": True}` for PEFT under ZeRO-3. It is unsafe
+    when the notebook or script installs itself, or the project allows, a transformers (or, for
+    `prepare_model_for_kbit_training`, a peft) older than the data can show to take
+    `gradient_checkpointing_kwargs`.
 
     ## References
     - transformers 4.57.1 and 5.24 `modeling_utils` (checkpointing defaults)
@@ -140,9 +144,19 @@ class ImplicitUseReentrant(Rule):
             """,
             flags=False, note="custom loop: no Trainer, the model is not followed",
         ),
+        Case(files={"tests/test_dpo_trainer.py": (
+            "from trl import DPOConfig, DPOTrainer\n"
+            "def test_train_with_gradient_checkpointing(tmp_path):\n"
+            "    args = DPOConfig(output_dir=str(tmp_path), gradient_checkpointing=True, report_to='none')\n"
+            "    DPOTrainer(model='tiny', args=args).train()\n")},
+             flags=False, note="a test of checkpointing (trl's tests): pinning use_reentrant changes what it tests"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        from trainlint.rules._context import run_context
+
+        if run_context(setup).test_file is not None:
+            return  # a test sets up checkpointing as the case it checks: pinning it changes the test
         major = setup.transformers_tuple()[0]
         seen: set[tuple] = set()
         contexts = trainer_contexts(setup)
@@ -161,18 +175,42 @@ class ImplicitUseReentrant(Rule):
                 seen.add(key)
                 default = "True" if major < 5 else "False"
                 if peft_with_zero3(setup, ctx):
+                    edits = add_reentrant_kwarg(ctx, src, True)
+                    applicability, note = _kwargs_support(setup, src, edits)
                     yield self.diagnostic(
                         src.span,
                         f"gradient checkpointing without use_reentrant on a PEFT model under DeepSpeed ZeRO-3: "
                         f"the default is {default} here ({major}.x), and use_reentrant=False raises a "
                         f"CheckpointError on ZeRO-3's empty parameter shards (TRL forces True there); pin "
-                        f"gradient_checkpointing_kwargs={{\"use_reentrant\": True}}",
-                        edits=add_reentrant_kwarg(ctx, src, True),
+                        f"gradient_checkpointing_kwargs={{\"use_reentrant\": True}}{note}",
+                        edits=edits, applicability=applicability,  # type: ignore[arg-type]
                         fix_message='add gradient_checkpointing_kwargs={"use_reentrant": True}')
                     continue
+                edits = add_reentrant_kwarg(ctx, src)
+                applicability, note = _kwargs_support(setup, src, edits)
                 yield self.diagnostic(
                     src.span,
                     f"gradient checkpointing without use_reentrant: the default is True on transformers 4.x and False "
-                    f"on 5.x (here {major}.x: {default}); pin gradient_checkpointing_kwargs={{\"use_reentrant\": False}}",
-                    edits=add_reentrant_kwarg(ctx, src),
+                    f"on 5.x (here {major}.x: {default}); pin gradient_checkpointing_kwargs={{\"use_reentrant\": False}}"
+                    f"{note}",
+                    edits=edits, applicability=applicability,  # type: ignore[arg-type]
                     fix_message='add gradient_checkpointing_kwargs={"use_reentrant": False}')
+
+
+def _kwargs_support(setup: Setup, src, edits) -> tuple[str, str]:
+    """(applicability, message note): the keyword the fix adds must exist in every version the
+    file or its project runs on (a notebook that installs transformers 4.34 has no
+    gradient_checkpointing_kwargs); versions older than the data are not vouched for."""
+    if not edits:
+        return "safe", ""
+    from trainlint.knowledge import public_names
+    from trainlint.knowledge import training_args as ta
+    from trainlint.rules._versioned import older_support
+
+    path = edits[0].path
+    since = ta.history("TrainingArguments", "gradient_checkpointing_kwargs").first or ta.known_versions()[0]
+    applicability, note = older_support(setup, since, "gradient_checkpointing_kwargs", path)
+    if applicability == "safe" and src.via == "kbit":
+        applicability, note = older_support(setup, public_names.known_versions("peft")[0],
+                                            "gradient_checkpointing_kwargs", path, "peft")
+    return applicability, note

@@ -1,0 +1,167 @@
+"""A safe fix must work on every version the code runs on, not only the target.
+
+Shapes from the real-repository classification (philschmid/deep-learning-pytorch-huggingface,
+huggingface/alignment-handbook): a notebook that installs its own versions in a ``%pip`` cell
+runs on them, whatever the machine has; a project that declares ``trl>=0.19.1`` runs there too.
+A rename/move fix whose new name those versions lack is offered as unsafe, with the reason; the
+same code without such a declaration keeps the safe fix.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import fix_folder, lint_folder, write_files
+
+from trainlint.knowledge import versions
+
+
+def notebook(*cells: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                  "source": c.splitlines(keepends=True)} for c in cells],
+                       "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+                       "nbformat": 4, "nbformat_minor": 5})
+
+
+PIP_OLD = ('%pip install  --upgrade \\\n  "transformers==4.38.2" \\\n  "datasets==2.16.1" \\\n'
+           '  "trl==0.7.11" \\\n  "peft==0.8.2"\n')  # gemma-lora-example.ipynb
+SFT = ("import torch\n"
+       "from transformers import AutoModelForCausalLM, AutoTokenizer, TrainingArguments\n"
+       "from trl import SFTTrainer\n"
+       "model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.1-8B', torch_dtype=torch.bfloat16)\n"
+       "tokenizer = AutoTokenizer.from_pretrained('meta-llama/Llama-3.1-8B')\n"
+       "args = TrainingArguments(output_dir='o', gradient_checkpointing=True, warmup_ratio=0.03, "
+       "evaluation_strategy='epoch')\n"
+       "trainer = SFTTrainer(model=model, args=args, train_dataset=ds, tokenizer=tokenizer)\n")
+RULES = ["TL601", "TL603", "TL605", "TL608", "TL110"]
+
+
+def _applicability(root, select, **kw) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for d in lint_folder(root, select=select, **kw).diagnostics:
+        if d.fix is not None:
+            out.setdefault(d.code, set()).add(d.fix.applicability)
+    return out
+
+
+def test_install_lines_are_read_from_notebook_cells_and_shell_scripts(tmp_path):
+    write_files(tmp_path, {"nb.ipynb": notebook("# setup\n" + PIP_OLD, "import torch\n"),
+                           "run.sh": "pip install 'peft==0.2.0' deepspeed\npython train.py\n",
+                           "loose.ipynb": notebook("!pip install transformers datasets --upgrade\n"),
+                           "comment.ipynb": notebook("# !pip install transformers==4.20.0\n"),
+                           "train.py": "# pip install transformers==4.20.0\n"})
+    spec, where = versions.file_installs("transformers", tmp_path / "nb.ipynb")
+    assert str(spec) == "==4.38.2" and where == "nb.ipynb:cell 1"
+    assert str(versions.file_installs("trl", tmp_path / "nb.ipynb")[0]) == "==0.7.11"
+    assert versions.file_installs("peft", tmp_path / "run.sh")[1] == "run.sh line 1"
+    assert versions.file_installs("transformers", tmp_path / "loose.ipynb") is None, "unpinned: the newest"
+    assert versions.file_installs("transformers", tmp_path / "comment.ipynb") is None
+    assert versions.file_installs("transformers", tmp_path / "train.py") is None, "a .py file runs no install line"
+    write_files(tmp_path, {"git.ipynb": notebook("!pip install -q -U git+https://github.com/huggingface/transformers.git\n"
+                                                 "!pip install git+https://github.com/huggingface/peft.git@v0.4.0\n")})
+    assert versions.installs_unpinned("transformers", tmp_path / "git.ipynb"), "the main branch: the newest"
+    assert not versions.installs_unpinned("peft", tmp_path / "git.ipynb"), "a tag is a pin"
+    assert versions.installs_unpinned("transformers", tmp_path / "loose.ipynb")
+    assert not versions.installs_unpinned("transformers", tmp_path / "nb.ipynb")
+
+
+def test_a_notebook_that_installs_old_versions_gets_no_safe_rename(tmp_path):
+    write_files(tmp_path, {"pinned/nb.ipynb": notebook(PIP_OLD, SFT),
+                           "latest/nb.ipynb": notebook("%pip install --upgrade transformers trl peft\n", SFT)})
+    pinned = _applicability(tmp_path / "pinned", RULES)
+    latest = _applicability(tmp_path / "latest", RULES)
+    # the same code without pins: these renames are safe on the target (the installed 5.x)
+    assert set(latest) == set(RULES) and all(v == {"safe"} for v in latest.values()), latest
+    assert set(pinned) == set(RULES) and all(v == {"unsafe"} for v in pinned.values()), pinned
+    out = fix_folder(tmp_path / "pinned", select=RULES)
+    assert not out.fixed, "nothing safe to write"
+    msgs = [d.message for d in lint_folder(tmp_path / "pinned", select=RULES).diagnostics]
+    assert any("nb.ipynb installs transformers 4.38.2 (nb.ipynb:cell 1)" in m for m in msgs), msgs
+    # 4.44.2 (fine-tune-llms-in-2024-with-trl.ipynb) has gradient_checkpointing_kwargs (from 4.40
+    # in the data) but not activation_checkpointing (5.23) nor processing_class in trl 0.9.6
+    write_files(tmp_path, {"p444/nb.ipynb": notebook(PIP_OLD.replace("4.38.2", "4.44.2").replace("0.7.11", "0.9.6"),
+                                                     SFT)})
+    got = _applicability(tmp_path / "p444", RULES)
+    assert got["TL110"] == {"safe"} and got["TL603"] == {"unsafe"} and got["TL605"] == {"unsafe"}, got
+    # a TRL trainer: the TRL that the notebook installs must take processing_class (0.12)
+    write_files(tmp_path, {"trl011/nb.ipynb": notebook('%pip install "transformers==4.46.3" "trl==0.11.1"\n', SFT)})
+    msgs = [d.message for d in lint_folder(tmp_path / "trl011", select=["TL605"]).diagnostics]
+    assert len(msgs) == 1 and "nb.ipynb installs trl 0.11.1" in msgs[0], msgs
+
+
+def test_a_notebook_pinning_old_peft_gets_no_safe_kbit_import(tmp_path):
+    body = ("from peft import LoraConfig, prepare_model_for_int8_training\n"
+            "from transformers import TrainingArguments\n"
+            "model = prepare_model_for_int8_training(model)\n"
+            "args = TrainingArguments(output_dir='o')\n")
+    write_files(tmp_path, {"old/nb.ipynb": notebook('!pip install "peft==0.2.0" "transformers==4.27.1"\n', body),
+                           "new/nb.ipynb": notebook("!pip install peft transformers\n", body)})
+    # every rule selected: with --select TL611 alone the merged notebook pre-filter skips these
+    # notebooks (reported; not this test's subject)
+    assert _applicability(tmp_path / "old", None).get("TL611") == {"unsafe"}
+    assert _applicability(tmp_path / "new", None).get("TL611") == {"safe"}
+
+
+@pytest.mark.parametrize("declared,safe", [("trl>=0.19.1", False), ("trl>=0.29.0", True), (None, True)])
+def test_a_moved_trl_import_is_safe_only_where_every_allowed_version_has_it(tmp_path, declared, safe):
+    """alignment-handbook declares trl>=0.19.1; trl.experimental.orpo exists from 0.29 (and as
+    the 0.25-0.28 stubs say) on: the move breaks 0.19.1."""
+    files = {"train.py": "from trl import ModelConfig, ORPOTrainer, TrlParser\n"}
+    if declared:
+        files["setup.py"] = f"from setuptools import setup\nsetup(install_requires=['{declared}'])\n"
+    write_files(tmp_path, files)
+    got = _applicability(tmp_path, ["TL611"], options={"trl_version": "1.0.0"})
+    assert got == {"TL611": {"safe" if safe else "unsafe"}}, got
+
+
+def test_a_trl_field_rename_is_safe_where_the_new_name_exists_across_the_range(tmp_path):
+    """max_seq_length -> max_length: SFTConfig has max_length from trl 0.16, so a project that
+    allows trl 0.19.1 (alignment-handbook) keeps the safe fix; one that allows 0.15 does not."""
+    for declared, expect in (("trl>=0.19.1", "safe"), ("trl>=0.15.0", "unsafe")):
+        root = tmp_path / declared.replace(">=", "")
+        write_files(root, {"requirements.txt": declared + "\n",
+                           "train.py": "from trl import SFTConfig\ncfg = SFTConfig(output_dir='o', max_seq_length=512)\n"})
+        assert _applicability(root, ["TL601"], options={"trl_version": "1.16.0"}) == {"TL601": {expect}}, declared
+
+
+def test_code_run_by_the_notebooks_of_its_folder_runs_on_their_versions(tmp_path):
+    """philschmid's `training/`: notebooks that pin transformers 4.x run
+    `scripts/run_sft.py --config receipes/x.yaml` and import `utils/*.py`; with no project
+    declaration those files run on what the notebooks install, so a 5.23+ rename is unsafe. A
+    notebook that installs transformers unpinned (`--upgrade`) runs the newest: it stays safe."""
+    nb_old = notebook('%pip install "transformers==4.46.3" "trl==0.12.1"\n', "import utils.peft_utils\n")
+    write_files(tmp_path, {
+        "training/fine-tune.ipynb": nb_old,
+        "training/utils/peft_utils.py": "from transformers import AutoModelForCausalLM, Trainer\n"
+                                        "model = AutoModelForCausalLM.from_pretrained('m')\n"
+                                        "model.gradient_checkpointing_enable()\n"
+                                        "Trainer(model=model, args=args).train()\n",
+        "training/latest.ipynb": notebook("!pip install --upgrade transformers\n",
+                                          "from transformers import TrainingArguments\n"
+                                          "args = TrainingArguments(output_dir='o', evaluation_strategy='epoch')\n"),
+    })
+    got: dict[tuple[str, str], set[str]] = {}
+    for d in lint_folder(tmp_path, select=["TL601", "TL609"]).diagnostics:
+        if d.fix is not None:
+            got.setdefault((d.code, d.path.rsplit("/", 1)[-1]), set()).add(d.fix.applicability)
+    assert got[("TL609", "peft_utils.py")] == {"unsafe"}, got
+    assert got[("TL601", "latest.ipynb")] == {"safe"}, got
+
+
+def test_a_notebook_that_installs_a_checkout_gets_no_safe_rename(tmp_path):
+    """Transformers-Tutorials' LayoutXLM notebook clones a 2021 branch of a fork and installs it
+    (`!pip install -q ./transformers`): its version is unknown, so no rename is vouched for."""
+    body = ("from transformers import TrainingArguments\n"
+            "args = TrainingArguments(output_dir='o', evaluation_strategy='epoch')\n")
+    write_files(tmp_path, {
+        "fork/nb.ipynb": notebook("!git clone -b add_layoutlm_relation_extraction https://github.com/nielsrogge/transformers.git\n"
+                                  "!pip install -q ./transformers\n", body),
+        "tag/nb.ipynb": notebook("!pip install git+https://github.com/huggingface/transformers.git@v4.30.0\n", body),
+        "main/nb.ipynb": notebook("!pip install git+https://github.com/huggingface/transformers.git\n", body)})
+    assert versions.installs_checkout("transformers", tmp_path / "fork/nb.ipynb") == "nb.ipynb:cell 1"
+    assert _applicability(tmp_path / "fork", ["TL601"]) == {"TL601": {"unsafe"}}
+    assert _applicability(tmp_path / "tag", ["TL601"]) == {"TL601": {"unsafe"}}
+    assert _applicability(tmp_path / "main", ["TL601"]) == {"TL601": {"safe"}}
+    msg = lint_folder(tmp_path / "fork", select=["TL601"]).diagnostics[0].message
+    assert "nb.ipynb installs transformers from a checkout of unknown version (nb.ipynb:cell 1)" in msg, msg
