@@ -274,6 +274,28 @@ def test_walk_includes_notebooks_respecting_gitignore_and_exclude(tmp_path: Path
     assert result.diagnostics == []
 
 
+@pytest.mark.parametrize("select", [None, ["TL611"], ["TL6"]])
+def test_walked_notebook_prefiltered_as_the_same_script(tmp_path: Path, select):
+    # a rule whose trigger has words (TL611: a removed name beside its package) reads a walked
+    # notebook as it reads the same code in a walked script, with or without --select
+    code = "from transformers import AdamW\nopt = AdamW([])\n"
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "py").mkdir()
+    (tmp_path / "nb" / "t.ipynb").write_text(notebook([("code", "!pip install transformers"), ("code", code)]),
+                                             encoding="utf-8")
+    (tmp_path / "py" / "t.py").write_text(code, encoding="utf-8")
+    # the package without a removed name: neither is read on TL611's account
+    (tmp_path / "nb" / "plain.ipynb").write_text(notebook([("code", "import transformers\nx = 1\n")]),
+                                                 encoding="utf-8")
+    (tmp_path / "py" / "plain.py").write_text("import transformers\nx = 1\n", encoding="utf-8")
+    kw = {} if select is None else {"select": select}
+    found = {}
+    for kind in ("nb", "py"):
+        result = lint([tmp_path / kind], load_settings(tmp_path / kind, kw))
+        found[kind] = sorted((Path(d.path).stem, d.code) for d in result.diagnostics)
+    assert found["nb"] == found["py"] == [("t", "TL611")]
+
+
 def test_parallel_path_gives_the_same_result(tmp_path: Path):
     for i in range(4):
         (tmp_path / f"n{i}.ipynb").write_text(notebook(COLAB[:4] + [COLAB[5]]), encoding="utf-8")

@@ -161,6 +161,12 @@ def _entry(text: str) -> _Decoded:
     return entry
 
 
+def program_text(text: str) -> str:
+    """The code cells' Python without shell and install lines (where a script's pre-filter
+    would look for trigger names and words)."""
+    return _entry(text).program()
+
+
 def code_text(text: str) -> str:
     """The code cells' sources, one after the other (what links a notebook to other files and
     what its pre-filter reads); the text itself when it is not a notebook (its reader reports
