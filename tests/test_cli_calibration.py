@@ -259,7 +259,8 @@ def test_unknown_gpu_suggests_the_nearest_names(tmp_path):
 def test_verify_when_the_original_already_fails(tmp_path):
     (tmp_path / "train.py").write_text(
         "from transformers import TrainingArguments\n"
-        "args = TrainingArguments(output_dir='o', logging_steps=1)\n"
+        # an evaluation every step (eval_steps falls back to logging_steps): TL201 has a fix
+        "args = TrainingArguments(output_dir='o', logging_steps=1, eval_strategy='steps')\n"
         "raise OSError(\"We couldn't connect to 'https://huggingface.co' to load the files\")\n")
     out = run_cli("verify", str(tmp_path / "train.py"), "--cpu", "--json", str(tmp_path / "r.json"),
                   env={"TMPDIR": str(tmp_path)})

@@ -20,7 +20,7 @@ BAD = (
     "from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments\n"
     "model = AutoModelForSequenceClassification.from_pretrained('bert-base-uncased')\n"
     "model.to('cuda')\n"
-    "args = TrainingArguments(output_dir='o', logging_steps=1)\n"
+    "args = TrainingArguments(output_dir='o', evaluation_strategy='no', save_total_limit=2)\n"
     "Trainer(model=model, args=args)\n"
 )
 
@@ -68,7 +68,7 @@ def test_pre_commit_try_repo_check_and_fix(tmp_path):
                            cwd=user, capture_output=True, text=True, env=env, timeout=900)
     assert check.returncode == 1, check.stdout + check.stderr
     assert "Failed" in check.stdout
-    assert "train.py:4:" in check.stdout and "TL201" in check.stdout and "logging-steps-too-low" in check.stdout
+    assert "train.py:4:" in check.stdout and "TL601" in check.stdout and "removed-argument" in check.stdout
     assert "TL101" in check.stdout
     assert (user / "train.py").read_text() == BAD  # the check hook never writes
 
@@ -78,7 +78,7 @@ def test_pre_commit_try_repo_check_and_fix(tmp_path):
     assert "files were modified by this hook" in fix.stdout
     fixed = (user / "train.py").read_text()
     assert fixed != BAD
-    assert "model.to('cuda')" not in fixed and "logging_steps=1)" not in fixed
+    assert "model.to('cuda')" not in fixed and "evaluation_strategy" not in fixed and "eval_strategy='no'" in fixed
     compile(fixed, "train.py", "exec")
 
     git(user, "add", "train.py")
