@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from trainlint.knowledge.training_args import run_value as _at
 from trainlint.knowledge.training_args import version_index
 
 __all__ = ["Method", "Forward", "Loader", "known_versions", "method", "method_history", "forward", "forward_classes",
@@ -92,16 +93,6 @@ def known_versions() -> list[str]:
 def _index(version: str | None) -> int:
     vs = _data()["versions"]
     return version_index(vs, version)
-
-
-_NONE = object()
-
-
-def _at(runs: list, i: int, default=_NONE):
-    for a, b, value in runs:
-        if a <= i <= b:
-            return value
-    return None if default is _NONE else default
 
 
 @lru_cache(maxsize=512)

@@ -155,6 +155,15 @@ def vkey(version: str) -> tuple:
     return (*nums, pre)
 
 
+def run_value(runs: list, i: int, default=None):
+    """The value of the run ``[first, last, value]`` that holds version index ``i`` (the data
+    files store what changes across releases as such runs); ``default`` when none does."""
+    for a, b, value in runs:
+        if a <= i <= b:
+            return value
+    return default
+
+
 def version_index(versions: list[str], version: str | None) -> int:
     """Index of the newest of ``versions`` (ascending) that is not newer than ``version``
     (the newest when ``version`` is None; the first when all are newer)."""

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from trainlint.knowledge.training_args import run_value as _at
 from trainlint.knowledge.training_args import version_index
 
 __all__ = ["TrainerSignature", "Moved", "known_versions", "trainers", "signature", "moved", "accepted_in"]
@@ -68,13 +69,6 @@ def known_versions() -> list[str]:
 def _index(version: str | None) -> int:
     vs = _data()["versions"]
     return version_index(vs, version)
-
-
-def _at(runs: list, i: int, default=None):
-    for a, b, value in runs:
-        if a <= i <= b:
-            return value
-    return default
 
 
 def trainers(version: str | None = None) -> list[str]:

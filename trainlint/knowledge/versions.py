@@ -528,6 +528,19 @@ def _from_environment_yml(package: str, root: Path, main: bool = False) -> tuple
 _PIP_INSTALL = re.compile(r"\bpip3?\s+install\b(?P<args>[^&|;]*)")
 
 
+def _joined_lines(lines: list[str]):
+    """(index of the first line, the logical line) with backslash continuations joined, as a
+    shell or a Dockerfile ``RUN`` reads them."""
+    i = 0
+    while i < len(lines):
+        start, text = i, lines[i]
+        while text.rstrip().endswith("\\") and i + 1 < len(lines):
+            i += 1
+            text = text.rstrip()[:-1] + " " + lines[i]
+        i += 1
+        yield start, text
+
+
 def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     """``RUN pip install ... transformers==4.46.0`` (continuation lines joined)."""
     paths = sorted(p for p in root.glob("Dockerfile*") if p.is_file())
@@ -535,15 +548,7 @@ def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[Spe
         if (root / sub).is_dir():
             paths += sorted(p for p in (root / sub).rglob("Dockerfile*") if p.is_file())
     for path in paths[:20]:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        i = 0
-        while i < len(lines):
-            start = i
-            text = lines[i]
-            while text.rstrip().endswith("\\") and i + 1 < len(lines):
-                i += 1
-                text = text.rstrip()[:-1] + " " + lines[i]
-            i += 1
+        for start, text in _joined_lines(path.read_text(encoding="utf-8").splitlines()):
             for m in _PIP_INSTALL.finditer(text):
                 for word in m.group("args").split():
                     word = word.strip("'\"")
@@ -810,14 +815,7 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
         chunks.append((text.splitlines(), path.name, True))
     out: list[tuple[str, str]] = []
     for lines, where, shell in chunks:
-        i = 0
-        while i < len(lines):
-            start = i
-            line = lines[i]
-            while line.rstrip().endswith("\\") and i + 1 < len(lines):
-                i += 1
-                line = line.rstrip()[:-1] + " " + lines[i]
-            i += 1
+        for start, line in _joined_lines(lines):
             stripped = line.lstrip()
             if stripped.startswith("#"):
                 continue
