@@ -22,14 +22,14 @@ usage: python benchmarks/notebooks.py --source DIR [--source DIR ...] [--rounds 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import _proc  # benchmarks/ is on the path when run as a script
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -37,24 +37,9 @@ PY = sys.executable
 CHECK = [PY, "-m", "trainlint", "check", ".", "--no-cache", "-j", "1", "--exit-zero", "--format", "concise"]
 
 
-def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e.pop("PYTHONDONTWRITEBYTECODE", None)
-    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), e.get("PYTHONPATH", "")]))
-    e.pop("TRAINLINT_CACHE_DIR", None)
-    return e
-
-
 def measure(cwd: Path) -> tuple[float, float]:
-    """(wall s, CPU s of the process and its children)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(CHECK, cwd=cwd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise SystemExit(f"failed ({code}) in {cwd}\n{proc.stderr.read().decode()[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime
+    """(wall s, CPU s of the process and its children) of ``CHECK`` in ``cwd``."""
+    return _proc.measure(CHECK, cwd)[:2]
 
 
 def build(sources: list[Path], out: Path, scale: int) -> dict[str, tuple[Path, Path, int, float, float]]:

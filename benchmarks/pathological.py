@@ -29,8 +29,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _proc import measure  # benchmarks/ is on the path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,24 +97,6 @@ def cases(blocks_mb: float, scale: float) -> dict[str, tuple[str, int, object]]:
     }
 
 
-def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e.pop("PYTHONDONTWRITEBYTECODE", None)
-    e.pop("TRAINLINT_CACHE_DIR", None)
-    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), e.get("PYTHONPATH", "")]))
-    return e
-
-
-def measure(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak RSS MiB) of one process and its children."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise SystemExit(f"failed ({code}): {' '.join(cmd)}\n{proc.stderr.read().decode()[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 COMMANDS = {

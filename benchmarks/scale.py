@@ -33,8 +33,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import _proc  # benchmarks/ is on the path when run as a script
+from _proc import env
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -73,24 +75,10 @@ for p, explicit in walk([root], settings.exclude):
 """
 
 
-def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e.pop("PYTHONDONTWRITEBYTECODE", None)
-    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), e.get("PYTHONPATH", "")]))
-    e.pop("TRAINLINT_CACHE_DIR", None)
-    return e
-
-
 def measure(cmd: list[str], cwd: Path) -> tuple[float, float, int]:
-    """(wall s, CPU s of the process and its children, peak RSS in MiB of the largest)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr.read().decode()[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
+    """(wall s, CPU s of the process and its children, peak RSS in whole MiB of the largest)."""
+    wall, cpu, peak = _proc.measure(cmd, cwd)
+    return wall, cpu, int(peak)
 
 
 def interleaved(cmds: dict[str, tuple[list[str], Path]], rounds: int) -> dict[str, list[tuple[float, float, int]]]:

@@ -36,6 +36,8 @@ def pruned(monkeypatch):
 
 
 def _benchmark_module(name: str):
+    if str(ROOT / "benchmarks") not in sys.path:  # as when run as a script: its helpers beside it
+        sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location(f"_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
