@@ -22,7 +22,9 @@ the run are its dependencies, hashed as above; a group with a missing reference 
 stored. A stand-alone script that mentions other files (``.json``, ``.yaml``, ``.yml``, ``.sh``,
 ``.toml``, ``.cfg``) is cached only when it has no missing reference (TL004), like a group. The
 places where linking looked for a file and found none (``linking.locate``) are dependencies
-too, stored as absent: a file that appears there is a change. Nothing is cached when the target GPU is ``auto`` (read from
+too, stored as absent: a file that appears there is a change. So are the files rules read from
+outside the workspace (``trainlint.reads``: a local checkpoint's ``config.json``, the
+requirement files of the folders above a script), a folder by its listing. Nothing is cached when the target GPU is ``auto`` (read from
 ``nvidia-smi``). A run reads one JSON file per namespace and writes it back atomically when it
 learned something; concurrent runs can only lose entries, never make one stale.
 
@@ -109,10 +111,19 @@ def text_digest(path: str) -> str:
         return UNREADABLE
 
 
-def bytes_digest(path: str) -> str | None:
+def dep_digest(path: str) -> str | None:
+    """The hash of a dependency: a file's bytes, a folder's sorted listing (a file appearing
+    in it is a change: ``trainlint.reads``), None when there is nothing at ``path``."""
     try:
         with open(path, "rb") as f:
             return _sha(f.read())
+    except IsADirectoryError:
+        pass
+    except OSError:
+        if not os.path.isdir(path):
+            return None
+    try:
+        return "dir:" + _sha("\0".join(sorted(os.listdir(path))))
     except OSError:
         return None
 
@@ -239,12 +250,7 @@ class FindingsCache:
             self.misses += 1
             return None
         for dep, digest in entry.get("deps", {}).items():
-            try:
-                with open(dep, "rb") as f:
-                    current = _sha(f.read())
-            except OSError:
-                current = None
-            if current != digest:
+            if dep_digest(dep) != digest:
                 self.misses += 1
                 return None
         self.hits += 1
@@ -254,11 +260,7 @@ class FindingsCache:
         """Store ``entry`` (kept, kind, unparsable, diagnostics) with the hashes of ``deps``."""
         dep_hashes: dict[str, str | None] = {}
         for dep in deps:
-            try:
-                with open(dep, "rb") as f:
-                    dep_hashes[dep] = _sha(f.read())
-            except OSError:
-                dep_hashes[dep] = None
+            dep_hashes[dep] = dep_digest(dep)
         self.entries[key] = {**entry, "deps": dep_hashes}
         self.dirty = True
 
@@ -278,7 +280,7 @@ class FindingsCache:
         entry = self.entries.get(key)
         if entry is None or entry.get("walked") != [[p, e] for p, e in walked]:
             return None
-        for group, digest in (("files", text_digest), ("deps", bytes_digest)):
+        for group, digest in (("files", text_digest), ("deps", dep_digest)):
             for path, known in entry[group].items():
                 state = _state(path)
                 if known[2] is not None and known[0] >= 0 and state == known[:2]:
