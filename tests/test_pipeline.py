@@ -558,3 +558,36 @@ def test_the_cache_sees_a_requirements_file_appear_above_a_script(tmp_path, monk
     assert _everything(fresh) != _everything(first)
     for _ in range(2):
         assert _everything(lint([Path(".")], settings, jobs=1, cache=True)) == _everything(fresh)
+
+
+def test_a_missing_reference_is_cached_and_sees_the_file_appear(tmp_path, monkeypatch):
+    """A launch script names a config that is not there (TL004). Its result is cached (the warm
+    run answers from the cache), and any change the finding depends on is seen: the file
+    appearing elsewhere in the repository (the "a file of that name is at" hint), then where
+    the command looks for it."""
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    write_files(root, {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        ".gitignore": "old/\n",
+        "old/notes.txt": "the folder exists before the config appears in it\n",
+        "scripts/run.sh": "accelerate launch --config_file configs/fsdp.yaml train.py --logging_steps 10\n",
+        "scripts/train.py": TRAIN.format(extra=""),
+    })
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    first = lint([Path(".")], settings, jobs=1, cache=True)
+    assert "TL004" in {d.code for d in first.diagnostics}
+    warm = lint([Path(".")], settings, jobs=1, cache=True)
+    assert warm.whole_run_cached and _everything(warm) == _everything(first)
+    # the file appears elsewhere (ignored by git: not walked, but named by the hint), then there
+    for path in ("old/fsdp.yaml", "scripts/configs/fsdp.yaml"):
+        write_files(root, {path: "distributed_type: FSDP\nnum_processes: 2\n"})
+        fresh = lint([Path(".")], settings, jobs=1)
+        assert _everything(fresh) != _everything(first), path
+        for _ in range(2):
+            assert _everything(lint([Path(".")], settings, jobs=1, cache=True)) == _everything(fresh), path
+        first = fresh

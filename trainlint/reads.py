@@ -6,11 +6,12 @@ linking pulls in), whose texts are in the cache keys. A few rules and knowledge 
 look further: a local model folder's ``config.json``, the ``requirements*.txt``/``pyproject.toml``/
 ``setup.py`` of the folders above a script (the versions a project supports), the notebooks
 and shell scripts beside it that install a version themselves, a DeepSpeed JSON a script
-names. Each such place, found or not, is passed to :func:`note`; a folder whose listing
-matters (a ``requirements*.txt`` that may appear) is noted as the folder itself.
+names. Each such place, found or not, is passed to :func:`note`; a pattern looked up in a folder
+(``requirements*.txt``) to :func:`note_glob`, a folder's existence to :func:`note_isdir`.
 :func:`recording` collects the notes of one check (``checking.check_group``), and they
 become the result's dependencies: the cache hashes a file's bytes, a folder's listing, or
-records the place as absent (``trainlint.cache.dep_digest``).
+records the place as absent, and for a virtual dependency (:func:`virtual`) the names that
+match or whether the folder is there (``trainlint.cache.dep_digest``).
 
 A function cached in memory across checks of one process uses :func:`memo` instead of
 ``functools.lru_cache``: a hit replays the notes the first call made, so every check that
@@ -38,6 +39,38 @@ def note(path: Any) -> None:
         p = os.fspath(path)
         for seen in _stack:
             seen.add(p)
+
+
+VIRTUAL = "\0"  # a dependency that is no path: "\0kind\0arg\0arg..."
+
+
+def virtual(kind: str, *args: str) -> str:
+    """A dependency that is not one file: ``kind`` names how the cache computes its digest
+    (``trainlint.cache.dep_digest``), from ``args``."""
+    return VIRTUAL + VIRTUAL.join((kind, *args))
+
+
+def parse_virtual(dep: str) -> tuple[str, list[str]] | None:
+    if not dep.startswith(VIRTUAL):
+        return None
+    kind, *args = dep[1:].split(VIRTUAL)
+    return kind, args
+
+
+GLOB = "glob"  # the names in a folder that match a pattern (``rglob`` with "**/" in front)
+IS_DIR = "isdir"  # whether a folder exists
+
+
+def note_glob(folder: Any, pattern: str) -> None:
+    """Record that the result depends on which files in ``folder`` match ``pattern`` (a
+    requirements file that appears), not on the rest of the folder."""
+    if _stack:
+        note(virtual(GLOB, os.fspath(folder), pattern))
+
+
+def note_isdir(folder: Any) -> None:
+    if _stack:
+        note(virtual(IS_DIR, os.fspath(folder)))
 
 
 def active() -> bool:

@@ -314,8 +314,8 @@ _SEPARATORS = re.compile(r"[-_.]+")
 
 
 def _requirement_files(root: Path) -> list[Path]:
-    reads.note(root)  # its listing: requirement files that appear (the cache)
-    reads.note(root / "requirements")
+    reads.note_glob(root, "requirements*.txt")  # the result depends on them (the cache)
+    reads.note_glob(root / "requirements", "*.txt")
     files = sorted(p for p in root.glob("requirements*.txt") if p.is_file())
     sub = root / "requirements"
     if sub.is_dir():
@@ -552,10 +552,10 @@ def _joined_lines(lines: list[str]):
 
 def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     """``RUN pip install ... transformers==4.46.0`` (continuation lines joined)."""
-    reads.note(root)  # its listing: a Dockerfile that appears (the cache)
+    reads.note_glob(root, "Dockerfile*")  # the result depends on them (the cache)
     paths = sorted(p for p in root.glob("Dockerfile*") if p.is_file())
     for sub in ("docker", ".devcontainer"):
-        reads.note(root / sub)  # (a Dockerfile deeper in them that appears is not seen)
+        reads.note_glob(root / sub, "**/Dockerfile*")
         if (root / sub).is_dir():
             paths += sorted(p for p in (root / sub).rglob("Dockerfile*") if p.is_file())
     for path in paths[:20]:

@@ -636,7 +636,11 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
         return min(found, key=lambda f: ta.vkey(f[0]))
     start = Path(path).resolve().parent if path else Path(setup.root).resolve()
     for folder in (start, *start.parents):
-        reads.note(folder)  # its listing: a declaration that appears (the cache)
+        # the result depends on these, there or not (the cache)
+        reads.note_glob(folder, "requirements*.txt")
+        reads.note(folder / "pyproject.toml")
+        reads.note(folder / "setup.py")
+        reads.note_isdir(folder / ".git")
         files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob("requirements*.txt")]
         if any(p.is_file() for p in files):
             stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in files if p.is_file()))
@@ -651,7 +655,9 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
     # by the notebooks of `training/`); the oldest any notebook or shell script beside the file,
     # or in a folder above it within the project, installs
     for folder in (start, *start.parents)[:4]:  # the file's folder and three above, within the repository
-        reads.note(folder)
+        for pattern in ("*.ipynb", "*.sh", "*.bash"):  # (their texts: versions._install_lines)
+            reads.note_glob(folder, pattern)
+        reads.note_isdir(folder / ".git")
         try:
             stamp = folder.stat().st_mtime_ns
         except OSError:

@@ -53,8 +53,9 @@ def dependency_files(script: Path) -> list[Path]:
     found: list[Path] = []
     d = script.resolve().parent
     while True:
-        reads.note(d)  # its listing: a dependency file that appears (the cache)
+        reads.note_isdir(d / ".git")  # the result depends on these (the cache)
         for pattern in DEP_FILES:
+            reads.note_glob(d, pattern)
             found.extend(sorted(p for p in d.glob(pattern) if p.is_file()))
         if (d / ".git").exists() or d.parent == d:
             break
