@@ -154,6 +154,22 @@ def resolve_version(package: str, project_root: Path | None = None, *, use_insta
     return rv if rv.version else None
 
 
+def known_releases(package: str) -> list[str]:
+    """The releases of ``package`` trainlint's data files know (oldest first): a range the
+    project declares (``deepspeed>=0.16``) then targets the newest of them it admits, as an
+    install would. Empty for a package no data file covers."""
+    if package == "deepspeed":
+        from trainlint.knowledge import behaviour
+
+        return behaviour.known_versions(package)
+    from trainlint.knowledge import public_names
+
+    try:
+        return public_names.known_versions(package)
+    except KeyError:
+        return []
+
+
 def _satisfies(spec: SpecifierSet, version: str) -> bool:
     from packaging.version import InvalidVersion, Version
 
