@@ -127,6 +127,14 @@ class Rule:
     # imports or runs it. Its ``triggers`` still decide which walked scripts are parsed, since
     # a script may name such a file.
     python_alone: ClassVar[bool] = True
+    # The words (identifiers; in the text a ``-`` between name characters reads as ``_``, as in
+    # ``--logging-steps``) of which a setup of Python files only must hold one, besides a
+    # trigger, for the rule to report: the fields or names whose written value the rule reports
+    # on (``logging_steps``). None for a rule that may report on an absent value or a default
+    # (``no eval_strategy set``). A one-file run imports only the rules whose words occur;
+    # ``tests/test_rule_words.py`` checks that each rule's must-flag cases stop flagging when
+    # every one of its words is renamed, and that selecting by words changes no finding.
+    fires_on: ClassVar[tuple[str, ...] | None] = None
 
     @classmethod
     def index_words(cls) -> dict[str, tuple[str, ...]] | None:

@@ -41,6 +41,7 @@ class Bf16UnsupportedGpu(SiteRule):
     """
 
     code = "TL209"
+    fires_on = ("bf16", "bf16_full_eval")
     name = "bf16-unsupported-gpu"
     severity = Severity.ERROR
     summary = "bf16 on a GPU without bf16 (pre-Ampere)"

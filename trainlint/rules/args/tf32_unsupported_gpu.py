@@ -40,6 +40,7 @@ class Tf32UnsupportedGpu(SiteRule):
     """
 
     code = "TL210"
+    fires_on = ("tf32",)
     name = "tf32-unsupported-gpu"
     severity = Severity.ERROR
     fix_safety = "safe"

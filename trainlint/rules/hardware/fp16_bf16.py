@@ -55,6 +55,7 @@ class Fp16OnBf16Hardware(Rule):
     name = "fp16-on-bf16-hardware"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    fires_on = ("fp16", "fp16_full_eval")
     fix_safety = "unsafe"
     summary = "fp16 mixed precision on a GPU that supports bf16"
 

@@ -431,6 +431,7 @@ class PaddingMaxLength(Rule):
     name = "padding-max-length"
     severity = Severity.WARNING
     triggers = SETUP_NAMES + ("DataCollator",)
+    fires_on = ("max_length", "MAX_LENGTH")
     fix_safety = "safe"
     summary = 'padding="max_length" at preprocessing pads every example to the maximum'
 
