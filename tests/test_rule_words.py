@@ -76,11 +76,11 @@ def test_index_selection_changes_no_finding_on_the_examples(name, monkeypatch):
 
 
 def _renamed(text: str, words: tuple[str, ...]) -> str:
+    """Every spelling of ``words`` that ``words_of`` reads as one (``logging_steps``,
+    ``logging-steps``, ``no_logging_steps``) made another name."""
     for w in sorted(words, key=len, reverse=True):
-        text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(w)}(?![A-Za-z0-9_])", w + "Q", text)
-        hyphen = w.replace("_", "-")
-        if hyphen != w:
-            text = re.sub(rf"(?<![A-Za-z0-9_-]){re.escape(hyphen)}(?![A-Za-z0-9_-])", hyphen + "Q", text)
+        for form in {w, w.replace("_", "-")}:
+            text = re.sub(rf"(?<![A-Za-z0-9_])((?:no[_-])?){re.escape(form)}(?![A-Za-z0-9_])", rf"\g<1>{form}Q", text)
     return text
 
 
@@ -111,6 +111,7 @@ def test_index_holds_the_declared_words():
 
 def test_words_of_reads_flags_with_hyphens():
     assert {"logging_steps", "python", "train"} <= words_of("python train.py --logging-steps 1\n")
+    assert "dataloader_pin_memory" in words_of("torchrun train.py --no_dataloader_pin_memory")
     assert "logging_steps" in words_of("args = TrainingArguments(logging_steps=1)")
     entry = {"code": "TLX", "triggers": ["TrainingArguments"], "fires_on": ["logging_steps"], "words": None}
     assert can_trigger(entry, {"TrainingArguments"}, lambda: words_of("TrainingArguments(logging_steps=1)"))

@@ -161,8 +161,9 @@ _HYPHENATED = None
 
 def words_of(text: str) -> set[str]:
     """The words a setup's text holds for ``Rule.fires_on`` and ``index_words()``: its
-    identifiers (``identifiers``), and each run of name characters joined by ``-`` read with
-    ``_`` (``--logging-steps`` holds ``logging_steps``, as HfArgumentParser reads it)."""
+    identifiers (``identifiers``), each run of name characters joined by ``-`` read with ``_``
+    (``--logging-steps`` holds ``logging_steps``), and ``X`` for each ``no_X`` (HfArgumentParser's
+    ``--no_dataloader_pin_memory`` sets ``dataloader_pin_memory``)."""
     global _HYPHENATED
     found = identifiers(text)
     if "-" in text:
@@ -171,6 +172,7 @@ def words_of(text: str) -> set[str]:
 
             _HYPHENATED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+")
         found.update(m.replace("-", "_") for m in _HYPHENATED.findall(text))
+    found.update([w[3:] for w in found if w.startswith("no_")])
     return found
 
 
