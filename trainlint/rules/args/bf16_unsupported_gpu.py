@@ -41,6 +41,7 @@ class Bf16UnsupportedGpu(SiteRule):
     """
 
     code = "TL209"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
     fires_on = ("bf16", "bf16_full_eval")
     name = "bf16-unsupported-gpu"
     severity = Severity.ERROR

@@ -38,6 +38,7 @@ class CompileOnPreAmpere(SiteRule):
     """
 
     code = "TL511"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
     name = "compile-on-pre-ampere"
     severity = Severity.INFO
     summary = "torch_compile=True on a GPU older than Ampere"

@@ -52,6 +52,7 @@ class Fp16OnBf16Hardware(Rule):
     """
 
     code = "TL501"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
     name = "fp16-on-bf16-hardware"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES

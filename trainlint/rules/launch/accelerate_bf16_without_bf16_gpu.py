@@ -48,6 +48,7 @@ class AccelerateBf16WithoutBf16Gpu(Rule):
     """
 
     code = "TL414"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
     name = "accelerate-bf16-without-bf16-gpu"
     severity = Severity.WARNING
     triggers = LAUNCH_NAMES
