@@ -203,7 +203,9 @@ def _tool_trainlint(root: Path, key: str) -> str | None:
 
 def _read_toml(path: Path) -> dict | None:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        from trainlint.knowledge import tomlfile
+
+        return tomlfile.load(path)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
 
