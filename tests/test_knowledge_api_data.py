@@ -292,3 +292,13 @@ def test_trl_script_args_match_installed_trl(name):
     installed = {f.name for f in dataclasses.fields(cls) if f.init}
     assert sa.field_names(f"trl.{name}", trl.__version__) == installed
     assert sa.class_at(f"trl.{name}", trl.__version__) == f"{cls.__module__}.{name}"
+
+
+def test_auto_classes_have_no_forward_in_the_table():
+    """``forward_names`` answers an ``AutoModel...`` class without reading model_forward.json."""
+    from trainlint.knowledge import model_api
+
+    data = model_api._forward_data()
+    assert not [c for c in (*data["forward"], *data.get("forward_any", {})) if c.startswith("AutoModel")]
+    assert model_api.forward_names("AutoModelForSequenceClassification") is None
+    assert model_api.forward_names("BertForSequenceClassification") is not None
