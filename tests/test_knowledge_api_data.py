@@ -302,3 +302,27 @@ def test_auto_classes_have_no_forward_in_the_table():
     assert not [c for c in (*data["forward"], *data.get("forward_any", {})) if c.startswith("AutoModel")]
     assert model_api.forward_names("AutoModelForSequenceClassification") is None
     assert model_api.forward_names("BertForSequenceClassification") is not None
+
+
+def test_keyword_window_reads_the_runs_as_the_loaders_do():
+    """``keyword_window`` reads the runs directly; it says what ``loader`` says per version."""
+    from trainlint.knowledge import model_api
+
+    vs = model_api._data()["versions"]
+    assert vs == sorted(set(vs), key=model_api._data()["versions"].index)  # distinct, in order
+    for key, e in model_api._data()["loaders"].items():
+        words = {w for _, _, ps in e["params"] if ps for w in ps} | {"tokenizer", "no_such_keyword"}
+        words |= {w for _, _, ks in e["kwargs_keys"] if ks for w in ks}
+        words |= {w for _, _, al in e.get("aliases", []) if al for w in al}
+        for w in sorted(words):
+            for alias in (False, True):
+                flags = []
+                for v in vs:
+                    lo = model_api.loader(key, v)
+                    flags.append(lo is not None and (lo.handles(w) or (alias and w in lo.aliases)))
+                if not any(flags):
+                    want = (None, None)
+                else:
+                    first, last = flags.index(True), len(flags) - 1 - flags[::-1].index(True)
+                    want = (vs[first], vs[last + 1] if last + 1 < len(vs) else None)
+                assert model_api.keyword_window(key, w, alias) == want, (key, w, alias)

@@ -176,10 +176,14 @@ def keyword_window(key: str, keyword: str, alias: bool = False) -> tuple[str | N
     ``**kwargs``; with ``alias`` also a decorator's alias) and the first known release after
     the last one that does (None while the newest still does); (None, None) when none does."""
     vs = _data()["versions"]
+    e = _data()["loaders"].get(key)
+    if e is None:
+        return None, None
     flags = []
-    for v in vs:
-        lo = loader(key, v)
-        flags.append(lo is not None and (lo.handles(keyword) or (alias and keyword in lo.aliases)))
+    for i in range(len(vs)):  # what ``loader(key, vs[i])`` says, read off the runs directly
+        params = _at(e["params"], i)
+        flags.append(params is not None and (keyword in params or keyword in (_at(e["kwargs_keys"], i) or ())
+                                             or (alias and keyword in (_at(e.get("aliases", []), i) or {}))))
     if not any(flags):
         return None, None
     first = flags.index(True)

@@ -407,6 +407,22 @@ def _from_requirement_files(package: str, root: Path, main: bool = False) -> tup
 
 def _from_pyproject(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     pyproject = root / "pyproject.toml"
+    try:
+        st = pyproject.stat()
+    except OSError:
+        return None
+    key = (package, str(pyproject), main, st.st_mtime_ns, st.st_size)
+    if key not in _PYPROJECT_FOUND:  # asked for each package's pins and oldest version: read once
+        if len(_PYPROJECT_FOUND) > 256:
+            _PYPROJECT_FOUND.clear()
+        _PYPROJECT_FOUND[key] = _read_pyproject(package, pyproject, main)
+    return _PYPROJECT_FOUND[key]
+
+
+_PYPROJECT_FOUND: dict[tuple, tuple[SpecifierSet, str] | None] = {}
+
+
+def _read_pyproject(package: str, pyproject: Path, main: bool) -> tuple[SpecifierSet, str] | None:
     data = _read_toml(pyproject)
     if not data:
         return None
