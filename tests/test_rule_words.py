@@ -117,3 +117,23 @@ def test_words_of_reads_flags_with_hyphens():
     assert can_trigger(entry, {"TrainingArguments"}, lambda: words_of("TrainingArguments(logging_steps=1)"))
     assert not can_trigger(entry, {"TrainingArguments"}, lambda: words_of("TrainingArguments(eval_steps=1)"))
     assert not can_trigger(entry, set(), lambda: words_of("logging_steps"))
+
+
+def test_a_rule_is_imported_only_when_its_word_occurs(tmp_path):
+    from trainlint.checking import RuleSet
+    from trainlint.config import Settings
+    from trainlint.workspace import Workspace, read_file
+
+    def codes(text: str) -> set[str]:
+        (tmp_path / "train.py").write_text(text)
+        ws = Workspace(settings=Settings(), overlay={})
+        read_file(ws, str(tmp_path / "train.py"), True)
+        return {r.code for r in RuleSet(Settings()).for_workspace(ws)}
+
+    plain = codes("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o')\n")
+    assert "TL201" not in plain and "TL224" in plain  # TL224 reports an absent save_total_limit
+    assert "TL201" in codes("from transformers import TrainingArguments\n"
+                            "args = TrainingArguments(output_dir='o', logging_steps=1)\n")
+    assert "TL201" in codes("from transformers import HfArgumentParser, TrainingArguments\n"
+                            "p = HfArgumentParser(TrainingArguments)\n"
+                            "(a,) = p.parse_args_into_dataclasses(['--output-dir', 'o', '--logging-steps', '1'])\n")
