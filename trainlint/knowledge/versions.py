@@ -429,6 +429,7 @@ def _from_requirement_files(package: str, root: Path, main: bool = False) -> tup
 
 def _from_pyproject(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     pyproject = root / "pyproject.toml"
+    reads.note(pyproject)  # found or not, the result depends on it (the cache), also on a hit below
     try:
         st = pyproject.stat()
     except OSError:
