@@ -180,7 +180,8 @@ class TrainerCall:
 _TRAINER_POSITIONAL = ("model", "args", "data_collator", "train_dataset", "eval_dataset")
 
 
-class CliOption(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+@dataclass
+class CliOption:
     """One ``parser.add_argument(...)`` of an argparse parser."""
 
     dest: str
