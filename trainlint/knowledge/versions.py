@@ -130,7 +130,13 @@ def _resolve(
             return ResolvedVersion(configured, "pyproject.toml [tool.trainlint]")
     installed = installed_version(package) if use_installed else None
     if root is not None:
-        declared = declared_requirement(package, root)
+        declared = None
+        for folder in declaration_folders(root):  # a sub-project's file that does not name it: the ones above
+            declared = declared_requirement(package, folder)
+            if declared is not None:
+                if folder != root:
+                    declared = (declared[0], f"{os.path.relpath(folder, root)}/{declared[1]}")
+                break
         if declared is not None:
             spec, where = declared
             if installed and _satisfies(spec, installed):
@@ -605,6 +611,26 @@ def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[Spe
                     if req is not None and len(req.specifier):
                         return req.specifier, f"{_rel(path, root)}:{start + 1}"
     return None
+
+
+DECLARATION_LEVELS = 6
+
+
+def declaration_folders(root: Path) -> list[Path]:
+    """Where a target version may be declared, nearest first: ``root``, then the folders above
+    it up to the repository's top (the folder with ``.git``), at most ``DECLARATION_LEVELS``.
+    A folder of a repository with its own ``requirements.txt`` that does not name transformers
+    (Qwen's ``recipes/finetune/deepspeed``: deepspeed and peft) runs on the repository's pin."""
+    out = [Path(root)]
+    current = Path(os.path.abspath(root))
+    for _ in range(DECLARATION_LEVELS):
+        if (current / ".git").exists() or current.parent == current:
+            break
+        current = current.parent
+        out.append(current)
+    if not (current / ".git").exists():
+        return out[:1]  # no repository above: nothing beyond the project's own folder
+    return out
 
 
 def find_project_root(paths: list[Path] | list[str]) -> Path | None:
