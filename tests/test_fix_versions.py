@@ -195,3 +195,19 @@ def test_a_target_older_than_the_data_is_judged_as_an_assumption(tmp_path):
     write_files(tmp_path, {"requirements.txt": "trl==0.12.2\n"})
     [d] = [d for d in lint_folder(tmp_path, select=["TL610"]).diagnostics]
     assert d.severity.value != "info" and "older than" not in d.message
+
+
+def test_an_undeclared_trl_is_the_one_that_installs_beside_the_pinned_transformers(tmp_path):
+    """InternVL pins ``transformers==4.37.2`` and does not declare trl: the trl installed here
+    (1.16, which requires transformers>=4.56.2) cannot run beside it. The target trl is the
+    newest release whose requirement admits 4.37.2 (``trl_requires.json``, from the wheels'
+    METADATA), where ``DPOConfig(rpo_alpha=)`` exists; declared, trl is taken as declared."""
+    write_files(tmp_path, {"requirements.txt": "transformers==4.37.2\n",
+                           "train.py": "from trl import DPOConfig\nargs = DPOConfig(output_dir='o', rpo_alpha=1.0)\n"})
+    assert not [d for d in lint_folder(tmp_path, select=["TL601", "TL602"]).diagnostics]
+    fit = versions.trl_for_transformers("4.37.2", "1.16.0")
+    assert fit is not None and "trl is not declared" in fit.source
+    assert versions.trl_for_transformers("4.57.0", "1.16.0") is None  # 1.16 admits it: kept
+    write_files(tmp_path, {"requirements.txt": "transformers==4.37.2\ntrl==1.16.0\n"})
+    found = lint_folder(tmp_path, select=["TL601", "TL602"]).diagnostics
+    assert found and all("rpo_alpha" in d.message for d in found)

@@ -244,3 +244,21 @@ def test_a_sub_project_that_does_not_name_the_package_runs_on_the_repositorys_pi
     (tmp_path / ".git").rmdir()
     write(tmp_path, "recipes/ft/requirements.txt", "deepspeed\n")
     assert V.resolve_transformers_version(None, sub, use_installed=False).source == "newest known"
+
+
+def test_trl_requires_matches_the_installed_trl():
+    """``trl_requires.json`` (generated from the wheels' METADATA) says what the installed trl's
+    metadata says about transformers."""
+    import re
+
+    try:
+        installed = importlib.metadata.version("trl")
+        reqs = importlib.metadata.requires("trl") or []
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("trl is not installed")
+    data = V._trl_requires()
+    if installed not in data:
+        pytest.skip(f"trl {installed} is not in the data")
+    plain = [r for r in reqs if re.match(r"^transformers\b", r) and ";" not in r]
+    spec = re.sub(r"^transformers\s*(\[[^\]]*\])?\s*", "", plain[0]).strip("() ") if plain else ""
+    assert data[installed] == spec
