@@ -268,7 +268,9 @@ def _tool_trainlint(root: Path, key: str) -> str | None:
 def _read_toml(path: Path) -> dict | None:
     reads.note(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        from trainlint.knowledge import tomlfile
+
+        return tomlfile.load(path)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
 
@@ -474,6 +476,23 @@ def _from_requirement_files(package: str, root: Path, main: bool = False) -> tup
 
 def _from_pyproject(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     pyproject = root / "pyproject.toml"
+    reads.note(pyproject)  # found or not, the result depends on it (the cache), also on a hit below
+    try:
+        st = pyproject.stat()
+    except OSError:
+        return None
+    key = (package, str(pyproject), main, st.st_mtime_ns, st.st_size)
+    if key not in _PYPROJECT_FOUND:  # asked for each package's pins and oldest version: read once
+        if len(_PYPROJECT_FOUND) > 256:
+            _PYPROJECT_FOUND.clear()
+        _PYPROJECT_FOUND[key] = _read_pyproject(package, pyproject, main)
+    return _PYPROJECT_FOUND[key]
+
+
+_PYPROJECT_FOUND: dict[tuple, tuple[SpecifierSet, str] | None] = {}
+
+
+def _read_pyproject(package: str, pyproject: Path, main: bool) -> tuple[SpecifierSet, str] | None:
     data = _read_toml(pyproject)
     if not data:
         return None
