@@ -43,7 +43,13 @@ class _Fail(Exception):
 def apply_flow(nb: Any, tree: ast.Module) -> None:
     """Rewrite the shell text of ``nb`` (its builder's lines) with what its Python passes on."""
     b = nb._builder
-    aliases = _aliases(tree)
+    # Nothing to do (most notebooks): no shell line with an IPython field to expand, and no
+    # ``environ``/``chdir`` in the program (``os.environ``, ``os.chdir``, ``from os import
+    # environ``: each names one of the two words), so no statement can change the process.
+    effects_possible = "environ" in nb.python_text or "chdir" in nb.python_text
+    if not effects_possible and not any(_has_fields(b.disp[i][start:]) for i, start, _ in b.sites):
+        return
+    aliases = _aliases(tree) if effects_possible else {"os": set(), "environ": set(), "chdir": set()}
     sites = sorted(b.sites, key=lambda s: s[0])
     k = 0
     state: dict[str, Any] = {}
@@ -413,6 +419,10 @@ def _field_value(kind: str, text: str, state: dict[str, Any]) -> Any:
     if s is None or "\n" in s or "\r" in s:
         return UNKNOWN
     return s
+
+
+def _has_fields(body: str) -> bool:
+    return ("{" in body or "}" in body or "$" in body) and bool(_fields(body))
 
 
 def _expand(nb: Any, b: Any, site: tuple[int, int, list[tuple[int, int]]], state: dict[str, Any]) -> bool:
