@@ -439,6 +439,8 @@ def _lint_cells(tmp_path: Path, cells, **kw):
     'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"',
     "import os\nos.environ['WANDB_PROJECT'] = 'bert-imdb'\nos.environ.setdefault('CUDA_VISIBLE_DEVICES', '0,1')",
     'from os import environ\nenviron.update({"CUDA_VISIBLE_DEVICES": "0,1"})',
+    # an alias whose lines do not say environ (the shell flow looks for the alias too)
+    'from os import environ as E\nE["CUDA_VISIBLE_DEVICES"] = "0,1"',
     'import os\ngpus = "0,1"\nos.environ["CUDA_VISIBLE_DEVICES"] = gpus',
     "import os\nos.environ.update(CUDA_VISIBLE_DEVICES='0,1', WANDB_MODE='offline')",
 ])

@@ -797,6 +797,8 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return []
+    if "install" not in text:  # every line kept below says it (JSON never escapes ASCII letters)
+        return []
     if suffix == ".ipynb":
         try:
             data = json.loads(text)
@@ -825,9 +827,16 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+@lru_cache(maxsize=1024)
+def _install_lines_of(path_text: str, _stamp: tuple) -> tuple[tuple[str, str], ...]:
+    """``_install_lines`` once per file version (several packages and questions ask it: the
+    same notebook was read and decoded for each)."""
+    return tuple(_install_lines(Path(path_text)))
+
+
 @lru_cache(maxsize=256)
 def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, str] | None:
-    for line, where in _install_lines(Path(path_text)):
+    for line, where in _install_lines_of(path_text, _stamp):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")
@@ -841,7 +850,7 @@ def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, st
 
 @lru_cache(maxsize=256)
 def _installs_checkout(package: str, path_text: str, _stamp: tuple) -> str | None:
-    for line, where in _install_lines(Path(path_text)):
+    for line, where in _install_lines_of(path_text, _stamp):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"").rstrip("/")
@@ -869,7 +878,7 @@ def installs_checkout(package: str, path: str | Path) -> str | None:
 
 @lru_cache(maxsize=256)
 def _installs_unpinned(package: str, path_text: str, _stamp: tuple) -> bool:
-    for line, _where in _install_lines(Path(path_text)):
+    for line, _where in _install_lines_of(path_text, _stamp):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")

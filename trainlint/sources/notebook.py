@@ -251,8 +251,8 @@ class Notebook:
 
             b = self._builder  # type: ignore[attr-defined]
             k = bisect.bisect_right(b.plain, (i, 1 << 62)) - 1
-            start, cell = b.plain[k]
-            v = self.vlines[i] = VLine(cell, i - start + 1, [], None, len(b.disp[i]))
+            start, cell, line = b.plain[k]
+            v = self.vlines[i] = VLine(cell, line + i - start, [], None, len(b.disp[i]))
         return v
 
     @property
@@ -443,7 +443,9 @@ class _Builder:
         self.sh: list[str] = []
         self.disp: list[str] = []
         self.vlines: list[VLine | None] = []
-        self.plain: list[tuple[int, int]] = []  # (first index, cell) of the plain cells' lines
+        # (first index, cell, its line in the cell) of each run of plain Python lines, whose
+        # virtual lines are made when asked (``Notebook.vline``)
+        self.plain: list[tuple[int, int, int]] = []
         self.writes: list[tuple[str, bool, int, list[str], int]] = []  # name, append, magic line, body, cell
         self.cell_ranges: list[tuple[int, int, int]] = []  # (cell, first vline, count) of Python cells
         # shell lines IPython expands ``{expr}``/``$name`` in: (index, first column of the
@@ -481,10 +483,10 @@ class _Builder:
             self.sh.extend([""] * len(lines))
             # made when asked (``Notebook.vline``): most lines of most notebooks are never located
             self.vlines.extend([None] * len(lines))  # type: ignore[list-item]
-            self.plain.append((start - 1, n))
+            self.plain.append((start - 1, n, 1))
             self.cell_ranges.append((n, start, len(lines)))
             return
-        self.python_lines(cell.number, lines, 0)
+        self.python_lines(cell.number, lines, 0, lazy_tail=True)
 
     def doctest_lines(self, n: int, lines: list[str]) -> None:
         """A cell pasted from a doctest: IPython strips the ``>>> ``/``... `` prompts."""
@@ -531,13 +533,18 @@ class _Builder:
             for i, ln in enumerate(body):
                 self.add(n, at + 2 + i, ln, "", "")
 
-    def python_lines(self, n: int, lines: list[str], base: int) -> None:
+    def python_lines(self, n: int, lines: list[str], base: int, lazy_tail: bool = False) -> None:
         first_vline = len(self.vlines) + 1
         quote: str | None = None
         depth = 0
         cont = False
         i = 0
-        while i < len(lines):
+        end = len(lines)
+        if lazy_tail:
+            # past the last line that could be IPython syntax (``!pip install`` atop a cell of
+            # Python), the lines are plain Python: taken as they are, as a plain cell's
+            end = next((j + 1 for j in range(len(lines) - 1, -1, -1) if _MAYBE_IPYTHON.search(lines[j])), 0)
+        while i < end:
             ln = lines[i]
             k = base + i + 1
             if quote is None and depth == 0 and not cont:
@@ -550,6 +557,13 @@ class _Builder:
             quote, depth, cont = _advance(ln, quote, depth)
             self.add(n, k, ln, ln, "")
             i += 1
+        if i < len(lines):
+            tail = lines[i:]
+            self.plain.append((len(self.vlines), n, base + i + 1))
+            self.disp.extend(tail)
+            self.py.extend(tail)
+            self.sh.extend([""] * len(tail))
+            self.vlines.extend([None] * len(tail))  # type: ignore[list-item]
         self.cell_ranges.append((n, first_vline, len(self.vlines) + 1 - first_vline))
 
     def _continued(self, lines: list[str], i: int) -> int:

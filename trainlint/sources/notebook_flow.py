@@ -46,15 +46,34 @@ def apply_flow(nb: Any, tree: ast.Module) -> None:
     # Nothing to do (most notebooks): no shell line with an IPython field to expand, and no
     # ``environ``/``chdir`` in the program (``os.environ``, ``os.chdir``, ``from os import
     # environ``: each names one of the two words), so no statement can change the process.
-    effects_possible = "environ" in nb.python_text or "chdir" in nb.python_text
-    if not effects_possible and not any(_has_fields(b.disp[i][start:]) for i, start, _ in b.sites):
+    text = nb.python_text
+    effects_possible = "environ" in text or "chdir" in text
+    fielded = [i for i, start, _ in b.sites if _has_fields(b.disp[i][start:])]
+    if not effects_possible and not fielded:
         return
     aliases = _aliases(tree) if effects_possible else {"os": set(), "environ": set(), "chdir": set()}
+    if not (aliases["os"] or aliases["environ"] or aliases["chdir"]):
+        effects_possible = False
+    lines = text.split("\n") if effects_possible else []
+    # ``os.environ``/``os.chdir`` name the words; ``from os import environ as env`` its alias
+    words = ("environ", "chdir", *aliases["environ"], *aliases["chdir"])
+
+    def may_affect(stmt: ast.stmt) -> bool:  # its lines name one of the words
+        return effects_possible and any(w in ln for ln in lines[stmt.lineno - 1:stmt.end_lineno or stmt.lineno]
+                                        for w in words)
+
+    # past the last shell line with a field and the last statement that may change the
+    # process, nothing a statement binds or does can change any shell text
+    last = max((i + 1 for i in fielded), default=0)
+    if effects_possible:
+        last = max([last, *((stmt.end_lineno or stmt.lineno) for stmt in tree.body if may_affect(stmt))])
     sites = sorted(b.sites, key=lambda s: s[0])
     k = 0
     state: dict[str, Any] = {}
     changed = False
     for stmt in tree.body:
+        if stmt.lineno > last:
+            break
         # the shell lines before this statement, then those inside it (its names unknown there)
         while k < len(sites) and sites[k][0] + 1 < stmt.lineno:
             changed |= _expand(nb, b, sites[k], state)
@@ -69,7 +88,7 @@ def apply_flow(nb: Any, tree: ast.Module) -> None:
                 scoped[name] = UNKNOWN
             for site in inside:
                 changed |= _expand(nb, b, site, scoped)
-        effects = _effects(stmt, aliases, state)
+        effects = _effects(stmt, aliases, state) if may_affect(stmt) else []
         if effects:
             _append_shell(nb, b, (stmt.end_lineno or stmt.lineno) - 1, effects)
             changed = True
