@@ -595,3 +595,50 @@ def test_names_a_notebook_mentions():
             "%run -m pkg.train_mod\n!bash ./scripts/launch.sh\nimg = 'aGVsbG8' * 10000 + 'x.png'\n")
     assert {"run_glue.py", "cfg.yaml", "ds_config.json", "train_mod", "launch.sh"} <= _mentioned_names(text)
     assert _mentioned_names("x" * 200_000 + ".pyc") == set()
+
+
+# -- the reader's fast paths give what their plain versions give (issue 16 §1) ------------------
+
+# the one-alternation forms the fast searches replace (kept here as the reference)
+_MAYBE_IPYTHON_REF = r"^[ \t]*[!%?/,;]|\?[ \t]*$|=[ \t]*[!%]|^[ \t]*(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|" \
+                     r"cat|cp|mv|rm|rmdir|load_ext|matplotlib|env|run|time|timeit|pushd|popd|wget)[ \t]"
+_INSTALL_REF = r"^[ \t]*(?:!|%{0,2}(?:pip3?|conda|mamba|uv)[ \t]).*$"
+
+
+def test_fast_ipython_and_install_searches_match_their_reference():
+    import random
+    import re
+
+    from trainlint.sources.notebook import _INSTALL_OR_SHELL, _maybe_ipython
+
+    maybe, install = re.compile(_MAYBE_IPYTHON_REF, re.M), re.compile(_INSTALL_REF, re.M)
+    pieces = ["\n", " ", "\t", "!", "%", "%%", "?", "??", "/", ",", ";", "=", "x", "pip", "pip3", "uv", "cd",
+              "conda", "env", "run", "time", "timeit", "ls", "#", "'", "a = ", "\r", "print(1)", "\n\n"]
+    rng = random.Random(16)
+    texts = ["", "\n", "?", "x?", "x?\n", "a = !ls", "a=%time", "\n!x", "pip install x", " pip\tx", "%%bash\n"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(20_000)]
+    for text in texts:
+        assert _maybe_ipython(text) == bool(maybe.search(text)), repr(text)
+        assert _INSTALL_OR_SHELL.sub("\n", "\n" + text)[1:] == install.sub("", text), repr(text)
+
+
+def test_install_lines_the_same_from_the_reader_and_from_json(tmp_path: Path):
+    import sys
+
+    from trainlint.knowledge import versions
+
+    cells = [("markdown", "%pip install nothing"), ("code", '%pip install -q "transformers==4.44.2" trl\n!pip install \\\n  peft'),
+             ("code", "%%bash\npip install accelerate==1.0.0")]
+    for i, text in enumerate([notebook(cells), notebook(cells, as_string=True), "\ufeff" + notebook(cells),
+                              '{"cells": [{"cell_type": "code", "source": 3}], "nbformat": 4}  install',
+                              '{"worksheets": [], "nbformat": 3} install', "not json install"]):
+        path = tmp_path / f"n{i}.ipynb"
+        path.write_text(text, encoding="utf-8")
+        with_reader = versions._install_lines(path)
+        reader = sys.modules.pop("trainlint.sources.notebook")
+        try:
+            assert versions._install_lines(path) == with_reader
+        finally:
+            sys.modules["trainlint.sources.notebook"] = reader
+        if i < 2:
+            assert [w for _, w in with_reader] == [f"n{i}.ipynb:cell 2", f"n{i}.ipynb:cell 2", f"n{i}.ipynb:cell 3"]

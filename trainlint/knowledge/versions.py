@@ -789,8 +789,6 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
     """(command text, where) of the ``pip install`` lines a file runs itself: a notebook's
     ``!pip``/``%pip`` lines and the lines of its ``%%bash`` cells, or a shell script's lines;
     continuation lines joined. Other kinds of file run no install line."""
-    import json
-
     suffix = path.suffix.lower()
     chunks: list[tuple[list[str], str, bool]] = []  # (lines, where prefix, every line is shell)
     try:
@@ -800,16 +798,7 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
     if "install" not in text:  # every line kept below says it (JSON never escapes ASCII letters)
         return []
     if suffix == ".ipynb":
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return []
-        cells = data.get("cells") if isinstance(data, dict) else None
-        for n, cell in enumerate(cells if isinstance(cells, list) else [], 1):
-            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-                continue
-            src = cell.get("source")
-            src = "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""
+        for n, src in _code_cells(text):
             lines = src.splitlines()
             shell = bool(lines) and bool(_SHELL_CELL.match(lines[0]))
             chunks.append((lines, f"{path.name}:cell {n}", shell))
@@ -824,6 +813,32 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
             if (shell or _MAGIC_PIP.match(line)) and "install" in line:
                 out.append((line, f"{where}" + (f" line {start + 1}" if where.endswith(".sh") or
                                                    where.endswith(".bash") else "")))
+    return out
+
+
+def _code_cells(text: str) -> list[tuple[int, str]]:
+    """(number, source) of a notebook's code cells. When the notebook reader is loaded (this
+    process read notebooks) its cells, decoded once per process, are used: the same as the JSON
+    gives for a well-formed nbformat 4 notebook without a byte order mark."""
+    import json
+    import sys
+
+    reader = sys.modules.get("trainlint.sources.notebook")
+    if reader is not None and not text.startswith("\ufeff"):
+        cells = reader.decoded_cells(text)
+        if cells is not None:
+            return [(n, src) for n, (kind, src) in enumerate(cells, 1) if kind == "code"]
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    cells = data.get("cells") if isinstance(data, dict) else None
+    out = []
+    for n, cell in enumerate(cells if isinstance(cells, list) else [], 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source")
+        out.append((n, "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""))
     return out
 
 
