@@ -799,6 +799,8 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
         return []
     if suffix == ".ipynb":
         for n, src in _code_cells(text):
+            if "install" not in src:  # no line of it can be kept (a continuation joins with a space)
+                continue
             lines = src.splitlines()
             shell = bool(lines) and bool(_SHELL_CELL.match(lines[0]))
             chunks.append((lines, f"{path.name}:cell {n}", shell))
