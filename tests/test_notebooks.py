@@ -642,3 +642,80 @@ def test_install_lines_the_same_from_the_reader_and_from_json(tmp_path: Path):
             sys.modules["trainlint.sources.notebook"] = reader
         if i < 2:
             assert [w for _, w in with_reader] == [f"n{i}.ipynb:cell 2", f"n{i}.ipynb:cell 2", f"n{i}.ipynb:cell 3"]
+
+
+# -- shell processes and %env as IPython runs them (issue 16 §2) --------------------------------
+
+def _launches(cells):
+    nb = read_notebook("nb.ipynb", notebook(cells))
+    return [(launch.cwd, {k: v.value for k, v in launch.env.items()}) for launch in nb.launches]
+
+
+def test_a_bash_cell_is_a_process_of_its_own():
+    # its cd and exports apply to its later lines, never to later cells
+    for magic in ("%%bash", "%%sh", "%%script bash"):
+        cells = [("code", f"{magic}\ncd examples\nexport WANDB_MODE=offline\npython train.py --output_dir o"),
+                 ("code", "!python train.py --output_dir p"),
+                 ("code", "%%bash\npython train.py --output_dir q")]
+        assert _launches(cells) == [("examples", {"WANDB_MODE": "offline"}), (None, {}), (None, {})], magic
+    # %cd and %env are the kernel's: they reach later cells
+    cells = [("code", "%cd examples\n%env WANDB_MODE=offline"), ("code", "%%bash\npython train.py --output_dir o")]
+    assert _launches(cells) == [("examples", {"WANDB_MODE": "offline"})]
+
+
+def test_each_bang_line_is_a_shell_of_its_own():
+    cells = [("code", "!export CUDA_VISIBLE_DEVICES=0,1 && cd examples  # set up\n"
+                      "!cd examples && CUDA_VISIBLE_DEVICES=0 python train.py --output_dir o  # run it\n"
+                      "files = !cd examples; ls\n"
+                      "!python train.py --output_dir p")]
+    # the first line's export and cd end with it; the prefix assignment is the launch's own
+    assert _launches(cells) == [("examples", {"CUDA_VISIBLE_DEVICES": "0"}), (None, {})]
+
+
+def test_bang_line_continuation_and_comment_as_ipython_joins_them(tmp_path: Path):
+    # IPython joins the lines of a continued ! command with a space (assemble_continued_line),
+    # so a comment runs to the end of the command: --save_total_limit is commented out
+    cells = [("code", "!torchrun --nproc_per_node 2 train.py --output_dir o \\\n"
+                      "    --logging_steps 1 # log often \\\n"
+                      "    --save_total_limit 1\n"
+                      "!torchrun --nproc_per_node 2 train.py --output_dir o --logging_steps\\\n1")]
+    nb = read_notebook("nb.ipynb", notebook(cells))
+    first, second = nb.launches
+    assert {f.key: f.value for f in first.script_args} == {"output_dir": "o", "logging_steps": "1"}
+    assert {f.key: f.value for f in second.script_args} == {"output_dir": "o", "logging_steps": "1"}
+    result = _lint_cells(tmp_path, cells, options={"gpu": "A100"})
+    assert ("TL201", 1, 2, 21) in _found(result)  # logging_steps 1, on its own line of the cell
+    assert not any(d.code == "TL002" or d.code == "TL003" for d in result.diagnostics)
+
+
+@pytest.mark.parametrize(("line", "env"), [
+    ("%env CUDA_VISIBLE_DEVICES=0,1", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("%env CUDA_VISIBLE_DEVICES 0,1", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("%env CUDA_VISIBLE_DEVICES = 0,1", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("%set_env CUDA_VISIBLE_DEVICES=0,1", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("%env WANDB_NOTES a b", {"WANDB_NOTES": "a b"}),
+    ("%env X=a=b", {"X": "a=b"}),
+    ("%env X=", {"X": ""}),
+    # a query, the listing, a name with a space (IPython refuses it): nothing is set
+    ("%env CUDA_VISIBLE_DEVICES", {}), ("%env", {}), ("%env CMD_ARGS A=B", {}),
+    # IPython expands the line from Python values first
+    ("gpus = '0,1'\n%env CUDA_VISIBLE_DEVICES=$gpus", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("n = 2\n%env CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(n))}", {"CUDA_VISIBLE_DEVICES": None}),
+    ("gpus = '0,1'\n%env CUDA_VISIBLE_DEVICES {gpus}", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("import torch\n%env CUDA_VISIBLE_DEVICES={torch.cuda.device_count()}", {"CUDA_VISIBLE_DEVICES": None}),
+    # an undefined name: IPython sets the text as written
+    ("%env X=$undefined_name", {"X": "$undefined_name"}),
+    ("key = 'CUDA_VISIBLE_DEVICES'\n%env {key}=0", {"CUDA_VISIBLE_DEVICES": "0"}),
+    ("import os\n%env {os.getenv('K')}=0", {}),
+])
+def test_env_magic_as_ipython_parses_and_expands_it(line: str, env: dict):
+    assert _launches([("code", line), ("code", "!python train.py --output_dir o")]) == [(None, env)]
+
+
+def test_env_values_from_python_make_findings_at_the_field(tmp_path: Path):
+    cells = [("code", "gpus = '0,1'\n%env CUDA_VISIBLE_DEVICES={gpus}"), ("code", LAUNCH4)]
+    assert ("TL403", 2, 1, 28) in _found(_lint_cells(tmp_path, cells))
+    # a value only the kernel knows: no finding about a placeholder
+    cells = [("code", "import torch\n%env CUDA_VISIBLE_DEVICES={torch.cuda.device_count()}"), ("code", LAUNCH4)]
+    result = _lint_cells(tmp_path, cells)
+    assert "TL403" not in _codes(result) and not any("$__" in d.message for d in result.diagnostics)
