@@ -719,3 +719,14 @@ def test_env_values_from_python_make_findings_at_the_field(tmp_path: Path):
     cells = [("code", "import torch\n%env CUDA_VISIBLE_DEVICES={torch.cuda.device_count()}"), ("code", LAUNCH4)]
     result = _lint_cells(tmp_path, cells)
     assert "TL403" not in _codes(result) and not any("$__" in d.message for d in result.diagnostics)
+
+
+def test_estimate_names_the_launch_line_by_cell(tmp_path: Path):
+    from trainlint.estimate import _launch_line
+
+    cells = [("markdown", "# Train"), ("code", "!pip install -q transformers"),
+             ("code", "%%writefile train.py\n" + TRAIN_PY),
+             ("code", "lr = 3e-5\n!python train.py --output_dir out --learning_rate {lr}")]
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    assert _launch_line(str(tmp_path / "nb.ipynb"), 7) == "cell 4:2"  # markdown takes no virtual line
+    assert _launch_line(str(tmp_path / "run.sh"), 7) == "7"
