@@ -670,6 +670,9 @@ def test_each_bang_line_is_a_shell_of_its_own():
                       "!python train.py --output_dir p")]
     # the first line's export and cd end with it; the prefix assignment is the launch's own
     assert _launches(cells) == [("examples", {"CUDA_VISIBLE_DEVICES": "0"}), (None, {})]
+    # a trailing comment is the shell's: no argument of the launch
+    first = read_notebook("nb.ipynb", notebook(cells)).launches[0]
+    assert [f.raw for f in first.script_args] == ["--output_dir o"]
 
 
 def test_bang_line_continuation_and_comment_as_ipython_joins_them(tmp_path: Path):
