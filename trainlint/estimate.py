@@ -371,7 +371,22 @@ def launch_text(setup: Setup, limit: int = 100) -> str:
     text = " ".join(p for p in parts if p)
     if len(text) > limit:
         text = text[: limit - 4].rstrip() + " ..."
-    return f"{Path(launch.path).name}:{launch.span.line}: {text}"
+    return f"{Path(launch.path).name}:{_launch_line(launch.path, launch.span.line)}: {text}"
+
+
+def _launch_line(path: str, line: int) -> str:
+    """``3``, or in a notebook ``cell 4:2`` (its launch lines are on virtual lines)."""
+    if not path.lower().endswith(".ipynb"):
+        return str(line)
+    from trainlint.sources.errors import ReadError
+    from trainlint.sources.files import ReadProblem, read_text
+    from trainlint.sources.notebook import load_cells, layout
+
+    try:
+        loc = layout(path, load_cells(path, read_text(path).text)[1]).locate(line, 1)
+    except (ReadError, ReadProblem):
+        return str(line)
+    return f"cell {loc[0]}:{loc[1]}" if loc is not None else str(line)
 
 
 def estimate_setup(setup: Setup, *, gpus: int | None = None, accelerate: Any = None) -> SetupEstimate | str | None:
