@@ -15,7 +15,10 @@ copy of the file). Each run is one process, measured with ``os.wait4``: wall sec
 seconds (user + system, of the process and its children) and peak RSS (the largest of the
 process and its children). Each row gives the CPU per unit relative to the 1/4 size (1.00 is
 linear) and the peak RSS over the input size. The start-up peak (a check of a 2-line file) is
-measured once, and the last column leaves it out. Benchmarks are not timed tests; state the load average with the figures.
+measured once, and the (peak - start-up) column leaves it out. The parse floor is the peak of
+a process that only reads the file and ``ast.parse``-es it (the syntax tree alone is 40-100
+bytes per byte of source): each row gives the peak over it, and without start-ups (trainlint's
+and a bare interpreter's). Benchmarks are not timed tests; state the load average with the figures.
 
 usage: python benchmarks/pathological.py [--only calls,pairs,script,blocks] [--commands check,fix,apply]
                                          [--scale 1.0] [--blocks-mb 4]
@@ -99,6 +102,9 @@ def cases(blocks_mb: float, scale: float) -> dict[str, tuple[str, int, object]]:
 
 
 
+# the floor: a process that only reads the file and ``ast.parse``-es it whole
+PARSE = "import ast, sys; ast.parse(open(sys.argv[1], encoding='utf-8').read())"
+
 COMMANDS = {
     "check": ["check", "--no-cache", "--exit-zero", "--format", "concise"],
     "fix": ["fix"],
@@ -122,16 +128,20 @@ def main() -> None:
         tiny.write_text(HEAD)
         floor = measure([*exe, *COMMANDS["check"], str(tiny)], base)[2]
         print(f"start-up peak (check of a 2-line file): {floor:.0f} MiB\n")
+        bare = measure([sys.executable, "-c", "pass"], base)[2]
+        print(f"start-up peak of a bare interpreter: {bare:.0f} MiB\n")
         print("| file | size | units | MB | command | wall s | CPU s | peak MiB | CPU per unit vs 1/4 | peak / input "
-              "| (peak - start-up) / input |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "| (peak - start-up) / input | parse floor MiB | peak / floor | (peak - start-up) / (floor - bare) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for label, (unit, full, writer) in cases(opts.blocks_mb, opts.scale).items():
             if label not in opts.only.split(","):
                 continue
             files = {}
+            floors = {}
             for frac in (4, 2, 1):
                 n = full // frac
                 files[frac] = (n, writer(base / f"{label}_{frac}.py", n))  # type: ignore[operator]
+                floors[frac] = measure([sys.executable, "-c", PARSE, str(files[frac][1])], base)[2]
             for command in opts.commands.split(","):
                 first = None
                 for frac in (4, 2, 1):
@@ -147,7 +157,8 @@ def main() -> None:
                     first = first or per
                     print(f"| {label} | 1/{frac} | {n:,} {unit} | {mb:.2f} | {command} | {wall:.1f} | {cpu:.1f} | "
                           f"{peak:.0f} | {per / first:.2f} | {peak / (mb * 1e6 / 2**20):.0f}x | "
-                          f"{(peak - floor) / (mb * 1e6 / 2**20):.0f}x |", flush=True)
+                          f"{(peak - floor) / (mb * 1e6 / 2**20):.0f}x | {floors[frac]:.0f} | "
+                          f"{peak / floors[frac]:.2f}x | {(peak - floor) / (floors[frac] - bare):.2f}x |", flush=True)
         print(f"\nload average at end: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}")
     finally:
         shutil.rmtree(base, ignore_errors=True)

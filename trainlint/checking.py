@@ -186,11 +186,28 @@ class Outcome:
 
 
 def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: dict[str, str],
-                ctx: RunContext, rules: RuleSet | list[Rule] | None = None) -> Outcome:
-    """Read ``entries`` ((path, explicit) in walk order) into one workspace and check it."""
+                ctx: RunContext, rules: RuleSet | list[Rule] | None = None, reuse: Reuse | None = None) -> Outcome:
+    """Read ``entries`` ((path, explicit) in walk order) into one workspace and check it.
+    ``reuse``: the parses kept across the passes of one ``fix`` (``Reuse``)."""
     ws = Workspace(settings=settings, overlay=overlay)
+    if reuse is not None and reuse.wanted(entries):
+        ws.reads = reuse.reads
     for path, explicit in entries:
         read_entry(ws, path, explicit)
+    if ws.reads is not None:
+        ws.reads = None  # what linking reads besides is read afresh
+        assert reuse is not None
+        out = reuse.in_child(lambda: _check_read(ws, entries, settings, ctx, rules), rules, ws)
+        if out is not None:
+            return out
+        ws = Workspace(settings=settings, overlay=overlay)  # the child failed: check here, afresh
+        for path, explicit in entries:
+            read_entry(ws, path, explicit)
+    return _check_read(ws, entries, settings, ctx, rules)
+
+
+def _check_read(ws: Workspace, entries: list[tuple[str, bool]], settings: Settings, ctx: RunContext,
+                rules: RuleSet | list[Rule] | None) -> Outcome:
     declared: set[str] = set()
     with reads.recording() as outside:  # what rules read from outside the workspace
         diagnostics = filter_findings(run_rules(ws, settings, declared, ctx=ctx, rules=rules), ws, settings)
@@ -201,6 +218,101 @@ def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: di
                    {p: f.kind for p, f in ws.files.items()}, sorted(ws.unparsable), sorted(declared))
 
 
+class Reuse:
+    """What one ``fix`` keeps across its passes so that a group of linked files whose texts
+    changed is not parsed again whole: each file's read (``Workspace.reads``, keyed on its
+    text), made in this process, which then never links or checks them. Linking, setups,
+    rules and the filter run in a forked child process on the workspace as read (copy on
+    write), which sends back the outcome, so every document this process keeps stays exactly
+    as its reader made it: a later pass gets, for each file whose text did not change, what
+    reading it again would give, and the check is the same as a fresh one. Only groups of
+    several files are checked this way (a stand-alone script that changed has nothing to
+    reuse), and only where ``os.fork`` exists; if the child fails for any reason, the group
+    is read again and checked in this process."""
+
+    MIN_BYTES = 64 * 1024  # smaller groups parse faster than a child process starts
+
+    def __init__(self) -> None:
+        import os
+
+        import threading
+
+        self.reads: dict[tuple, tuple] = {}
+        # forking is safe only when no other thread can hold a lock the child would need (an
+        # import's): the thread running the fix and the main thread waiting for it, as in the
+        # command line; a language server's threads keep the plain passes
+        self.enabled = hasattr(os, "fork") and threading.active_count() <= 2
+        self.children = 0  # how many groups were checked in a child (for tests)
+
+    def wanted(self, entries: list[tuple[str, bool]]) -> bool:
+        if not self.enabled or len(entries) < 2:
+            return False
+        import os
+
+        size = 0
+        for path, _ in entries:
+            try:
+                size += os.stat(path).st_size
+            except OSError:
+                continue
+            if size >= self.MIN_BYTES:
+                return True
+        return False
+
+    def in_child(self, check: Any, rules: RuleSet | list[Rule] | None, ws: Workspace) -> Outcome | None:
+        """``check()`` run in a forked child; its outcome, or None when the child failed."""
+        import gc
+        import os
+        import pickle
+        import sys
+        import warnings
+
+        if isinstance(rules, RuleSet):
+            try:  # made here, so that the next pass's child inherits them instead of importing
+                rules.for_workspace(ws)
+            except Exception:  # noqa: BLE001 - the child meets (and reports) the same problem
+                pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        read_end, write_end = os.pipe()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(read_end)
+                os.close(write_end)
+                return None
+        if pid == 0:  # the child: check, send the outcome, leave without any clean-up
+            code = 1
+            try:
+                os.close(read_end)
+                gc.freeze()  # what it inherited is never freed here: keep the collector off it
+                data = pickle.dumps(check(), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(write_end, "wb") as f:
+                    f.write(data)
+                code = 0
+            except BaseException:  # noqa: BLE001 - the parent checks the group itself
+                pass
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as f:
+            data = f.read()
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            return None
+        try:
+            out = pickle.loads(data)
+        except Exception:  # noqa: BLE001
+            return None
+        self.children += 1
+        return out
+
+
 def check_unit(path: str, explicit: bool, text: str, settings: Settings, ctx: RunContext,
                rules: RuleSet | list[Rule] | None = None) -> Outcome:
     """One stand-alone script, checked as a run of its own (its text already read)."""
@@ -208,9 +320,9 @@ def check_unit(path: str, explicit: bool, text: str, settings: Settings, ctx: Ru
 
 
 def run_task(task: Any, settings: Settings, overlay: dict[str, str], ctx: RunContext,
-             rules: RuleSet | list[Rule] | None = None) -> Outcome:
+             rules: RuleSet | list[Rule] | None = None, reuse: Reuse | None = None) -> Outcome:
     """One task of a run's plan, whichever scheduler runs it: a stand-alone script (an object
     with ``path``, ``explicit`` and ``text``) or a group of (path, explicit) entries."""
     if isinstance(task, list):
-        return check_group(task, settings, overlay, ctx, rules)
+        return check_group(task, settings, overlay, ctx, rules, reuse)
     return check_unit(task.path, task.explicit, task.text, settings, ctx, rules)

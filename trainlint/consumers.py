@@ -263,11 +263,14 @@ def patcher_fields(pf: PythonFile, class_name: str) -> frozenset[str]:
     from trainlint.knowledge import training_args as ta
 
     if not ta.is_trl_class(class_name):
-        return frozenset()
+        return _NO_FIELDS
     out: set[str] = set()
     for p in patchers_of(pf):
         out.update(p.config_fields)
-    return frozenset(out)
+    return frozenset(out) if out else _NO_FIELDS
+
+
+_NO_FIELDS: frozenset[str] = frozenset()  # one for every call (an empty frozenset is not shared)
 
 
 def patched_trainer_keyword(pf: PythonFile, trainer_class: str, keyword: str) -> str | None:

@@ -99,17 +99,21 @@ def with_target_root(settings: Settings, paths: list[Path]) -> Settings:
 
 def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None = None,
          only: set[str] | None = None, *, jobs: int | None = 1, cache: bool = False,
-         min_files: int = MIN_POOL_FILES, memo: dict | None = None) -> LintResult:
+         min_files: int = MIN_POOL_FILES, memo: dict | None = None, reuse: Any = None,
+         walked: list[tuple[str, bool]] | None = None) -> LintResult:
     """Check ``paths``. ``overlay`` replaces file contents (fixes in memory, stdin).
 
     ``jobs``: processes (None: one per core); the pool is used above ``min_files`` files to
     check. ``cache``: unchanged stand-alone scripts come from the findings cache. The result
     does not depend on either. ``memo`` (a dict kept across calls, as ``fix`` does between
-    passes) remembers each task's outcome by its texts, so an unchanged task is not redone."""
+    passes) remembers each task's outcome by its texts, so an unchanged task is not redone;
+    ``reuse`` (a ``checking.Reuse``, kept across them too) each file's parse by its text, so a
+    changed group parses only its changed files; ``walked``: the walk of ``paths`` when the
+    caller has it (``fix`` creates no file, so its passes walk once)."""
     settings = with_target_root(settings, paths)
     try:
         with _collector_paused():
-            return _lint(paths, settings, overlay or {}, jobs, cache, min_files, memo)
+            return _lint(paths, settings, overlay or {}, jobs, cache, min_files, memo, reuse, walked)
     finally:
         from trainlint.vcs import close_all
 
@@ -130,10 +134,12 @@ def _walk_order(paths: list[Path], settings: Settings) -> list[tuple[str, bool]]
 
 
 def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: int | None,
-          use_cache: bool, min_files: int, memo: dict | None) -> LintResult:
+          use_cache: bool, min_files: int, memo: dict | None, reuse: Any = None,
+          walked: list[tuple[str, bool]] | None = None) -> LintResult:
     started_ns = time.time_ns()
     store = None
-    walked = _walk_order(paths, settings)
+    if walked is None:
+        walked = _walk_order(paths, settings)
     run_key = None
     if use_cache:
         from trainlint.cache import FindingsCache
@@ -217,7 +223,7 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
     else:
         def here() -> list[Outcome]:
             rules = checking.make_rules(settings)
-            return [run_task(t, settings, overlay, ctx, rules) for t in run_tasks]
+            return [run_task(t, settings, overlay, ctx, rules, reuse) for t in run_tasks]
 
         fresh = with_deep_stack(here)
     results: list[Outcome] = [remembered.get(i) for i in range(len(tasks))]  # type: ignore[misc]
@@ -433,7 +439,11 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
     reverted: list[tuple[Diagnostic, str]] = []
     refused: set[tuple] = set()  # fixes that broke a file: never tried again
     memo: dict = {}  # tasks a pass leaves unchanged are not checked again
-    result = lint(paths, settings, current, memo=memo)
+    from trainlint.checking import Reuse
+
+    reuse = Reuse()  # nor files whose text a pass leaves unchanged parsed again
+    walked = _walk_order(paths, with_target_root(settings, paths))  # fix creates no file: one walk
+    result = lint(paths, settings, current, memo=memo, reuse=reuse, walked=walked)
     first = result
     original = dict(result.texts)
     # never edit a file that did not parse, even when its finding is ignored or suppressed
@@ -470,7 +480,7 @@ def _fix_outcome(paths: list[Path], settings: Settings, unsafe: bool,
         seen_states.add(state)
         applied.extend(pr.applied)
         current.update(pr.texts)
-        result = lint(paths, settings, current, memo=memo)
+        result = lint(paths, settings, current, memo=memo, reuse=reuse, walked=walked)
     fixed = {p: t for p, t in current.items() if original.get(p) is not None and t != original[p]
              and p not in unparsable}
     return FixOutcome(original=original, fixed=fixed, applied=applied, reverted=reverted,

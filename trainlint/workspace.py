@@ -52,6 +52,12 @@ class Workspace:
     # problems of walked generic JSON/YAML files, reported only if something references them
     deferred_problems: dict[str, list[Diagnostic]] = field(default_factory=dict)
     absent: set[str] = field(default_factory=set)  # where linking looked for a file and found none
+    # What reading each file gave, kept across the passes of one ``fix`` (``checking.Reuse``):
+    # (path, explicit, text, encoding, BOM) -> the ParsedFile (None: not kept) and what the
+    # read added to ``problems``, ``unparsable`` and ``deferred_problems``. Only a process
+    # that never links or checks the files it read may keep them (their documents must stay
+    # as the reader made them); None: every file is read afresh.
+    reads: dict[tuple, tuple] | None = None
 
     @property
     def python_files(self) -> list[PythonFile]:
@@ -128,6 +134,31 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
         ws.problems.append(input_problem("TL002", "unreadable-file", path, e.message, e.line, e.column))
         ws.unparsable.add(path)
         return None
+    if ws.reads is None:
+        return _read_text_file(ws, path, explicit, tf)
+    key = (path, explicit, tf.text, tf.encoding, tf.bom)
+    kept = ws.reads.get(key)
+    if kept is None:  # read it, and keep what the read did to the workspace
+        n = len(ws.problems)
+        was_unparsable = path in ws.unparsable
+        deferred = len(ws.deferred_problems.get(path, ()))
+        pf = _read_text_file(ws, path, explicit, tf)
+        kept = ws.reads[key] = (pf if ws.files.get(path) is pf else None, ws.problems[n:],
+                                path in ws.unparsable and not was_unparsable,
+                                ws.deferred_problems.get(path, [])[deferred:])
+        return pf
+    pf, problems, unparsable, deferred_problems = kept
+    ws.problems.extend(problems)
+    if unparsable:
+        ws.unparsable.add(path)
+    if deferred_problems:
+        ws.deferred_problems.setdefault(path, []).extend(deferred_problems)
+    if pf is not None:
+        ws.files[path] = pf
+    return pf
+
+
+def _read_text_file(ws: Workspace, path: str, explicit: bool, tf: TextFile) -> ParsedFile | None:
     kind = _kind_of(path, tf.text)
     if kind == "binary":
         ws.problems.append(input_problem("TL002", "unreadable-file", path, "binary file"))

@@ -68,6 +68,9 @@ def _lib_class(qualname: str) -> tuple[str, str] | None:
 
 
 _AST_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+# the line breaks of ``str.splitlines`` that ast does not break lines at: without them in a
+# text, both splits are the same list
+_OTHER_BREAK = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _AST = ast.AST
 # Leaf singletons (Load/Store, operators): nothing under them, never asked about.
 _LEAF_TYPES = frozenset(c for base in (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
@@ -239,7 +242,10 @@ class PythonFile:
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = self.text.splitlines(keepends=True)
+            if self._ast_lines is not None and _OTHER_BREAK.search(self.text) is None:
+                self._lines = self._ast_lines  # the same split: one list, not two
+            else:
+                self._lines = self.text.splitlines(keepends=True)
         return self._lines
 
     def _char_col(self, line: int, byte_col: int) -> int:
@@ -280,8 +286,11 @@ class PythonFile:
             return ""
         if end_col is None:
             return ""
-        if self._ast_lines is None:
-            self._ast_lines = _AST_LINE.findall(self.text)  # the line split ast uses: \r\n, \r, \n
+        if self._ast_lines is None:  # the line split ast uses: \r\n, \r, \n
+            if self._lines is not None and _OTHER_BREAK.search(self.text) is None:
+                self._ast_lines = self._lines  # ``lines`` split the same: one list, not two
+            else:
+                self._ast_lines = _AST_LINE.findall(self.text)
         lines = self._ast_lines
         if first < 0 or last >= len(lines) or first > last:
             return ast.get_source_segment(self.text, node) or ""
