@@ -9,7 +9,9 @@ carries the behaviour (an error message, as a rule's message quotes it). For eve
 TrainingArguments data knows (``trainlint.knowledge.training_args.known_versions`` /
 ``trl_known_versions``), the script downloads the wheel (``pip download --no-deps``, reusing
 ``--wheel-dir``), reads the file as text (nothing is imported) and records whether the
-pattern occurs; the JSON holds, per marker, the version ranges where it does.
+pattern occurs; the JSON holds, per marker, the version ranges where it does. A pattern with a
+``(?P<quote>...)`` group also records what the group matched, per version range (``quotes``):
+the release a deprecation message announces, for a rule's message to cite.
 
     python scripts/gen_behaviour_markers.py --wheel-dir /tmp/trainlint-wheels
 """
@@ -120,6 +122,15 @@ MARKERS: dict[str, tuple[str, str, str, str]] = {
         "transformers", "transformers/training_args.py",
         r"def _apply_legacy_fsdp_to_config\(",
         "TrainingArguments maps the legacy fsdp string onto fsdp_config (the FSDP2-by-default handling)"),
+    "fsdp_legacy_form_announced_removal": (
+        "transformers", "transformers/training_args.py",
+        r"Passing `fsdp` as a string is deprecated and will be removed in Transformers v(?P<quote>\d+(?:\.\d+)*)",
+        "TrainingArguments warns that the legacy fsdp string is deprecated; quote: the release it names for the removal"),
+    "fsdp1_announced_removal": (
+        "transformers", "transformers/training_args.py",
+        r"FSDP1 \(`fsdp_config\['version'\] = 1`\) is deprecated and will be removed in Transformers \"?\s*\"?v"
+        r"(?P<quote>\d+(?:\.\d+)*)",
+        "TrainingArguments warns that FSDP1 is deprecated; quote: the release it names for the removal"),
     "evaluation_strategy_enum_exists": (
         "transformers", "transformers/trainer_utils.py",
         r"class EvaluationStrategy\(",
@@ -163,13 +174,26 @@ MARKERS: dict[str, tuple[str, str, str, str]] = {
 }
 
 
-def present(wheel: Path, inner: str, pattern: str) -> bool:
+def found(wheel: Path, inner: str, pattern: str) -> re.Match | None:
     with zipfile.ZipFile(wheel) as z:
         try:
             text = z.read(inner).decode("utf-8", "replace")
         except KeyError:
-            return False
-    return re.search(pattern, text) is not None
+            return None
+    return re.search(pattern, text)
+
+
+def quote_ranges(versions: list[str], quotes: list[str | None]) -> list[list[str]]:
+    """[first, last, quote] for each run of versions with the same quote."""
+    out: list[list[str]] = []
+    for v, q in zip(versions, quotes):
+        if q is None:
+            continue
+        if out and out[-1][2] == q and versions.index(out[-1][1]) == versions.index(v) - 1:
+            out[-1][1] = v
+        else:
+            out.append([v, v, q])
+    return out
 
 
 def ranges(versions: list[str], flags: list[bool]) -> list[list[str]]:
@@ -199,9 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict = {"schema": 1, "generator": "python scripts/gen_behaviour_markers.py", "versions": versions,
                  "markers": {}}
     for mid, (package, inner, pattern, meaning) in MARKERS.items():
-        flags = [present(wheels[(package, v)], inner, pattern) for v in versions[package]]
+        matches = [found(wheels[(package, v)], inner, pattern) for v in versions[package]]
         doc["markers"][mid] = {"package": package, "file": inner, "pattern": pattern, "meaning": meaning,
-                               "present": ranges(versions[package], flags)}
+                               "present": ranges(versions[package], [m is not None for m in matches])}
+        if "(?P<quote>" in pattern:
+            doc["markers"][mid]["quotes"] = quote_ranges(
+                versions[package], [m.group("quote") if m is not None else None for m in matches])
     args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0

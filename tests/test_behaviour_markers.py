@@ -27,8 +27,10 @@ def test_marker_matches_installed_source(marker):
     if path is None:
         pytest.skip(f"{m['package']} is not installed")
     version = importlib.metadata.version(m["package"])
-    found = re.search(m["pattern"], path.read_text(encoding="utf-8")) is not None
-    assert behaviour.holds(marker, version) == found, (marker, version)
+    match = re.search(m["pattern"], path.read_text(encoding="utf-8"))
+    assert behaviour.holds(marker, version) == (match is not None), (marker, version)
+    if "quotes" in m:  # what a rule's message cites is what the installed source says
+        assert behaviour.quote(marker, version) == (match.group("quote") if match else None), (marker, version)
 
 
 def test_marker_ranges_are_ordered_and_known():

@@ -355,6 +355,27 @@ def test_code_guarded_by_require_version_is_judged_only_on_those_versions(tmp_pa
     assert _found(lint_folder(tmp_path, options={"trl_version": "0.21.0"}), "TL602")
 
 
+def test_a_guard_on_another_package_reads_its_declared_or_installed_version(tmp_path):
+    """``require_version("peft<0.3")`` (or accelerate, deepspeed): the package's target comes
+    from the project's declaration, else the installed version (``Setup.target_of``). Code
+    guarded for a release the project does not run is not judged; a guard the target satisfies
+    does not hide anything."""
+    def text(guard: str) -> str:
+        return ("from transformers.utils.versions import require_version\n"
+                "from transformers import Trainer, TrainingArguments\n\n\n"
+                f"def build(model):\n    require_version({guard!r})\n"
+                "    args = TrainingArguments(output_dir='o', evaluation_strategy='epoch')\n"
+                "    return Trainer(model=model, args=args)\n")
+
+    write_files(tmp_path, {"train.py": text("peft>=0.1,<0.3"), "requirements.txt": "peft==0.2.0\n"})
+    assert _found(lint_folder(tmp_path), "TL601")  # peft 0.2.0 declared: the guard holds, the code runs
+    write_files(tmp_path, {"requirements.txt": "peft==0.13.2\n"})
+    assert not [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL601"], \
+        "the project runs peft 0.13.2: the code under require_version('peft<0.3') is not what runs"
+    write_files(tmp_path, {"train.py": text("peft>=0.10")})
+    assert _found(lint_folder(tmp_path), "TL601")
+
+
 # -- a function of another module that returns the arguments ------------------------------------
 
 MAKE_ARGS = """\

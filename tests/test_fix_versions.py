@@ -165,3 +165,19 @@ def test_a_notebook_that_installs_a_checkout_gets_no_safe_rename(tmp_path):
     assert _applicability(tmp_path / "main", ["TL601"]) == {"TL601": {"safe"}}
     msg = lint_folder(tmp_path / "fork", select=["TL601"]).diagnostics[0].message
     assert "nb.ipynb installs transformers from a checkout of unknown version (nb.ipynb:cell 1)" in msg, msg
+
+
+@pytest.mark.parametrize("declared", ["transformers==4.38.2", "transformers>=4.28.1", "transformers>=4.28,<4.50"])
+def test_a_declared_version_older_than_the_data_makes_the_rename_unsafe(tmp_path, declared):
+    """``requirements.txt`` beside the script allows a transformers release older than the
+    oldest the data knows (4.38.2): ``eval_strategy`` does not exist there, so the rename is
+    unsafe. It once read as "nothing declared" (no known version in the range) and stayed safe."""
+    write_files(tmp_path, {".git/HEAD": "ref: refs/heads/main\n",
+                           "examples/sft/requirements.txt": declared + "\n",
+                           "examples/sft/train.py": (
+                               "from transformers import Trainer, TrainingArguments\n"
+                               "args = TrainingArguments(output_dir='o', evaluation_strategy='epoch')\n"
+                               "Trainer(model=None, args=args).train()\n")})
+    assert _applicability(tmp_path, ["TL601"]) == {"TL601": {"unsafe"}}
+    low = versions.oldest_allowed("transformers", tmp_path / "examples" / "sft", ["4.40.0", "4.46.3", "5.24.0"])
+    assert low is not None and low.version == declared.split("=")[-1].split(",")[0].lstrip("<>=")

@@ -75,7 +75,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "trainlint"
 # Each stage imports only the ones before it (or modules of its own stage, without a circle).
 LAYERS = [
     ("model", ["trainlint", "trainlint.diagnostics", "trainlint.config", "trainlint.rule_index",
-               "trainlint.knowledge", "trainlint.setup", "trainlint.vcs", "trainlint.stack"]),
+               "trainlint.knowledge", "trainlint.setup", "trainlint.vcs", "trainlint.stack",
+               "trainlint.reads"]),
     ("readers", ["trainlint.sources"]),
     ("workspace", ["trainlint.workspace"]),
     ("linking", ["trainlint.consumers", "trainlint.modules", "trainlint.linking"]),
@@ -486,3 +487,107 @@ def test_a_walked_broken_training_file_is_still_reported(tmp_path):
         result = lint([tmp_path], load_settings(tmp_path), jobs=jobs, min_files=0)
         assert [(d.code, Path(d.path).name) for d in result.diagnostics] == [("TL001", "cut.py")]
         assert [Path(p).name for p in result.files] == ["cut.py"]  # plain.py was only read
+
+
+def test_the_cache_sees_files_rules_read_from_outside_the_workspace(tmp_path, monkeypatch):
+    """Rules read a local checkpoint's ``config.json`` and the requirement files of the folders
+    above a script (``trainlint.reads``); neither is walked here (outside the tree, or not a
+    kind the walk reads). A change to either is a change: the cache must not answer with the
+    old result, per task or for the whole run."""
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    write_files(tmp_path, {
+        "ckpt/config.json": '{"model_type": "gpt2", "torch_dtype": "float16"}',
+        "repo/pyproject.toml": '[tool.trainlint]\ntransformers-version = "5.24.0"\n',
+        "repo/train.py": (
+            "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+            "model = AutoModelForCausalLM.from_pretrained('../ckpt')\n"
+            "Trainer(model=model, args=TrainingArguments(output_dir='o', fp16=True)).train()\n"),
+    })
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+
+    def codes(result):
+        return sorted(d.code for d in result.diagnostics)
+
+    first = lint([Path(".")], settings, jobs=1, cache=True)
+    assert "TL106" in codes(first)
+    assert lint([Path(".")], settings, jobs=1, cache=True).whole_run_cached
+    for text in ('{"model_type": "gpt2", "torch_dtype": "float32"}', None,
+                 '{"model_type": "gpt2", "torch_dtype": "float16"}'):
+        cfg = tmp_path / "ckpt" / "config.json"
+        if text is None:
+            cfg.unlink()
+        else:
+            cfg.write_text(text)
+        fresh = lint([Path(".")], settings, jobs=1)
+        for _ in range(2):
+            cached = lint([Path(".")], settings, jobs=1, cache=True)
+            assert _everything(cached) == _everything(fresh), text
+        if text is not None and "float16" in text:
+            assert _everything(fresh) == _everything(first)
+        else:
+            assert _everything(fresh) != _everything(first), text
+
+
+def test_the_cache_sees_a_requirements_file_appear_above_a_script(tmp_path, monkeypatch):
+    """The versions a project says it supports come from the requirement files of the folders
+    above a script (``_versioned.allowed_low``): one that appears there changes what a renaming
+    fix may write, and the cache must see it, though the walk does not read ``.txt`` files."""
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    write_files(root, {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "examples/sft/train.py": (
+            "from transformers import Trainer, TrainingArguments\n"
+            "args = TrainingArguments(output_dir='o', evaluation_strategy='epoch')\n"
+            "Trainer(model=None, args=args).train()\n"),
+    })
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    first = lint([Path(".")], settings, jobs=1, cache=True)
+    assert lint([Path(".")], settings, jobs=1, cache=True).whole_run_cached
+    write_files(root, {"examples/sft/requirements.txt": "transformers==4.38.2\n"})
+    fresh = lint([Path(".")], settings, jobs=1)
+    assert _everything(fresh) != _everything(first)
+    for _ in range(2):
+        assert _everything(lint([Path(".")], settings, jobs=1, cache=True)) == _everything(fresh)
+
+
+def test_a_missing_reference_is_cached_and_sees_the_file_appear(tmp_path, monkeypatch):
+    """A launch script names a config that is not there (TL004). Its result is cached (the warm
+    run answers from the cache), and any change the finding depends on is seen: the file
+    appearing elsewhere in the repository (the "a file of that name is at" hint), then where
+    the command looks for it."""
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    write_files(root, {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        ".gitignore": "old/\n",
+        "old/notes.txt": "the folder exists before the config appears in it\n",
+        "scripts/run.sh": "accelerate launch --config_file configs/fsdp.yaml train.py --logging_steps 10\n",
+        "scripts/train.py": TRAIN.format(extra=""),
+    })
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    first = lint([Path(".")], settings, jobs=1, cache=True)
+    assert "TL004" in {d.code for d in first.diagnostics}
+    warm = lint([Path(".")], settings, jobs=1, cache=True)
+    assert warm.whole_run_cached and _everything(warm) == _everything(first)
+    # the file appears elsewhere (ignored by git: not walked, but named by the hint), then there
+    for path in ("old/fsdp.yaml", "scripts/configs/fsdp.yaml"):
+        write_files(root, {path: "distributed_type: FSDP\nnum_processes: 2\n"})
+        fresh = lint([Path(".")], settings, jobs=1)
+        assert _everything(fresh) != _everything(first), path
+        for _ in range(2):
+            assert _everything(lint([Path(".")], settings, jobs=1, cache=True)) == _everything(fresh), path
+        first = fresh

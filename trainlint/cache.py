@@ -18,12 +18,13 @@ file alone. Its key is a SHA-256 over everything the result can depend on:
 
 A group of files that link to each other (``partition``: launch scripts, configs, the scripts
 they run) is keyed on every path of the group with its text; the files it read from outside
-the run are its dependencies, hashed as above; a group with a missing reference (TL004) is not
-stored. A stand-alone script that mentions other files (``.json``, ``.yaml``, ``.yml``, ``.sh``,
-``.toml``, ``.cfg``) is cached only when it has no missing reference (TL004), like a group. The
-places where linking looked for a file and found none (``linking.locate``) are dependencies
-too, stored as absent: a file that appears there is a change. Nothing is cached when the target GPU is ``auto`` (read from
-``nvidia-smi``). A run reads one JSON file per namespace and writes it back atomically when it
+the run are its dependencies, hashed as above. The places where linking looked for a file and
+found none (``linking.locate``) are dependencies too, stored as absent: a file that appears
+there is a change. So are the files rules read from outside the workspace (``trainlint.reads``:
+a local checkpoint's ``config.json``, the requirement files of the folders above a script),
+a folder by its listing, and for a missing reference (TL004) the folders it was looked for in
+and the repository's files of its name (the "a file of that name is at" hint). Nothing
+is cached when the target GPU is ``auto`` (read from ``nvidia-smi``). A run reads one JSON file per namespace and writes it back atomically when it
 learned something; concurrent runs can only lose entries, never make one stale.
 
 A whole run is stored too, under a key of the paths given and the working directory: every
@@ -51,11 +52,10 @@ from pathlib import Path
 from time import time_ns
 from typing import Any
 
-from trainlint import __version__
+from trainlint import __version__, reads
 
 CACHE_DIR_NAME = ".trainlint_cache"
 FORMAT = 2
-REFERENCE_HINTS = (".json", ".yaml", ".yml", ".sh", ".toml", ".cfg")
 
 
 def _sha(data: str | bytes) -> str:
@@ -109,10 +109,37 @@ def text_digest(path: str) -> str:
         return UNREADABLE
 
 
-def bytes_digest(path: str) -> str | None:
+def _virtual_digest(dep: str) -> str | None:
+    kind, args = reads.parse_virtual(dep) or ("", [])
+    if kind == reads.GLOB and len(args) == 2:
+        try:
+            return _sha("\0".join(sorted(str(p.relative_to(args[0])) for p in Path(args[0]).glob(args[1]))))
+        except (OSError, ValueError):
+            return None
+    if kind == reads.IS_DIR and len(args) == 1:
+        return "1" if os.path.isdir(args[0]) else "0"
+    if kind == "same-name" and len(args) == 2:
+        from trainlint.linking import same_name_digest
+
+        return _sha(same_name_digest(*args))
+    return None  # no such kind: a dependency of another trainlint version, whose namespace differs
+
+
+def dep_digest(path: str) -> str | None:
+    """The hash of a dependency: a file's bytes, a folder's sorted listing (a file appearing
+    in it is a change: ``trainlint.reads``), None when there is nothing at ``path``."""
+    if path.startswith(reads.VIRTUAL):
+        return _virtual_digest(path)
     try:
         with open(path, "rb") as f:
             return _sha(f.read())
+    except IsADirectoryError:
+        pass
+    except OSError:
+        if not os.path.isdir(path):
+            return None
+    try:
+        return "dir:" + _sha("\0".join(sorted(os.listdir(path))))
     except OSError:
         return None
 
@@ -151,10 +178,6 @@ def cache_dir(settings: Any) -> Path:
 
 def cacheable_settings(settings: Any) -> bool:
     return not (settings.gpu and settings.gpu.lower() == "auto")
-
-
-def mentions_other_files(text: str) -> bool:
-    return any(h in text for h in REFERENCE_HINTS)
 
 
 class _GitBase:
@@ -218,11 +241,6 @@ class FindingsCache:
     def file(self) -> Path:
         return self.folder / f"v{FORMAT}" / f"{self.namespace}.json"
 
-    def cacheable(self, text: str) -> bool:
-        """Whether a stand-alone script's findings may be stored whatever its setup looked for
-        (it names no config file)."""
-        return not mentions_other_files(text)
-
     def key(self, path: str, explicit: bool, text: str) -> str:
         return _sha("\0".join((path, "1" if explicit else "0", self.git.commit_for(path), text)))
 
@@ -239,12 +257,7 @@ class FindingsCache:
             self.misses += 1
             return None
         for dep, digest in entry.get("deps", {}).items():
-            try:
-                with open(dep, "rb") as f:
-                    current = _sha(f.read())
-            except OSError:
-                current = None
-            if current != digest:
+            if dep_digest(dep) != digest:
                 self.misses += 1
                 return None
         self.hits += 1
@@ -254,11 +267,7 @@ class FindingsCache:
         """Store ``entry`` (kept, kind, unparsable, diagnostics) with the hashes of ``deps``."""
         dep_hashes: dict[str, str | None] = {}
         for dep in deps:
-            try:
-                with open(dep, "rb") as f:
-                    dep_hashes[dep] = _sha(f.read())
-            except OSError:
-                dep_hashes[dep] = None
+            dep_hashes[dep] = dep_digest(dep)
         self.entries[key] = {**entry, "deps": dep_hashes}
         self.dirty = True
 
@@ -278,7 +287,7 @@ class FindingsCache:
         entry = self.entries.get(key)
         if entry is None or entry.get("walked") != [[p, e] for p, e in walked]:
             return None
-        for group, digest in (("files", text_digest), ("deps", bytes_digest)):
+        for group, digest in (("files", text_digest), ("deps", dep_digest)):
             for path, known in entry[group].items():
                 state = _state(path)
                 if known[2] is not None and known[0] >= 0 and state == known[:2]:

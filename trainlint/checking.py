@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trainlint import reads
 from trainlint.config import ConfigError, Settings
 from trainlint.consumers import with_assumed, with_consumer
 from trainlint.diagnostics import Diagnostic, Severity, internal_error
@@ -181,7 +182,9 @@ def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: di
     for path, explicit in entries:
         read_entry(ws, path, explicit)
     declared: set[str] = set()
-    diagnostics = filter_findings(run_rules(ws, settings, declared, ctx=ctx, rules=rules), ws, settings)
+    with reads.recording() as outside:  # what rules read from outside the workspace
+        diagnostics = filter_findings(run_rules(ws, settings, declared, ctx=ctx, rules=rules), ws, settings)
+    declared.update(outside - ws.files.keys())
     declared.difference_update(p for p, _ in entries)
     declared.update(ws.absent - ws.files.keys())  # a file that appears there can change the result
     return Outcome(diagnostics, {p: f.text.text for p, f in ws.files.items()},

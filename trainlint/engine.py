@@ -14,6 +14,7 @@ run. Neither imports torch, transformers, accelerate or deepspeed, nor executes 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -113,6 +114,9 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
         from trainlint.vcs import close_all
 
         close_all()
+        linking = sys.modules.get("trainlint.linking")
+        if linking is not None:  # a later run (the server, fix's passes) lists the repository again
+            linking.forget_listings()
 
 
 def _walk_order(paths: list[Path], settings: Settings) -> list[tuple[str, bool]]:
@@ -232,8 +236,7 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
         outcomes.append(out)
     complete = store is not None and not redo and not overlay
     for (u, key), out in zip(todo, outcomes):
-        if store is not None and key is not None and not redo \
-                and (store.cacheable(u.text) or not any(d.code == "TL004" for d in out.diagnostics)):
+        if store is not None and key is not None and not redo:
             if set(out.texts) <= {u.path} and set(out.unparsable) <= {u.path}:
                 store.put(key, {"kept": u.path in out.texts, "kind": out.kinds.get(u.path),
                                 "unparsable": u.path in out.unparsable,
@@ -247,8 +250,9 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
         else:
             complete = False
     for (group, _, key), out in zip(group_todo, outcomes[len(todo):]):
-        # a missing reference depends on a file that does not exist: not cached
-        if store is not None and key is not None and not redo and not any(d.code == "TL004" for d in out.diagnostics):
+        # a missing reference depends on where linking looked, what is in those folders and the
+        # repository's files of that name: all of them are dependencies (``ws.absent``, ``trainlint.reads``)
+        if store is not None and key is not None and not redo:
             store.put(key, {"group": True, "files": sorted(out.texts), "kinds": out.kinds,
                             "unparsable": out.unparsable,
                             "diagnostics": [d.to_json() for d in out.diagnostics]},

@@ -36,6 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainlint import reads
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.setup import (
     ACCELERATE,
@@ -185,6 +186,11 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
     ws.absent.update(candidates[:candidates.index(path)] if path is not None else candidates)
     if path is not None:
         return Located(FOUND, path=path, folders=folders)
+    # what the verdict below looks at: whether the folders exist, files of the same name
+    for d in dict.fromkeys([*folders, *(os.path.dirname(c) for c in candidates)]):
+        reads.note_isdir(d or ".")
+    if root is not None:
+        reads.note(reads.virtual(SAME_NAME, root, os.path.basename(ref_x)))
     if _generated(doc, launch, ref_x):
         return Located(GENERATED, folders=folders)
     verdict = _likelihood(ws, base_file, ref_x, launch, doc, folders, candidates, root)
@@ -282,8 +288,22 @@ def _file_names(root: str) -> dict[str, list[str]]:
     return out
 
 
+def forget_listings() -> None:
+    """Drop the repository listings kept for one run (``engine.lint`` calls it at the end)."""
+    _file_names.cache_clear()
+
+
 def _same_name(root: str, name: str) -> list[str]:
     return sorted(_file_names(root).get(name, []))
+
+
+SAME_NAME = "same-name"  # a virtual dependency (trainlint.reads): the repository's files of a name
+
+
+def same_name_digest(root: str, name: str) -> str:
+    """What a cached missing reference depends on besides the places looked at: the files of
+    that name anywhere in the repository (the "a file of that name is at" hint)."""
+    return "\n".join(_same_name(root, name))
 
 
 def _training_flags(launch: LaunchCommand) -> int:

@@ -242,7 +242,7 @@ class Setup:
     # from: "installed", "--transformers-version", "requirements.txt:3", "newest known", ...).
     transformers_version: Value | None = None
     trl_version: Value | None = None
-    versions: dict[str, Value] = field(default_factory=dict)  # every resolved target, by package
+    versions: dict[str, Value | None] = field(default_factory=dict)  # resolved targets by package (None: unknown)
 
     def __init__(self, root: Path, scripts: list[PythonFile] | None = None, sites: list[ArgsSite] | None = None,
                  world_size: Value | None = None, gpu: Gpu | None = None, files: list[str] | None = None,
@@ -277,6 +277,15 @@ class Setup:
         if package == "trl":
             return self.target_trl
         v = self.versions.get(package)
+        if v is None and package not in self.versions:
+            # another package (peft, accelerate, deepspeed): resolved on first use, as the
+            # targets are: the project's declaration (the installed version when it satisfies
+            # it), else the installed one; unknown (None) when neither says
+            from trainlint.knowledge.versions import resolve_version
+
+            rv = resolve_version(package, self.root) if self.root is not None else None
+            v = Value(value=rv.version, origin=OPTION, name=package, note=rv.source) if rv is not None else None
+            self.versions[package] = v  # type: ignore[assignment]
         return v.value if v is not None else None
 
     def _satisfied(self, requires: tuple[str, ...]) -> bool:

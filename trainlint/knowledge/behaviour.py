@@ -53,6 +53,17 @@ def removed_in(marker: str) -> str | None:
     return later[0] if later else None
 
 
+def quote(marker: str, version: str | None) -> str | None:
+    """What the marker's ``quote`` group matched in ``version``'s source (None: the newest
+    known) when the check is there: the release a deprecation message announces."""
+    m = _data()["markers"][marker]
+    known = _data()["versions"][m["package"]]
+    v = version or known[-1]
+    v = ta.data_version_for(v) if m["package"] == "transformers" else ta.trl_data_version_for(v)
+    key = ta.vkey(v)
+    return next((q for lo, hi, q in m.get("quotes", ()) if ta.vkey(lo) <= key <= ta.vkey(hi)), None)
+
+
 def first_version(marker: str) -> str | None:
     """The first known release with the check (for messages)."""
     present = _data()["markers"][marker]["present"]

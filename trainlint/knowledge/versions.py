@@ -41,6 +41,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
+from trainlint import reads
 from trainlint.knowledge import training_args
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -202,6 +203,7 @@ def _tool_trainlint(root: Path, key: str) -> str | None:
 
 
 def _read_toml(path: Path) -> dict | None:
+    reads.note(path)
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -312,6 +314,8 @@ _SEPARATORS = re.compile(r"[-_.]+")
 
 
 def _requirement_files(root: Path) -> list[Path]:
+    reads.note_glob(root, "requirements*.txt")  # the result depends on them (the cache)
+    reads.note_glob(root / "requirements", "*.txt")
     files = sorted(p for p in root.glob("requirements*.txt") if p.is_file())
     sub = root / "requirements"
     if sub.is_dir():
@@ -366,6 +370,7 @@ def _from_requirement_lines(package: str, path: Path, root: Path, seen: set[Path
     if path in seen or len(seen) > 50:
         return None
     seen.add(path)
+    reads.note(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
@@ -395,6 +400,7 @@ def _from_requirement_files(package: str, root: Path, main: bool = False) -> tup
     seen: set[Path] = set()
     files = [root / "requirements.txt"] if main else _requirement_files(root)
     for path in files:
+        reads.note(path)
         if not path.is_file():
             continue
         found = _from_requirement_lines(package, path.resolve(), root.resolve(), seen)
@@ -428,6 +434,7 @@ def _from_setup_py(package: str, root: Path, main: bool = False) -> tuple[Specif
     import ast
 
     path = root / "setup.py"
+    reads.note(path)
     if not path.is_file():
         return None
     text = path.read_text(encoding="utf-8")
@@ -471,6 +478,7 @@ def _from_setup_py(package: str, root: Path, main: bool = False) -> tuple[Specif
 
 def _from_setup_cfg(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     path = root / "setup.cfg"
+    reads.note(path)
     if not path.is_file():
         return None
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -505,6 +513,7 @@ def _from_environment_yml(package: str, root: Path, main: bool = False) -> tuple
     single ``=`` means that release series) and ``- pip: [transformers==4.46.0]``."""
     for name in ("environment.yml", "environment.yaml", "env.yml", "conda.yml", "conda.yaml"):
         path = root / name
+        reads.note(path)
         if not path.is_file():
             continue
         for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -543,11 +552,14 @@ def _joined_lines(lines: list[str]):
 
 def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     """``RUN pip install ... transformers==4.46.0`` (continuation lines joined)."""
+    reads.note_glob(root, "Dockerfile*")  # the result depends on them (the cache)
     paths = sorted(p for p in root.glob("Dockerfile*") if p.is_file())
     for sub in ("docker", ".devcontainer"):
+        reads.note_glob(root / sub, "**/Dockerfile*")
         if (root / sub).is_dir():
             paths += sorted(p for p in (root / sub).rglob("Dockerfile*") if p.is_file())
     for path in paths[:20]:
+        reads.note(path)
         for start, text in _joined_lines(path.read_text(encoding="utf-8").splitlines()):
             for m in _PIP_INSTALL.finditer(text):
                 for word in m.group("args").split():
@@ -703,9 +715,9 @@ def oldest_allowed(package: str, root: Path, known: list[str]) -> ResolvedVersio
     declared = declared_requirement(package, root)
     if declared is not None:
         spec, where = declared
-        allowed = allowed_versions(spec, known)
-        if allowed:
-            return ResolvedVersion(str(min(allowed)), where)
+        low = lowest_allowed(spec, known)  # a pin older than the data is its own version
+        if low is not None:
+            return ResolvedVersion(low, where)
     return _oldest_scanned(package, root, known)
 
 
@@ -721,6 +733,7 @@ def _oldest_scanned(package: str, root: Path, known: list[str]) -> ResolvedVersi
 
     specs: list[tuple[SpecifierSet, str]] = []
     for path in _requirement_files(root):
+        reads.note(path)
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
@@ -737,6 +750,7 @@ def _oldest_scanned(package: str, root: Path, known: list[str]) -> ResolvedVersi
         for spec in _pyproject_specs(data, package, unpinned=True):
             specs.append((spec, f"pyproject.toml:{_line_of(text, package)}"))
     setup_py = root / "setup.py"
+    reads.note(setup_py)
     if setup_py.is_file():  # install_requires strings, read as text (never run)
         try:
             text = setup_py.read_text(encoding="utf-8")
@@ -755,7 +769,10 @@ def _oldest_scanned(package: str, root: Path, known: list[str]) -> ResolvedVersi
         except InvalidVersion:
             return False
 
-    allowed = [v for v in known if ok(v, [s for s, _ in specs])]
+    # the known versions, and those the clauses name (a pin older than the data: ==4.38.2)
+    named = [c.version for s, _ in specs for c in s
+             if c.operator in ("==", "===", ">=", "~=") and "*" not in c.version]
+    allowed = [v for v in dict.fromkeys([*known, *named]) if ok(v, [s for s, _ in specs])]
     if not allowed:
         return None
     low = min(allowed, key=Version)
@@ -793,6 +810,7 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
 
     suffix = path.suffix.lower()
     chunks: list[tuple[list[str], str, bool]] = []  # (lines, where prefix, every line is shell)
+    reads.note(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -825,7 +843,7 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
     return out
 
 
-@lru_cache(maxsize=256)
+@reads.memo(maxsize=256)
 def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, str] | None:
     for line, where in _install_lines(Path(path_text)):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
@@ -839,7 +857,7 @@ def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, st
     return None
 
 
-@lru_cache(maxsize=256)
+@reads.memo(maxsize=256)
 def _installs_checkout(package: str, path_text: str, _stamp: tuple) -> str | None:
     for line, where in _install_lines(Path(path_text)):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
@@ -867,7 +885,7 @@ def installs_checkout(package: str, path: str | Path) -> str | None:
     return _installs_checkout(package, str(p), (st.st_mtime_ns, st.st_size))
 
 
-@lru_cache(maxsize=256)
+@reads.memo(maxsize=256)
 def _installs_unpinned(package: str, path_text: str, _stamp: tuple) -> bool:
     for line, _where in _install_lines(Path(path_text)):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):

@@ -12,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from trainlint import reads
 from trainlint.diagnostics import Span
 from trainlint.setup import Setup
 
@@ -50,6 +51,7 @@ def _local_config(model_id: str, base_dir: str) -> dict | None:
     p = Path(model_id).expanduser()
     if not p.is_absolute():
         p = Path(base_dir) / p
+    reads.note(p / "config.json")  # the result depends on it, there or not (the cache)
     cfg = p / "config.json" if p.is_dir() else None
     if cfg is None or not cfg.is_file():
         return None

@@ -18,6 +18,7 @@ import json
 from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
+from trainlint import reads
 from trainlint.consumers import library_dataclass
 from trainlint.diagnostics import Diagnostic, Edit, Span
 from trainlint.knowledge import training_args as ta
@@ -635,6 +636,11 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
         return min(found, key=lambda f: ta.vkey(f[0]))
     start = Path(path).resolve().parent if path else Path(setup.root).resolve()
     for folder in (start, *start.parents):
+        # the result depends on these, there or not (the cache)
+        reads.note_glob(folder, "requirements*.txt")
+        reads.note(folder / "pyproject.toml")
+        reads.note(folder / "setup.py")
+        reads.note_isdir(folder / ".git")
         files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob("requirements*.txt")]
         if any(p.is_file() for p in files):
             stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in files if p.is_file()))
@@ -649,6 +655,9 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
     # by the notebooks of `training/`); the oldest any notebook or shell script beside the file,
     # or in a folder above it within the project, installs
     for folder in (start, *start.parents)[:4]:  # the file's folder and three above, within the repository
+        for pattern in ("*.ipynb", "*.sh", "*.bash"):  # (their texts: versions._install_lines)
+            reads.note_glob(folder, pattern)
+        reads.note_isdir(folder / ".git")
         try:
             stamp = folder.stat().st_mtime_ns
         except OSError:
@@ -661,7 +670,7 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
     return min(found, key=lambda f: ta.vkey(f[0])) if found else None
 
 
-@lru_cache(maxsize=256)
+@reads.memo(maxsize=256)
 def _folder_installs(folder: str, _stamp: int, package: str) -> tuple[str, str] | None:
     """The oldest version of ``package`` a notebook or shell script directly in ``folder``
     installs itself, with where (at most 200 files are read)."""
@@ -695,7 +704,7 @@ def project_allows_before(setup: Setup, version: str, path: str | None = None,
     return low
 
 
-@lru_cache(maxsize=64)
+@reads.memo(maxsize=64)
 def _oldest_cached(root: str, _stamp: tuple, package: str = "transformers") -> tuple[str, str] | None:
     from pathlib import Path
 

@@ -87,6 +87,15 @@ def fsdp2_handling(setup: Setup) -> bool:
     return behaviour.holds(FSDP2_MARKER, target(setup)[0])
 
 
+def announced_removal(setup: Setup, marker: str) -> str:
+    """``"announced for removal in 5.20; "`` as the target transformers' deprecation message
+    words it (``behaviour.quote``), or nothing when it names no release."""
+    from trainlint.knowledge import behaviour
+
+    release = behaviour.quote(marker, target(setup)[0])
+    return f"announced for removal in {release}; " if release else ""
+
+
 def fsdp2_since() -> str:
     """The first release with it (for messages)."""
     from trainlint.knowledge import behaviour

@@ -1,4 +1,4 @@
-"""TL228 fsdp-legacy-form: fsdp as a string/list, or FSDP1, deprecated since transformers 5.10"""
+"""TL228 fsdp-legacy-form: fsdp as a string/list, or FSDP1, deprecated by transformers' FSDP2 handling"""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from trainlint.rules._versioned import (
     target_text,
 )
 from trainlint.rules.args._args_checks_common import (
+    announced_removal,
     fsdp2_handling,
     fsdp2_since,
     TA,
@@ -85,7 +86,7 @@ class FsdpLegacyForm(SiteRule):
     name = "fsdp-legacy-form"
     severity = Severity.WARNING
     fix_safety = "safe"
-    summary = "fsdp as a string/list, or FSDP1, deprecated since transformers 5.10"
+    summary = "fsdp as a string/list, or FSDP1, deprecated by transformers' FSDP2 handling"
     cases = [
         Case(TA + "a = TrainingArguments(output_dir='o', fsdp='full_shard offload auto_wrap')\n", options=V524,
              fixed=TA + "a = TrainingArguments(output_dir='o', fsdp=True, "
@@ -120,11 +121,12 @@ class FsdpLegacyForm(SiteRule):
                 edits = [pf.span(kw).edit(shown)]
             advice = shown if config is not None else "fsdp=True and the settings in fsdp_config"
             yield self.diagnostic(_span(site, "fsdp"), f"fsdp as a {form} ({v.value!r}) is deprecated since "
-                                  f"transformers {fsdp2_since()} (announced for removal in 5.20; "
+                                  f"transformers {fsdp2_since()} ({announced_removal(setup, 'fsdp_legacy_form_announced_removal')}"
                                   f"{target_text(setup)}): write {advice}",
                                   edits=edits, fix_message=f"write {shown}")
         if fsdp_enabled(v) and fsdp_version(setup, site) == 1:
+            removal = announced_removal(setup, "fsdp1_announced_removal").removesuffix("; ")
             yield self.diagnostic(_span(site, "fsdp_config"), "fsdp_config selects FSDP1 (version 1), deprecated "
-                                  f"since transformers {fsdp2_since()} and announced for removal in 5.20: "
+                                  f"since transformers {fsdp2_since()}{' and ' + removal if removal else ''}: "
                                   "migrate to FSDP2 (version 2, the default)")
 

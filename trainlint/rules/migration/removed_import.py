@@ -30,21 +30,21 @@ _GUARDS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "
 
 def _target_version(setup: Setup, package: str) -> tuple[str, str]:
     """(version, words) of the target ``package``: transformers and trl from the setup's target;
-    peft has no target setting: its installed version, else a pin of the project (as for
-    transformers), else the newest the data knows."""
+    peft (no target setting) as ``Setup.target_of`` resolves it: the project's declaration
+    (the installed version when it satisfies it), else the installed version; else the newest
+    the data knows."""
     tf, _, trl, _ = target(setup)
     if package == "transformers":
         return tf, target_text(setup)
     if package == "trl":
         return trl, target_text(setup, "trl")
-    from trainlint.knowledge.versions import find_pin, installed_version
-
-    v = installed_version("peft")
-    if v:
-        return v, f"target peft {v} from the installed package"
-    pin = find_pin("peft", setup.root, _pn().known_versions("peft")) if setup.root else None
-    if pin is not None:
-        return pin.version, f"target peft {pin.version} from {pin.source}"
+    v = setup.target_of(package)
+    resolved = setup.versions.get(package)
+    if v and resolved is not None:
+        where = resolved.note or ""
+        where = "the installed package" if where == "installed" else \
+            f"the installed package ({where.removeprefix('installed, ')})" if where.startswith("installed, ") else where
+        return v, f"target {package} {v} from {where}"
     newest = _pn().known_versions("peft")[-1]
     return newest, f"target peft {newest} from the newest the data knows"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from trainlint import reads
 from trainlint.analysis import TrainerContext
 from trainlint.setup import Value
 
@@ -21,6 +22,7 @@ def local_checkpoint_dtype(pf_path: str, model_id: str | None) -> str | None:
     base = Path(pf_path).parent
     for cand in (Path(model_id), base / model_id):
         cfg = cand / "config.json"
+        reads.note(cfg)  # the result depends on it, there or not (the cache)
         try:
             if cfg.is_file():
                 data = json.loads(cfg.read_text(encoding="utf-8"))

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
+from trainlint import reads
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
@@ -52,7 +53,9 @@ def dependency_files(script: Path) -> list[Path]:
     found: list[Path] = []
     d = script.resolve().parent
     while True:
+        reads.note_isdir(d / ".git")  # the result depends on these (the cache)
         for pattern in DEP_FILES:
+            reads.note_glob(d, pattern)
             found.extend(sorted(p for p in d.glob(pattern) if p.is_file()))
         if (d / ".git").exists() or d.parent == d:
             break
@@ -64,6 +67,7 @@ def lists_package(files: list[Path], package: str) -> bool:
     want = _norm(package)
     token = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
     for f in files:
+        reads.note(f)
         try:
             text = f.read_text(encoding="utf-8", errors="replace")
         except OSError:

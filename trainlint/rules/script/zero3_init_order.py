@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from trainlint import reads
 from trainlint.analysis import LOAD_METHODS, _dotted, site_node
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import DEEPSPEED_NAMES
@@ -66,6 +67,7 @@ def _dict_stage(pf: PythonFile, node: ast.AST, scope: Scope) -> int | None:
 def _file_stage(pf: PythonFile, path: str) -> int | None:
     candidates = [Path(pf.path).parent / path] if not Path(path).is_absolute() else [Path(path)]
     for c in candidates:
+        reads.note(c)  # the result depends on it, there or not (the cache)
         try:
             return _stage_of_mapping(json.loads(c.read_text(encoding="utf-8")))
         except (OSError, ValueError):
