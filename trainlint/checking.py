@@ -112,7 +112,10 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
         docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
         for rule in rules:
             try:
-                found = with_assumed(setup, with_consumer(setup, list(rule.check(setup))))
+                found = list(rule.check(setup))
+                if not found:
+                    continue
+                found = with_assumed(setup, with_consumer(setup, found))
                 if docs:  # a README command is documentation: at most a warning
                     found = [replace(d, severity=Severity.WARNING) if d.severity is Severity.ERROR
                              and d.path.lower().endswith(_DOCS) else d for d in found]

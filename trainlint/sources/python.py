@@ -73,6 +73,7 @@ _AST = ast.AST
 _LEAF_TYPES = frozenset(c for base in (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
                         for c in base.__subclasses__())
 _Name, _Constant = ast.Name, ast.Constant
+_EMPTY: list = []  # what the indexes of ``PythonFile`` give for a name they do not hold (never mutated)
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
@@ -299,6 +300,47 @@ class PythonFile:
         leaves: walked once per file, so use it instead of ``ast.walk(pf.tree)`` (do not
         mutate)."""
         return self._all_nodes
+
+    def of_type(self, kind: type) -> list[ast.AST]:
+        """The nodes of exactly type ``kind`` (``ast.Attribute``, ``ast.ImportFrom``), in
+        ``nodes`` order: one pass over the file for every question of every rule (do not
+        mutate)."""
+        index = self.__dict__.get("_by_type")
+        if index is None:
+            index = {}
+            for n in self._all_nodes:
+                t = type(n)
+                bucket = index.get(t)
+                if bucket is None:
+                    index[t] = [n]
+                else:
+                    bucket.append(n)
+            self._by_type = index
+        return index.get(kind, _EMPTY)
+
+    def attributes(self, attr: str) -> list[ast.Attribute]:
+        """The ``x.<attr>`` nodes of the file (any context), in ``nodes`` order (do not mutate)."""
+        index = self.__dict__.get("_by_attr")
+        if index is None:
+            index = {}
+            for n in self.of_type(ast.Attribute):
+                index.setdefault(n.attr, []).append(n)  # type: ignore[attr-defined]
+            self._by_attr = index
+        return index.get(attr, _EMPTY)
+
+    def calls_named(self, name: str) -> list[CallSite]:
+        """The calls whose function is written ``name(...)`` or ``<expr>.name(...)``, in
+        ``calls`` order (do not mutate)."""
+        index = self.__dict__.get("_by_call_name")
+        if index is None:
+            index = {}
+            for cs in self.calls:
+                f = cs.node.func
+                key = f.id if type(f) is _Name else f.attr if type(f) is ast.Attribute else None
+                if key is not None:
+                    index.setdefault(key, []).append(cs)
+            self._by_call_name = index
+        return index.get(name, _EMPTY)
 
     # -- indexing -----------------------------------------------------------------------
 

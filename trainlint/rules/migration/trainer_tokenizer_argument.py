@@ -271,8 +271,8 @@ class TrainerTokenizerArgument(Rule):
             if attr_status is None:
                 continue
             severity, when = attr_status
-            for node in pf.nodes:
-                if isinstance(node, ast.Attribute) and node.attr == "tokenizer" and isinstance(node.ctx, ast.Load) \
+            for node in pf.attributes("tokenizer"):
+                if isinstance(node.ctx, ast.Load) \
                         and isinstance(node.value, ast.Name) and node.value.id in names \
                         and len(pf.bindings_of(node.value.id, pf.module_scope)) <= 1:
                     sp = pf.span(node)
