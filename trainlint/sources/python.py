@@ -328,9 +328,9 @@ class PythonFile:
             self._by_attr = index
         return index.get(attr, _EMPTY)
 
-    def calls_named(self, name: str) -> list[CallSite]:
-        """The calls whose function is written ``name(...)`` or ``<expr>.name(...)``, in
-        ``calls`` order (do not mutate)."""
+    def calls_named(self, *names: str) -> list[CallSite]:
+        """The calls whose function is written ``name(...)`` or ``<expr>.name(...)`` for one
+        of ``names``, in ``calls`` order (do not mutate)."""
         index = self.__dict__.get("_by_call_name")
         if index is None:
             index = {}
@@ -340,7 +340,15 @@ class PythonFile:
                 if key is not None:
                     index.setdefault(key, []).append(cs)
             self._by_call_name = index
-        return index.get(name, _EMPTY)
+        if len(names) == 1:
+            return index.get(names[0], _EMPTY)
+        found = [cs for n in dict.fromkeys(names) for cs in index.get(n, ())]
+        if len(found) > 1:
+            pos = self.__dict__.get("_call_pos")
+            if pos is None:
+                pos = self._call_pos = {id(cs): i for i, cs in enumerate(self.calls)}
+            found.sort(key=lambda cs: pos[id(cs)])
+        return found
 
     # -- indexing -----------------------------------------------------------------------
 
