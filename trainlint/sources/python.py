@@ -105,6 +105,33 @@ def walk_nodes(root: ast.AST) -> list[ast.AST]:
     return out
 
 
+# The nodes that hold statements, and the fields they hold them in: the statements are reached
+# without walking an expression (none holds a statement).
+_STRUCTURAL = (ast.stmt, ast.excepthandler, ast.match_case)
+_BODY_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BODIES: dict[type, tuple[str, ...]] = {}
+
+
+def statement_nodes(root: ast.AST) -> list[ast.AST]:
+    """``root`` and the statements under it (with their ``except`` handlers and ``case``
+    clauses), in ``walk_nodes`` order: the order of a breadth-first walk is the same on the
+    part of the tree that holds them."""
+    out = [root]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        t = type(node)
+        fields = _BODIES.get(t)
+        if fields is None:
+            fields = _BODIES[t] = tuple(f for f in t._fields if f in _BODY_FIELDS)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                out.extend(x for x in value if isinstance(x, _STRUCTURAL))
+    return out
+
+
 @dataclass
 class Binding:
     """One place where a name is bound in a scope."""
@@ -215,7 +242,8 @@ class PythonFile:
         self._lines: list[str] | None = None
         self._ast_lines: list[str] | None = None
         self._load_counts: dict[str, int] | None = None
-        self._all_nodes: list[ast.AST] = []
+        self._all_nodes: list[ast.AST] | None = None  # ``nodes``, walked on first use
+        self._statement_nodes: list[ast.AST] = []
         self._mutated_in: dict[int, set[str]] = {}
         self.imports: dict[str, str] = {}  # local name -> qualified name
         self.local_classes: dict[str, tuple[str, str]] = {}  # name -> (kind, base library class)
@@ -299,23 +327,27 @@ class PythonFile:
         """Every node of the file in ``ast.walk`` order, without the Load/Store/operator
         leaves: walked once per file, so use it instead of ``ast.walk(pf.tree)`` (do not
         mutate)."""
+        if self._all_nodes is None:
+            self._all_nodes = walk_nodes(self.tree)
         return self._all_nodes
 
     def of_type(self, kind: type) -> list[ast.AST]:
         """The nodes of exactly type ``kind`` (``ast.Attribute``, ``ast.ImportFrom``), in
         ``nodes`` order: one pass over the file for every question of every rule (do not
-        mutate)."""
-        index = self.__dict__.get("_by_type")
+        mutate). A statement type is answered without walking the expressions."""
+        structural = issubclass(kind, _STRUCTURAL)
+        key = "_stmts_by_type" if structural else "_by_type"
+        index = self.__dict__.get(key)
         if index is None:
             index = {}
-            for n in self._all_nodes:
+            for n in (self._statement_nodes if structural else self.nodes):
                 t = type(n)
                 bucket = index.get(t)
                 if bucket is None:
                     index[t] = [n]
                 else:
                     bucket.append(n)
-            self._by_type = index
+            self.__dict__[key] = index
         return index.get(kind, _EMPTY)
 
     def attributes(self, attr: str) -> list[ast.Attribute]:
@@ -353,8 +385,9 @@ class PythonFile:
     # -- indexing -----------------------------------------------------------------------
 
     def _index(self) -> None:
-        self._all_nodes = walk_nodes(self.tree)  # walked once, reused (a walk is costly)
-        for node in self._all_nodes:
+        # the statements in ``nodes`` order (imports and classes: the first binding of a name wins)
+        self._statement_nodes = statement_nodes(self.tree)
+        for node in self._statement_nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
@@ -368,7 +401,7 @@ class PythonFile:
                         self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
         self._walk_body(self.tree.body, self.module_scope, None, False)
         # classes in the file that subclass a library class (to a fixed point: A(B), B(TA))
-        class_defs = [n for n in self._all_nodes if isinstance(n, ast.ClassDef)]
+        class_defs = [n for n in self._statement_nodes if isinstance(n, ast.ClassDef)]
         changed = True
         while changed:
             changed = False
@@ -556,8 +589,8 @@ class PythonFile:
         """How often ``name`` is read anywhere in the file (cheap over-approximation)."""
         if self._load_counts is None:
             counts: dict[str, int] = {}
-            for n in self._all_nodes:
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            for n in self.of_type(ast.Name):
+                if isinstance(n.ctx, ast.Load):
                     counts[n.id] = counts.get(n.id, 0) + 1
             self._load_counts = counts
         return self._load_counts.get(name, 0)
@@ -569,7 +602,7 @@ class PythonFile:
         mutated = self._mutated_in.get(id(owner.node))
         if mutated is None:  # one walk per scope, not one per question
             mutated = set()
-            for node in (self._all_nodes if owner.node is self.tree else walk_nodes(owner.node)):
+            for node in (self.nodes if owner.node is self.tree else walk_nodes(owner.node)):
                 if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
                     if isinstance(node.value, ast.Name):
                         mutated.add(node.value.id)

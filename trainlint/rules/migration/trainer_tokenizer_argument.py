@@ -268,7 +268,7 @@ class TrainerTokenizerArgument(Rule):
                     f"{tc.class_name}(tokenizer=) is {when} ({where}): use processing_class={note}",
                     edits=edits, fix_message=fix_message, severity=severity,
                     applicability=applicability)  # type: ignore[arg-type]
-            if attr_status is None:
+            if attr_status is None or not names:
                 continue
             severity, when = attr_status
             for node in pf.attributes("tokenizer"):
