@@ -532,6 +532,8 @@ class PythonFile:
                 name = expr.id
                 kind = "args" if (name in TRAINING_ARGS_CLASSES or name in TRL_CONFIG_CLASSES) else "trainer"
                 return (kind, name)
+        elif type(expr) is ast.Attribute and expr.attr not in _CANONICAL_UNBOUND and not self.external_qualified:
+            return None  # ``x.y.attr``: a library class by its own name, or the repository's (below)
         qn = self.qualname(expr)
         if qn and qn in self.external_qualified:
             return self.external_qualified[qn]
