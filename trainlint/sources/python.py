@@ -244,6 +244,7 @@ class PythonFile:
         self._load_counts: dict[str, int] | None = None
         self._all_nodes: list[ast.AST] | None = None  # ``nodes``, walked on first use
         self._statement_nodes: list[ast.AST] = []
+        self._attribute_nodes: list[ast.Attribute] = []  # every ``x.y``, in the order the index walk meets them
         self._mutated_in: dict[int, set[str]] = {}
         self.imports: dict[str, str] = {}  # local name -> qualified name
         self.local_classes: dict[str, tuple[str, str]] = {}  # name -> (kind, base library class)
@@ -350,13 +351,19 @@ class PythonFile:
             self.__dict__[key] = index
         return index.get(kind, _EMPTY)
 
+    def attribute_nodes(self) -> list[ast.Attribute]:
+        """Every ``x.y`` node of the file (any context), without a walk of the file: in the
+        order the file was indexed in, not ``nodes`` order (do not mutate)."""
+        return self._attribute_nodes
+
     def attributes(self, attr: str) -> list[ast.Attribute]:
-        """The ``x.<attr>`` nodes of the file (any context), in ``nodes`` order (do not mutate)."""
+        """The ``x.<attr>`` nodes of the file (any context), in ``attribute_nodes`` order (do
+        not mutate)."""
         index = self.__dict__.get("_by_attr")
         if index is None:
             index = {}
-            for n in self.of_type(ast.Attribute):
-                index.setdefault(n.attr, []).append(n)  # type: ignore[attr-defined]
+            for n in self._attribute_nodes:
+                index.setdefault(n.attr, []).append(n)
             self._by_attr = index
         return index.get(attr, _EMPTY)
 
@@ -423,9 +430,17 @@ class PythonFile:
         self.statements.append((stmt, scope))
         self._bind_stmt(stmt, scope)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = stmt.args
+            # the walk below reaches what is under these, not the expressions themselves, nor the
+            # annotations: their attributes are noted here
+            self._note_attributes(stmt.decorator_list + a.defaults + [d for d in a.kw_defaults if d is not None])
+            for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                if p.annotation is not None:
+                    self._note_attributes(walk_nodes(p.annotation))
+            if stmt.returns is not None:
+                self._note_attributes(walk_nodes(stmt.returns))
             for d in stmt.decorator_list:
                 self._walk_node(d, scope, stmt, fn, lam)
-            a = stmt.args
             for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
                 self._walk_node(default, scope, stmt, fn, lam)
             inner = self._new_scope(stmt, scope, "function")
@@ -433,6 +448,7 @@ class PythonFile:
                 inner.bind(Binding(p.arg, p, None, "param"))
             self._walk_body(stmt.body, inner, stmt, False)
         elif isinstance(stmt, ast.ClassDef):
+            self._note_attributes(stmt.bases + stmt.decorator_list + [k.value for k in stmt.keywords])
             for b in stmt.bases + stmt.decorator_list + [k.value for k in stmt.keywords]:
                 self._walk_node(b, scope, stmt, fn, lam)
             inner = self._new_scope(stmt, scope, "class")
@@ -504,11 +520,17 @@ class PythonFile:
                 self._visit_expr(default, scope, stmt, fn, lam)
             self._visit_expr(node.body, inner, stmt, node, True)
             return
-        if isinstance(node, ast.NamedExpr):
-            self._bind_target(node.target, scope, stmt, node.value, "assign")
-        elif isinstance(node, ast.Call):
-            self.calls.append(CallSite(node, scope, stmt, lam, fn))
+        t = type(node)
+        if t is ast.Attribute:
+            self._attribute_nodes.append(node)  # type: ignore[arg-type]
+        elif t is ast.NamedExpr:
+            self._bind_target(node.target, scope, stmt, node.value, "assign")  # type: ignore[attr-defined]
+        elif t is ast.Call:
+            self.calls.append(CallSite(node, scope, stmt, lam, fn))  # type: ignore[arg-type]
         self._walk_node(node, scope, stmt, fn, lam)
+
+    def _note_attributes(self, nodes: list[ast.AST]) -> None:
+        self._attribute_nodes.extend(n for n in nodes if type(n) is ast.Attribute)  # type: ignore[misc]
 
     # -- names --------------------------------------------------------------------------
 

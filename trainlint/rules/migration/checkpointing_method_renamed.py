@@ -159,7 +159,7 @@ class CheckpointingMethodRenamed(Rule):
             from trainlint.knowledge import model_api  # behind the guard: the data is read from here on
 
             renames = {}
-            for node in pf.of_type(ast.Attribute):
+            for node in pf.attribute_nodes():
                 if "checkpointing" in node.attr and node.attr not in renames:
                     m = model_api.method(node.attr, tf)
                     if m is not None and m.deprecated and m.alias_of and model_api.method(m.alias_of, tf):
@@ -170,7 +170,7 @@ class CheckpointingMethodRenamed(Rule):
                 continue
             overridden = _overridden_names(pf, set(renames))
             calls = {id(c.node.func): c.node for c in pf.calls}
-            for node in pf.of_type(ast.Attribute):
+            for node in pf.attribute_nodes():
                 if not (node.attr in renames and isinstance(node.ctx, ast.Load)) \
                         or node.attr in overridden:
                     continue
@@ -200,7 +200,7 @@ def _overridden_names(pf, names: set[str]) -> set[str]:
     ``setattr(model, "x", ...)``): calls of them are calls of that replacement, not of the
     library method."""
     out: set[str] = set()
-    for n in pf.of_type(ast.Attribute):
+    for n in pf.attribute_nodes():
         if isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in names:
             out.add(n.attr)
     for n in pf.of_type(ast.Call):

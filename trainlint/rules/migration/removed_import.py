@@ -349,16 +349,7 @@ class RemovedImport(Rule):
     # -- transformers.Name after import transformers ------------------------------------------
 
     def _attributes(self, setup: Setup, pf: PythonFile, modules: set[str]) -> Iterable[Diagnostic]:
-        # only a name with a removal history (or a TRL trainer, which may be a stub) has a status:
-        # without one in the text, no attribute is walked for
-        from trainlint.rule_index import identifiers
-
-        words = identifiers(pf.text)
-        if not any(self._status(p, w, _target_version(setup, p)[0]) is not None
-                   for p in {pf.imports[m] for m in modules} for w in words
-                   if _pn().removed(p, w) is not None or (p == "trl" and w.endswith("Trainer"))):
-            return
-        for node in pf.of_type(ast.Attribute):
+        for node in pf.attribute_nodes():
             if not (isinstance(node.value, ast.Name) and node.value.id in modules and isinstance(node.ctx, ast.Load)):
                 continue
             package = pf.imports[node.value.id]
