@@ -13,6 +13,11 @@ pattern occurs; the JSON holds, per marker, the version ranges where it does. A 
 ``(?P<quote>...)`` group also records what the group matched, per version range (``quotes``):
 the release a deprecation message announces, for a rule's message to cite.
 
+DeepSpeed is published as a source archive only: its markers read the ``.tar.gz`` from PyPI's
+simple index (sha256 checked; nothing is built or run), for every release from
+``DEEPSPEED_FROM`` on that ``pip index versions deepspeed`` lists (the JSON records them under
+``versions["deepspeed"]``).
+
     python scripts/gen_behaviour_markers.py --wheel-dir /tmp/trainlint-wheels
 """
 
@@ -22,7 +27,9 @@ import argparse
 import concurrent.futures
 import json
 import re
+import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -36,8 +43,18 @@ from trainlint.knowledge import training_args as ta
 
 DEFAULT_OUT = ROOT / "trainlint" / "knowledge" / "data" / "behaviour_markers.json"
 
+DEEPSPEED_FROM = "0.10.0"
+
 # id -> (package, file in the wheel, regular expression, what it means)
 MARKERS: dict[str, tuple[str, str, str, str]] = {
+    "ds_warmup_num_steps_must_be_positive": (
+        "deepspeed", "deepspeed/runtime/lr_schedules.py",
+        r"warmup_num_steps must be a positive integer",
+        "WarmupLR (and WarmupDecayLR, WarmupCosineLR) raise ValueError for warmup_num_steps <= 0 or not an int"),
+    "ds_warmup_num_steps_clamped_to_two": (
+        "deepspeed", "deepspeed/runtime/lr_schedules.py",
+        r"self\.warmup_num_steps = max\(2, warmup_num_steps\)",
+        "WarmupLR uses at least 2 warmup steps (a 0 or 1 becomes 2)"),
     "early_stopping_asserts_load_best": (
         "transformers", "transformers/trainer_callback.py",
         r"assert args\.load_best_model_at_end",
@@ -174,13 +191,54 @@ MARKERS: dict[str, tuple[str, str, str, str]] = {
 }
 
 
-def found(wheel: Path, inner: str, pattern: str) -> re.Match | None:
-    with zipfile.ZipFile(wheel) as z:
-        try:
-            text = z.read(inner).decode("utf-8", "replace")
-        except KeyError:
-            return None
+def found(archive: Path, inner: str, pattern: str) -> re.Match | None:
+    if archive.name.endswith(".tar.gz"):  # a source archive: <name>-<version>/<inner>
+        with tarfile.open(archive) as t:
+            member = next((m for m in t.getmembers() if m.name.split("/", 1)[-1] == inner), None)
+            f = t.extractfile(member) if member is not None else None
+            if f is None:
+                return None
+            text = f.read().decode("utf-8", "replace")
+    else:
+        with zipfile.ZipFile(archive) as z:
+            try:
+                text = z.read(inner).decode("utf-8", "replace")
+            except KeyError:
+                return None
     return re.search(pattern, text)
+
+
+def released(package: str, since: str) -> list[str]:
+    """The final releases of ``package`` from ``since`` on, oldest first (``pip index versions``)."""
+    out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"],
+                         check=True, capture_output=True, text=True).stdout
+    line = next(x for x in out.splitlines() if x.strip().startswith("Available versions:"))
+    found_versions = [v.strip() for v in line.split(":", 1)[1].split(",")]
+    final = [v for v in found_versions if re.fullmatch(r"\d+(\.\d+)*", v)]
+    return sorted((v for v in final if vkey(v) >= vkey(since)), key=vkey)
+
+
+def download_sdist(package: str, version: str, dest: Path) -> Path:
+    """The source archive of ``package==version``, fetched from PyPI's simple index and checked
+    against the index's sha256 (``pip download`` of a source archive would run its setup.py)."""
+    import hashlib
+    import urllib.request
+
+    target = dest / f"{package}-{version}.tar.gz"
+    if target.is_file():
+        return target
+    index = urllib.request.urlopen(urllib.request.Request(f"https://pypi.org/simple/{package}/",
+                                                          headers={"Accept": "text/html"}), timeout=60).read()
+    m = re.search(rf'href="([^"]+/{re.escape(target.name)})#sha256=([0-9a-f]+)"', index.decode("utf-8", "replace"))
+    if m is None:
+        raise SystemExit(f"no source archive {target.name} on PyPI's simple index")
+    data = urllib.request.urlopen(m.group(1), timeout=120).read()
+    if hashlib.sha256(data).hexdigest() != m.group(2):
+        raise SystemExit(f"{target.name}: sha256 differs from the index")
+    tmp = target.with_suffix(".part")
+    tmp.write_bytes(data)
+    tmp.replace(target)
+    return target
 
 
 def quote_ranges(versions: list[str], quotes: list[str | None]) -> list[list[str]]:
@@ -214,12 +272,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--jobs", type=int, default=4)
     args = ap.parse_args(argv)
-    versions = {"transformers": sorted(ta.known_versions(), key=vkey), "trl": sorted(ta.trl_known_versions(), key=vkey)}
+    versions = {"transformers": sorted(ta.known_versions(), key=vkey), "trl": sorted(ta.trl_known_versions(), key=vkey),
+                "deepspeed": released("deepspeed", DEEPSPEED_FROM)}
     args.wheel_dir.mkdir(parents=True, exist_ok=True)
     needed = sorted({m[0] for m in MARKERS.values()})
     jobs = [(p, v) for p in needed for v in versions[p]]
+
+    def fetch(job: tuple[str, str]) -> Path:
+        package, version = job
+        return download_sdist(package, version, args.wheel_dir) if package == "deepspeed" else \
+            download(package, version, args.wheel_dir)
+
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        wheels = dict(zip(jobs, pool.map(lambda j: download(j[0], j[1], args.wheel_dir), jobs)))
+        wheels = dict(zip(jobs, pool.map(fetch, jobs)))
     doc: dict = {"schema": 1, "generator": "python scripts/gen_behaviour_markers.py", "versions": versions,
                  "markers": {}}
     for mid, (package, inner, pattern, meaning) in MARKERS.items():

@@ -11,6 +11,7 @@ import sys
 
 from helpers import fix_folder, lint_folder, run_cli, write_files
 
+from trainlint.diagnostics import Severity
 from trainlint.rules._setup_models import model_facts
 
 HF_SCRIPT = ("from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
@@ -100,3 +101,15 @@ def test_accelerate_keys_cover_the_installed_accelerate():
 
     fields = {f.name for f in dataclasses.fields(ClusterConfig)}
     assert fields <= set(_keys()["keys"]["cluster"]), fields - set(_keys()["keys"]["cluster"])
+
+
+def test_a_step_count_beside_another_written_strategy_is_info(tmp_path):
+    """TL233: ``eval_steps`` with the default ``eval_strategy="no"`` (the run never evaluates) is a
+    warning; ``save_steps`` left beside a written ``save_strategy="epoch"`` (InternVL's recipes:
+    the schedule was chosen, the number is a leftover) is info."""
+    write_files(tmp_path, {"train.py": (
+        "from transformers import TrainingArguments\n"
+        "a = TrainingArguments(output_dir='o', eval_steps=200)\n"
+        "b = TrainingArguments(output_dir='o', save_strategy='epoch', save_steps=3000)\n")})
+    found = {d.line: d.severity for d in lint_folder(tmp_path, select=["TL233"]).diagnostics}
+    assert found == {2: Severity.WARNING, 3: Severity.INFO}

@@ -449,3 +449,17 @@ def test_function_called_through_its_module_and_not_followed_when_it_cannot_be_k
     # utils.make_args('o', lr='3e-5') is followed; two() has two returns (not followed: its own
     # site in other.py is judged alone); make_args(*xs) may set any parameter: lr stays unknown
     assert sorted((os.path.basename(d.path), d.line) for d in hits) == [("other.py", 6), ("train.py", 5)]
+
+
+def test_the_fallback_arguments_of_a_trainer_class_are_not_a_run(tmp_path):
+    """``if args is None: args = TrainingArguments(output_dir="tmp_trainer")`` in a function that
+    takes ``args`` (Trainer.__init__'s own fallback, vendored by ChatGLM's ptuning/trainer.py) is
+    not a run's configuration: it is not judged. The arguments the script passes are."""
+    write_files(tmp_path, {"trainer.py": (
+        "from transformers import Trainer, TrainingArguments\n\n\n"
+        "class MyTrainer(Trainer):\n    def __init__(self, model=None, args=None, **kw):\n"
+        "        if args is None:\n            args = TrainingArguments(output_dir='tmp_trainer')\n"
+        "        super().__init__(model=model, args=args, **kw)\n\n\n"
+        "MyTrainer(model=m, args=TrainingArguments(output_dir='o')).train()\n")})
+    lines = {d.line for d in lint_folder(tmp_path, select=["TL224", "TL227"]).diagnostics}
+    assert lines == {11}

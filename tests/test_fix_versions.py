@@ -181,3 +181,33 @@ def test_a_declared_version_older_than_the_data_makes_the_rename_unsafe(tmp_path
     assert _applicability(tmp_path, ["TL601"]) == {"TL601": {"unsafe"}}
     low = versions.oldest_allowed("transformers", tmp_path / "examples" / "sft", ["4.40.0", "4.46.3", "5.24.0"])
     assert low is not None and low.version == declared.split("=")[-1].split(",")[0].lstrip("<>=")
+
+
+def test_a_target_older_than_the_data_is_judged_as_an_assumption(tmp_path):
+    """Firefly pins ``trl==0.7.11``; TRL's data starts at 0.12.0. Findings judged against 0.12.0
+    say so and are info, their fixes unsafe: ``DPOTrainer(beta=)`` is the API of 0.7.11."""
+    write_files(tmp_path, {"requirements.txt": "trl==0.7.11\ntransformers==4.38.2\n",
+                           "train.py": ("from trl import DPOTrainer\n"
+                                        "t = DPOTrainer(model, ref, args=args, beta=0.1, train_dataset=ds)\n")})
+    [d] = [d for d in lint_folder(tmp_path, select=["TL610"]).diagnostics]
+    assert d.severity.value == "info" and "older than trainlint's data, which starts at 0.12.0" in d.message
+    assert d.fix is None or d.fix.applicability == "unsafe"
+    write_files(tmp_path, {"requirements.txt": "trl==0.12.2\n"})
+    [d] = [d for d in lint_folder(tmp_path, select=["TL610"]).diagnostics]
+    assert d.severity.value != "info" and "older than" not in d.message
+
+
+def test_an_undeclared_trl_is_the_one_that_installs_beside_the_pinned_transformers(tmp_path):
+    """InternVL pins ``transformers==4.37.2`` and does not declare trl: the trl installed here
+    (1.16, which requires transformers>=4.56.2) cannot run beside it. The target trl is the
+    newest release whose requirement admits 4.37.2 (``trl_requires.json``, from the wheels'
+    METADATA), where ``DPOConfig(rpo_alpha=)`` exists; declared, trl is taken as declared."""
+    write_files(tmp_path, {"requirements.txt": "transformers==4.37.2\n",
+                           "train.py": "from trl import DPOConfig\nargs = DPOConfig(output_dir='o', rpo_alpha=1.0)\n"})
+    assert not [d for d in lint_folder(tmp_path, select=["TL601", "TL602"]).diagnostics]
+    fit = versions.trl_for_transformers("4.37.2", "1.16.0")
+    assert fit is not None and "trl is not declared" in fit.source
+    assert versions.trl_for_transformers("4.57.0", "1.16.0") is None  # 1.16 admits it: kept
+    write_files(tmp_path, {"requirements.txt": "transformers==4.37.2\ntrl==1.16.0\n"})
+    found = lint_folder(tmp_path, select=["TL601", "TL602"]).diagnostics
+    assert found and all("rpo_alpha" in d.message for d in found)

@@ -443,3 +443,29 @@ def test_parallel_equals_serial_with_module_launches(tmp_path):
     group_of = {os.path.relpath(p, root): i for i, g in enumerate(plan.groups) for p, _ in g}
     assert group_of["pkg/m1.py"] == group_of["run.sh"] and group_of["pkg/m2.py"] == group_of["README.md"]
     assert group_of["tool/__main__.py"] == group_of["other.sh"]
+
+
+def test_launcher_options_in_a_variable_with_an_unknown_value_keep_the_launch(tmp_path):
+    """Qwen's and FastChat's pattern: ``DISTRIBUTED_ARGS="--nproc_per_node $GPUS_PER_NODE ..."``
+    where the GPU count comes from ``python -c`` or the environment. The launch line, its
+    script and its flags are kept (the world size is unknown), as when the options are written
+    out in the line; it used to be dropped."""
+    from trainlint.sources.shell import parse_shell
+
+    script = ('GPUS_PER_NODE=$(python -c "import torch; print(torch.cuda.device_count())")\n'
+              'DISTRIBUTED_ARGS="\n    --nproc_per_node $GPUS_PER_NODE \\\n    --nnodes ${NNODES:-1} \\\n'
+              '    --master_port 6001\n"\n'
+              'torchrun $DISTRIBUTED_ARGS finetune.py \\\n    --lr_scheduler_type "cosine" \\\n'
+              '    --logging_steps 1 \\\n    --deepspeed ds.json\n')
+    [launch] = parse_shell(script, "run.sh").launches
+    assert launch.launcher == "torchrun" and launch.script[0] == "finetune.py"
+    assert [f.key for f in launch.script_args] == ["lr_scheduler_type", "logging_steps", "deepspeed"]
+    write_files(tmp_path, {
+        "run.sh": script,
+        "ds.json": '{"scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": 10}}}\n',
+        "finetune.py": ("from transformers import HfArgumentParser, TrainingArguments\n"
+                        "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"),
+    })
+    found = {d.code: d for d in lint([tmp_path], settings_for(tmp_path), jobs=1).diagnostics}
+    assert "TL318" in found and found["TL318"].path.endswith("run.sh")  # cosine with DeepSpeed's WarmupLR
+    assert "TL201" in found and "GPUs" not in found["TL201"].message  # the world size is not known

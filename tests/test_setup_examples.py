@@ -232,3 +232,33 @@ def test_launch_script_paths_resolve_from_the_repository_root(tmp_path):
     assert "TL201" in by_code and by_code["TL201"][0].path.endswith("train.sh")  # linked to src/train.py
     [missing] = by_code["TL004"]
     assert "'src/missing.py'" in missing.message and "1 folder above" in missing.message
+
+
+def test_without_git_paths_resolve_up_to_the_working_directory(tmp_path, monkeypatch):
+    """A tree exported without ``.git`` (``git archive``, a downloaded release): a launch script
+    two folders below the project names ``pkg/train/t.py`` and ``ds.json`` of the project's
+    folder. They are found by climbing to the working directory, not reported missing; nothing
+    above the working directory is searched."""
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    launch = ("torchrun --nproc_per_node 8 pkg/train/t.py \\\n  --output_dir out \\\n  --logging_steps 1 \\\n"
+              "  --deepspeed ds.json\n")
+    write_files(tmp_path, {
+        "proj/shell/grp/run.sh": launch,
+        "proj/ds.json": '{"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": "auto"}\n',
+        "proj/pkg/train/t.py": ("from transformers import HfArgumentParser, TrainingArguments\n"
+                                "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"),
+        "elsewhere.py": "",
+    })
+    monkeypatch.chdir(tmp_path)
+    result = lint([Path("proj")], load_settings(tmp_path), jobs=1, cache=False)
+    codes = [d.code for d in result.diagnostics]
+    assert "TL004" not in codes, [d.message for d in result.diagnostics if d.code == "TL004"]
+    assert "proj/ds.json" in result.files and "proj/pkg/train/t.py" in result.files
+    assert any(d.code == "TL201" and "through HfArgumentParser in t.py" in d.message for d in result.diagnostics)
+    # run from inside the project: the folder above it is not searched
+    (tmp_path / "proj" / "ds.json").rename(tmp_path / "ds.json")
+    monkeypatch.chdir(tmp_path / "proj")
+    result = lint([Path(".")], load_settings(tmp_path / "proj"), jobs=1, cache=False)
+    assert any(d.code == "TL004" and "'ds.json'" in d.message for d in result.diagnostics)

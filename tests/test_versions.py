@@ -224,3 +224,41 @@ def test_project_root_from_the_paths(tmp_path):
     write(tmp_path, "examples/b/run.sh", "python train.py\n")
     assert V.find_project_root([tmp_path / "examples/a/train.py", tmp_path / "examples/b"]) == tmp_path.resolve()
     assert V.find_project_root([tmp_path / "examples"]) == tmp_path.resolve()
+
+
+def test_a_sub_project_that_does_not_name_the_package_runs_on_the_repositorys_pin(tmp_path):
+    """Qwen's ``recipes/finetune/deepspeed/requirements.txt`` names deepspeed and peft: checking
+    that folder targets the repository's ``transformers>=4.32.0,<4.38.0``, not whatever is
+    installed; a sub-project that pins transformers itself wins; without a repository above
+    (no ``.git``) nothing outside the project's folder is read."""
+    write(tmp_path, ".git/HEAD", "ref: refs/heads/main\n")
+    write(tmp_path, "requirements.txt", "transformers>=4.32.0,<4.38.0\n")
+    write(tmp_path, "recipes/ft/requirements.txt", "deepspeed\npeft\n")
+    sub = tmp_path / "recipes" / "ft"
+    rv = V.resolve_transformers_version(None, sub, use_installed=False)
+    assert V.find_project_root([sub]) == sub.resolve()
+    assert rv.source == "../../requirements.txt:1" and rv.version.startswith("4.3")
+    write(tmp_path, "recipes/ft/requirements.txt", "transformers==4.46.0\n")
+    assert V.resolve_transformers_version(None, sub, use_installed=False).source == "requirements.txt:1"
+    (tmp_path / ".git" / "HEAD").unlink()
+    (tmp_path / ".git").rmdir()
+    write(tmp_path, "recipes/ft/requirements.txt", "deepspeed\n")
+    assert V.resolve_transformers_version(None, sub, use_installed=False).source == "newest known"
+
+
+def test_trl_requires_matches_the_installed_trl():
+    """``trl_requires.json`` (generated from the wheels' METADATA) says what the installed trl's
+    metadata says about transformers."""
+    import re
+
+    try:
+        installed = importlib.metadata.version("trl")
+        reqs = importlib.metadata.requires("trl") or []
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("trl is not installed")
+    data = V._trl_requires()
+    if installed not in data:
+        pytest.skip(f"trl {installed} is not in the data")
+    plain = [r for r in reqs if re.match(r"^transformers\b", r) and ";" not in r]
+    spec = re.sub(r"^transformers\s*(\[[^\]]*\])?\s*", "", plain[0]).strip("() ") if plain else ""
+    assert data[installed] == spec

@@ -151,20 +151,24 @@ def _dist_version(name: str) -> str:
 
 
 def project_pins(root: Path | None) -> dict[str, str]:
-    """Hashes of the files a version pin can come from when no version is installed or given
-    (``trainlint.knowledge.versions.find_pin``: requirements files and pyproject.toml at the
-    project root)."""
+    """Hashes of the files a target version can be declared in (``knowledge.versions._resolve``:
+    requirements files, pyproject.toml, setup.py/cfg, a conda environment at the project root
+    and the folders above it up to the repository's top, ``declaration_folders``)."""
     if root is None:
         return {}
+    from trainlint.knowledge.versions import declaration_folders
+
     root = Path(root)
-    candidates = sorted(root.glob("requirements*.txt")) + sorted((root / "requirements").glob("*.txt")) \
-        + [root / "pyproject.toml"]
     out: dict[str, str] = {}
-    for p in candidates:
-        try:
-            out[str(p.relative_to(root))] = _sha(p.read_bytes())
-        except (OSError, ValueError):
-            continue
+    for folder in declaration_folders(root):  # the target may be declared above the project root
+        candidates = sorted(folder.glob("requirements*.txt")) + sorted((folder / "requirements").glob("*.txt")) \
+            + [folder / name for name in ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml",
+                                          "environment.yaml")]
+        for p in candidates:
+            try:
+                out[os.path.relpath(p, root)] = _sha(p.read_bytes())
+            except (OSError, ValueError):
+                continue
     return out
 
 

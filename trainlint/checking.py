@@ -14,7 +14,7 @@ from typing import Any
 from trainlint import reads
 from trainlint.config import ConfigError, Settings
 from trainlint.consumers import with_assumed, with_consumer
-from trainlint.diagnostics import Diagnostic, Severity, internal_error
+from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Severity, internal_error
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
 from trainlint.rule_index import can_trigger, identifiers, is_selected, selected
 from trainlint.rules.base import Rule
@@ -150,6 +150,9 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
                 if not found:
                     continue
                 found = with_assumed(setup, with_consumer(setup, found))
+                # judged against a release newer than the target (the data starts later): an
+                # assumption, so info, and a fix of it is not proven on the target: unsafe
+                found = [_assumed_version(d) if OLDER_THAN_DATA in d.message else d for d in found]
                 if docs:  # a README command is documentation: at most a warning
                     found = [replace(d, severity=Severity.WARNING) if d.severity is Severity.ERROR
                              and d.path.lower().endswith(_DOCS) else d for d in found]
@@ -161,6 +164,13 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
 
 
 _DOCS = (".md", ".markdown", ".mdx")
+
+
+def _assumed_version(d: Diagnostic) -> Diagnostic:
+    fix = d.fix
+    if fix is not None and fix.applicability == "safe":
+        fix = replace(fix, applicability="unsafe")
+    return replace(d, severity=Severity.INFO, fix=fix)
 
 
 def _without_walked_markdown(ws: Workspace, found: list[Diagnostic]) -> list[Diagnostic]:

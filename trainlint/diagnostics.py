@@ -17,6 +17,12 @@ from typing import Any, Literal
 __all__ = ["Applicability", "Diagnostic", "Edit", "Fix", "Related", "Severity", "Span", "input_problem", "internal_error", "replace"]
 
 
+# Said in a finding judged against the oldest release the data knows because the target
+# version is older still (``rules._versioned.target_text``): such a finding is an assumption,
+# reported as info (``checking.run_rules``).
+OLDER_THAN_DATA = "older than trainlint's data"
+
+
 class Severity(str, Enum):
     """How bad a finding is. Ordered: info < warning < error."""
 

@@ -426,12 +426,40 @@ def annotate_python_sites(pf: PythonFile) -> None:
         return
     from trainlint.consumers import python_call_consumer
 
+    fallbacks = _fallback_calls(pf) if pf.args_calls else set()
     for tac in pf.args_calls:
         if tac.args.consumer is None:
+            if id(tac.site.node) in fallbacks:
+                tac.args.consumer = unknown_consumer(
+                    f"the fallback {tac.class_name}(...) of a function called without arguments (not a run's configuration)")
+                continue
             func = tac.site.node.func
             callee = pf.source_of(func) or tac.class_name
             tac.args.consumer = python_call_consumer(pf, tac.class_name, callee, tac.site.node.lineno, tac.site)
     pf._consumers_set = True  # type: ignore[attr-defined]
+
+
+def _fallback_calls(pf: "PythonFile") -> set[int]:
+    """The calls of ``if args is None: args = TrainingArguments(output_dir="tmp_trainer")`` in a
+    function taking ``args``: the default a trainer class builds when its caller passes none
+    (transformers' own ``Trainer.__init__``, vendored by ChatGLM's ptuning/trainer.py)."""
+    out: set[int] = set()
+    for fn in pf.nodes:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        for node in ast.walk(fn):
+            if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                    and isinstance(node.test.left, ast.Name) and node.test.left.id in params
+                    and len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Is)
+                    and isinstance(node.test.comparators[0], ast.Constant) and node.test.comparators[0].value is None):
+                continue
+            name = node.test.left.id
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(
+                        isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+                    out.add(id(stmt.value))
+    return out
 
 
 def flag_value(flag: Flag, name: str | None = None) -> Value:

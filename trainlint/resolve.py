@@ -123,7 +123,16 @@ def _target_versions(settings: Settings, root: Path | None) -> tuple[Value, Valu
             source = "pyproject.toml [tool.trainlint]"
         rv = _cached_target(settings, resolver, explicit, root, source)
         out.append(Value(value=rv.version, origin=OPTION, name=flag, note=rv.source))
-    return out[0], out[1]
+    tf, trl = out
+    undeclared = ("installed", "newest known")
+    if trl.note in undeclared and tf.note not in undeclared and not tf.note.startswith("installed, within"):
+        # transformers pinned, trl not declared: the trl that installs beside that transformers
+        from trainlint.knowledge.versions import trl_for_transformers
+
+        fit = trl_for_transformers(str(tf.value), str(trl.value))
+        if fit is not None:
+            trl = Value(value=fit.version, origin=OPTION, name="--trl-version", note=fit.source)
+    return tf, trl
 
 
 _TARGETS: dict[tuple, tuple[Any, Any]] = {}

@@ -281,9 +281,10 @@ class Setup:
             # another package (peft, accelerate, deepspeed): resolved on first use, as the
             # targets are: the project's declaration (the installed version when it satisfies
             # it), else the installed one; unknown (None) when neither says
-            from trainlint.knowledge.versions import resolve_version
+            from trainlint.knowledge.versions import known_releases, resolve_version
 
-            rv = resolve_version(package, self.root) if self.root is not None else None
+            rv = resolve_version(package, self.root, known=lambda: known_releases(package)) \
+                if self.root is not None else None
             v = Value(value=rv.version, origin=OPTION, name=package, note=rv.source) if rv is not None else None
             self.versions[package] = v  # type: ignore[assignment]
         return v.value if v is not None else None

@@ -208,8 +208,9 @@ def reference_folders(base_file: str) -> list[str]:
     above it up to the repository root (the nearest folder with ``.git``, ``pyproject.toml`` or
     ``setup.py``). Launch scripts are usually run from the repository root (``bash
     scripts/train.sh`` naming ``src/train.py``), sometimes from their own folder. Without a
-    repository root above the file, only the working directory is added (when the file is
-    below it), so that no unrelated folder is searched."""
+    repository root above the file (a tree exported without ``.git``), the folders above it
+    up to the working directory are added (when the file is below it), so that no folder
+    outside the checked tree is searched."""
     folder = os.path.dirname(base_file)
     start = os.path.abspath(folder or ".")
     ancestors: list[str] = []
@@ -224,9 +225,12 @@ def reference_folders(base_file: str) -> list[str]:
         current = parent
         ancestors.append(current)
         root_found = _is_root(current)
-    if not root_found:
+    if not root_found:  # (an exported archive, no .git): each folder above it up to the working directory
         cwd = os.getcwd()
-        ancestors = [cwd] if cwd != start and start.startswith(cwd.rstrip(os.sep) + os.sep) else []
+        inside = start.startswith(cwd.rstrip(os.sep) + os.sep)
+        ancestors = [a for a in ancestors if a == cwd or a.startswith(cwd.rstrip(os.sep) + os.sep)] if inside else []
+        if inside and cwd not in ancestors:
+            ancestors.append(cwd)
     shown = (lambda p: p) if os.path.isabs(base_file) else os.path.relpath
     return [folder, *(shown(a) for a in ancestors)]
 

@@ -22,6 +22,28 @@ def _data() -> dict:
     return json.loads(DATA.read_text(encoding="utf-8"))
 
 
+def _data_version(package: str, version: str | None) -> str:
+    """The known release whose source stands for ``version`` (None: the newest known): the
+    version data's own mapping for transformers and TRL; for another package (DeepSpeed) the
+    newest known release not after it (the oldest known for an older one)."""
+    known = _data()["versions"][package]
+    v = version or known[-1]
+    if package == "transformers":
+        return ta.data_version_for(v)
+    if package == "trl":
+        return ta.trl_data_version_for(v)
+    try:
+        key = ta.vkey(v)
+    except ValueError:
+        return known[-1]
+    older = [k for k in known if ta.vkey(k) <= key]
+    return older[-1] if older else known[0]
+
+
+def known_versions(package: str) -> list[str]:
+    return list(_data()["versions"].get(package, ()))
+
+
 def markers() -> list[str]:
     return sorted(_data()["markers"])
 
@@ -30,15 +52,12 @@ def holds(marker: str, version: str | None) -> bool:
     """Whether ``version`` (of the marker's package; None: the newest known) has the check.
     A version between two known releases reads the older one, as the field data does."""
     m = _data()["markers"][marker]
-    known = _data()["versions"][m["package"]]
-    v = version or known[-1]
-    v = ta.data_version_for(v) if m["package"] == "transformers" else ta.trl_data_version_for(v)
-    key = ta.vkey(v)
+    key = ta.vkey(_data_version(m["package"], version))
     return any(ta.vkey(lo) <= key <= ta.vkey(hi) for lo, hi in m["present"])
 
 
 def package(marker: str) -> str:
-    """``"transformers"`` or ``"trl"``: whose versions the marker's ranges are."""
+    """``"transformers"``, ``"trl"`` or ``"deepspeed"``: whose versions the marker's ranges are."""
     return _data()["markers"][marker]["package"]
 
 
@@ -57,10 +76,7 @@ def quote(marker: str, version: str | None) -> str | None:
     """What the marker's ``quote`` group matched in ``version``'s source (None: the newest
     known) when the check is there: the release a deprecation message announces."""
     m = _data()["markers"][marker]
-    known = _data()["versions"][m["package"]]
-    v = version or known[-1]
-    v = ta.data_version_for(v) if m["package"] == "transformers" else ta.trl_data_version_for(v)
-    key = ta.vkey(v)
+    key = ta.vkey(_data_version(m["package"], version))
     return next((q for lo, hi, q in m.get("quotes", ()) if ta.vkey(lo) <= key <= ta.vkey(hi)), None)
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from trainlint import reads
+from trainlint.diagnostics import OLDER_THAN_DATA
 from trainlint.knowledge import training_args
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,7 +131,13 @@ def _resolve(
             return ResolvedVersion(configured, "pyproject.toml [tool.trainlint]")
     installed = installed_version(package) if use_installed else None
     if root is not None:
-        declared = declared_requirement(package, root)
+        declared = None
+        for folder in declaration_folders(root):  # a sub-project's file that does not name it: the ones above
+            declared = declared_requirement(package, folder)
+            if declared is not None:
+                if folder != root:
+                    declared = (declared[0], f"{os.path.relpath(folder, root)}/{declared[1]}")
+                break
         if declared is not None:
             spec, where = declared
             if installed and _satisfies(spec, installed):
@@ -152,6 +159,62 @@ def resolve_version(package: str, project_root: Path | None = None, *, use_insta
     exact pin or the range's bound is taken)."""
     rv = _resolve(package, package + "-version", None, project_root, "", use_installed, known or (lambda: []))
     return rv if rv.version else None
+
+
+@lru_cache(maxsize=1)
+def _trl_requires() -> dict[str, str]:
+    import json
+
+    path = Path(__file__).parent / "data" / "trl_requires.json"
+    return json.loads(path.read_text(encoding="utf-8"))["transformers"]
+
+
+def trl_for_transformers(transformers: str, trl: str) -> ResolvedVersion | None:
+    """For a project that pins transformers and does not declare trl: the trl release pip would
+    install beside it when ``trl`` (installed, or the newest known) cannot be, with why; None
+    when ``trl``'s own requirement admits that transformers (or either is not known). When no
+    known trl release admits it, the oldest known, said to be an assumption (the project runs
+    an older trl than the data knows)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    requires = _trl_requires()
+    try:
+        tf = Version(transformers)
+
+        def admits(v: str) -> bool:
+            return SpecifierSet(requires.get(v, "")).contains(tf, prereleases=True)
+
+        current = training_args.trl_data_version_for(trl)
+        if current not in requires or admits(current):
+            return None
+        fits = [v for v in requires if admits(v)]
+    except (InvalidVersion, InvalidSpecifier, ValueError):
+        return None
+    why = f"trl is not declared, and trl {trl} requires transformers{requires[current]}"
+    if fits:
+        best = max(fits, key=Version)
+        return ResolvedVersion(best, f"the newest trl whose requirement admits transformers {transformers} ({why})")
+    oldest = min(requires, key=Version)
+    return ResolvedVersion(oldest, f"{why}; every trl release from {oldest} on requires a newer transformers, so "
+                                   f"the project runs an older trl ({OLDER_THAN_DATA}, which starts at {oldest}: "
+                                   f"judged as {oldest})")
+
+
+def known_releases(package: str) -> list[str]:
+    """The releases of ``package`` trainlint's data files know (oldest first): a range the
+    project declares (``deepspeed>=0.16``) then targets the newest of them it admits, as an
+    install would. Empty for a package no data file covers."""
+    if package == "deepspeed":
+        from trainlint.knowledge import behaviour
+
+        return behaviour.known_versions(package)
+    from trainlint.knowledge import public_names
+
+    try:
+        return public_names.known_versions(package)
+    except KeyError:
+        return []
 
 
 def _satisfies(spec: SpecifierSet, version: str) -> bool:
@@ -570,6 +633,26 @@ def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[Spe
                     if req is not None and len(req.specifier):
                         return req.specifier, f"{_rel(path, root)}:{start + 1}"
     return None
+
+
+DECLARATION_LEVELS = 6
+
+
+def declaration_folders(root: Path) -> list[Path]:
+    """Where a target version may be declared, nearest first: ``root``, then the folders above
+    it up to the repository's top (the folder with ``.git``), at most ``DECLARATION_LEVELS``.
+    A folder of a repository with its own ``requirements.txt`` that does not name transformers
+    (Qwen's ``recipes/finetune/deepspeed``: deepspeed and peft) runs on the repository's pin."""
+    out = [Path(root)]
+    current = Path(os.path.abspath(root))
+    for _ in range(DECLARATION_LEVELS):
+        if (current / ".git").exists() or current.parent == current:
+            break
+        current = current.parent
+        out.append(current)
+    if not (current / ".git").exists():
+        return out[:1]  # no repository above: nothing beyond the project's own folder
+    return out
 
 
 def find_project_root(paths: list[Path] | list[str]) -> Path | None:

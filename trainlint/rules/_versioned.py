@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator
 
 from trainlint import reads
 from trainlint.consumers import library_dataclass
-from trainlint.diagnostics import Diagnostic, Edit, Span
+from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Edit, Span
 from trainlint.knowledge import training_args as ta
 from trainlint.knowledge import trl_script_args
 from trainlint.rules._triggers import SETUP_NAMES
@@ -57,12 +57,30 @@ def _source(note: str) -> str:
     return {"installed": "the installed package", "newest known": "the newest the data knows"}.get(note, note)
 
 
+def older_than_data(setup: Setup, package: str = "transformers") -> str | None:
+    """The oldest release the data knows when the target ``package`` version is older than it
+    (trl 0.7.11 against TRL data from 0.12.0): rules judge that release instead, an assumption."""
+    tf, _, trl, _ = target(setup)
+    v, known = (trl, ta.trl_known_versions) if package == "trl" else (tf, ta.known_versions)
+    try:
+        oldest = known()[0]
+        return oldest if ta.vkey(v) < ta.vkey(oldest) else None
+    except (ValueError, IndexError):
+        return None
+
+
 def target_text(setup: Setup, package: str = "transformers") -> str:
-    """``target transformers 5.24.0 from the installed package``."""
+    """``target transformers 5.24.0 from the installed package``; for a target older than the
+    data, with the release judged instead (``checking`` then reports such findings as info)."""
     tf, tf_note, trl, trl_note = target(setup)
     if package == "trl":
-        return f"target trl {trl} from {_source(trl_note)}"
-    return f"target transformers {tf} from {_source(tf_note)}"
+        text = f"target trl {trl} from {_source(trl_note)}"
+    else:
+        text = f"target transformers {tf} from {_source(tf_note)}"
+    oldest = older_than_data(setup, package)
+    if oldest is not None:
+        text += f" ({OLDER_THAN_DATA}, which starts at {oldest}: judged as {oldest})"
+    return text
 
 
 def is_known_class(cls: str) -> bool:

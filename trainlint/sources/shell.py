@@ -124,6 +124,11 @@ class Assignment:
     value_span: Span
     span: Span
     exported: bool = False
+    # when ``value`` is None: the words an unquoted use splits into, each with whether it is
+    # known (``ARGS="--nproc_per_node $GPUS --nnodes 1"``: ``--nproc_per_node`` and
+    # ``--nnodes 1`` known, the GPU count not), so that ``torchrun $ARGS train.py`` keeps its
+    # script and flags; None when even the word boundaries are not known
+    partial: tuple[tuple[str, bool], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -792,6 +797,11 @@ class _Builder:
             span = self.index.span(part.start, part.end)
             definition = self.vars.get(name)
             expansions.append(Expansion(name, span, definition))
+            if definition is not None and definition.value is None and definition.partial is not None \
+                    and not part.quoted and len(word.parts) == 1 and not part.op:
+                raw = self.text[word.start:word.end]
+                return [_XWord(piece, word.start, word.end, raw, not known, expansions, from_split=True)
+                        for piece, known in definition.partial]
             if definition is not None and definition.value is not None:
                 value = definition.value
                 if part.op in (":-", ":=") and value == "":
@@ -834,8 +844,13 @@ class _Builder:
         )
         xs = self.expand(value_word)
         value = None if any(x.unresolved for x in xs) else " ".join(x.text for x in xs)
+        partial = None
         if value is None:
             value = script_dir_expr(self.text[eq_end:word.end])
+        if value is None and len(xs) == 1 and not any(p.kind == "unres" for p in value_word.parts):
+            # only $NAMEs are unknown: the words are known where they do not touch one
+            pieces = [w for w in xs[0].text.replace("\\\n", " ").split() if w != "\\"]
+            partial = tuple((w, "$" not in w and "`" not in w) for w in pieces) or None
         if m.group(2) == "+=" and value is not None:
             prev = self.vars.get(name)
             value = (prev.value or "") + value if prev is not None else value
@@ -844,7 +859,7 @@ class _Builder:
             name_span=self.index.span(word.start, word.start + len(name)),
             value_span=self.index.span(eq_end, word.end),
             span=self.index.span(word.start, word.end),
-            exported=exported,
+            exported=exported, partial=partial,
         )
 
     # -- commands ---------------------------------------------------------------------------
@@ -1044,7 +1059,7 @@ class _Builder:
         if i == len(words):  # only assignments: shell variables
             for a in env.values():
                 self.vars[a.name] = Assignment(a.name, a.value, a.name_span, a.value_span, a.span,
-                                               exported=a.name in self.exported)
+                                               exported=a.name in self.exported, partial=a.partial)
                 if a.name in self.exported:
                     self.exported[a.name] = self.vars[a.name]
             return None

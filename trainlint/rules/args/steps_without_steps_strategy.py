@@ -26,7 +26,10 @@ class StepsWithoutStepsStrategy(SiteRule):
     ## Why is this bad?
     The step count is read only under the `"steps"` strategy: the run evaluates, saves or logs
     on another schedule (or never) and the number written is silently ignored. axolotl refuses
-    such a config at start-up; transformers says nothing.
+    such a config at start-up; transformers says nothing. With the strategy left at its default
+    (`eval_steps=200` and no `eval_strategy`: the run never evaluates) this is a warning; with a
+    strategy written beside the number (`save_strategy="epoch"` and a leftover `save_steps`) the
+    schedule was chosen, and it is info.
 
     ## Example
     ```python
@@ -84,7 +87,10 @@ class StepsWithoutStepsStrategy(SiteRule):
                     continue
             written = site.get(strat_name) is not None
             how = f'{strat_name}="{strat}"' + ("" if written else " (the default)")
+            # the strategy left at its default: the interval was most likely meant (a warning); a
+            # strategy written beside it chose another schedule, the number is a leftover (info)
             yield self.diagnostic(_span(site, steps_name),
                                   f"{steps_name}={sv.value!r} is ignored because {how}: the step count is read "
                                   f'only with {strat_name}="steps"; set {strat_name}="steps" or drop {steps_name}',
-                                  related=_related(site, strat_name))
+                                  related=_related(site, strat_name),
+                                  severity=Severity.INFO if written else Severity.WARNING)

@@ -43,8 +43,10 @@ class OverlapCommBuckets(Rule):
     ```
 
     ## Fix safety
-    Safe (same numerics, somewhat slower communication): buckets larger than 2e8 are set to
-    2e8, the guide's value. Buckets already at 2e8 or below get no fix.
+    Buckets larger than 2e8 are set to 2e8, the guide's value (same numerics, somewhat slower
+    communication). Safe when memory is shown to be tight (the warning); otherwise unsafe: the
+    buckets may be a throughput tuning the maintainers chose, and a fix hook must not undo it
+    unasked. Buckets already at 2e8 or below get no fix.
 
     ## References
     - https://huggingface.co/docs/transformers/deepspeed (ZeRO-2: overlap_comm "uses 4.5x the
@@ -67,7 +69,14 @@ class OverlapCommBuckets(Rule):
                                '    "reduce_bucket_size": 5e8\n  }\n}\n'},
              fixed='{\n  "train_micro_batch_size_per_gpu": 8,\n  "zero_optimization": {\n'
                    '    "stage": 2,\n    "overlap_comm": true,\n    "allgather_bucket_size": 2e8,\n'
-                   '    "reduce_bucket_size": 2e8\n  }\n}\n', fixed_path="ds.json", severity="info"),
+                   '    "reduce_bucket_size": 2e8\n  }\n}\n', fixed_path="ds.json", severity="info", unsafe=True,
+             note="memory is not shown to be tight: the fix is unsafe (the buckets may be a tuning)"),
+        Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
+                               ' "overlap_comm": true, "allgather_bucket_size": 5e8, "reduce_bucket_size": 5e8}}\n'},
+             options={"gpu": "RTX 4090"}, severity="warning", fixed_path="ds.json",
+             fixed='{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
+                   ' "overlap_comm": true, "allgather_bucket_size": 2e8, "reduce_bucket_size": 2e8}}\n',
+             note="9 GB of a 24 GB card: memory is tight, the fix is safe"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 2,'
                                ' "overlap_comm": true}}\n'}, severity="info",
              note="default buckets 5e8: 9 GB, no target GPU: information with the figure"),
@@ -161,6 +170,7 @@ class OverlapCommBuckets(Rule):
             message += "; if memory is short, smaller buckets or overlap_comm false trade speed for memory"
         yield self.diagnostic(overlap.span, message, edits=edits or None,  # type: ignore[arg-type]
                               severity=None if big else Severity.INFO,
+                              applicability="safe" if big else "unsafe",
                               related=[v.span.related(f"{v.name.rsplit('.', 1)[-1]} is set here")
                                        for v in (ag, rb) if v is not None and v.span is not None],
                               fix_message="set the buckets to 2e8")

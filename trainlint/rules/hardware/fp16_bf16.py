@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity
@@ -20,7 +22,8 @@ class Fp16OnBf16Hardware(Rule):
     TrainingArguments, `--fp16` on a launch line, `"fp16": true` in an HF args file,
     `mixed_precision: fp16` in an accelerate config, or `"fp16": {"enabled": true}` in a
     DeepSpeed config. The target comes from `--gpu` (or `gpu = ...` in `[tool.trainlint]`,
-    or `--gpu auto`); without a target the rule is silent.
+    or `--gpu auto`); without a target the rule is silent. A setup that trains GPTQ or AWQ
+    weights (`GPTQConfig`, `AwqConfig`, `auto_gptq`) is left alone: those kernels run in fp16.
 
     ## Why is this bad?
     fp16 has a maximum of 65504 and a narrow exponent, so activations and gradients overflow to
@@ -105,6 +108,11 @@ class Fp16OnBf16Hardware(Rule):
              flags=False, options={"gpu": "A100"}, note="auto follows TrainingArguments"),
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=True)\n",
              flags=False, note="no target GPU: never guess"),
+        Case("from transformers import AutoModelForCausalLM, GPTQConfig, Trainer, TrainingArguments\n"
+             "model = AutoModelForCausalLM.from_pretrained('Qwen/Qwen-7B-Chat-Int4',"
+             " quantization_config=GPTQConfig(bits=4, disable_exllama=True))\n"
+             "Trainer(model=model, args=TrainingArguments(output_dir='o', fp16=True)).train()\n",
+             flags=False, options={"gpu": "A100"}, note="GPTQ kernels compute in fp16 (Qwen's QLoRA scripts)"),
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\n",
              flags=False, options={"gpu": "A100"}),
         Case("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', fp16=False)\n",
@@ -119,6 +127,8 @@ class Fp16OnBf16Hardware(Rule):
 
         if not is_ampere_or_newer(gpu):
             return
+        if _fp16_kernels(setup):
+            return  # GPTQ/AWQ kernels run in fp16: bf16 is not an option for these weights
         places = list(self.fp16_places(setup))
         if not places:
             return
@@ -185,3 +195,22 @@ class Fp16OnBf16Hardware(Rule):
             return None
         false_text, true_text = ("false", "true") if fp16.origin in ("argsfile", "deepspeed") else ("False", "True")
         return [a.edit(false_text), b.edit(true_text)]
+
+
+_FP16_QUANT_CONFIGS = ("GPTQConfig", "AwqConfig")
+_FP16_QUANT_MODULES = ("auto_gptq", "gptqmodel", "awq")
+
+
+def _fp16_kernels(setup: Setup) -> bool:
+    """Whether a script of the setup trains GPTQ or AWQ weights (a ``GPTQConfig``/``AwqConfig``
+    call, an ``auto_gptq``/``gptqmodel``/``awq`` import): their kernels compute in fp16, which
+    is why Qwen's QLoRA scripts say "use --fp16 instead of --bf16 due to autogptq"."""
+    for pf in setup.scripts:
+        if any(q.split(".")[0] in _FP16_QUANT_MODULES for q in pf.imports.values()):
+            return True
+        for cs in pf.calls:
+            f = cs.node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in _FP16_QUANT_CONFIGS:
+                return True
+    return False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from typing import Iterable
 
 from trainlint.analysis import (
@@ -81,6 +83,16 @@ class UseCacheWithCheckpointing(Rule):
             """,
             options={"transformers-version": "5.24.0"},
         ),
+        Case(
+            """
+            from transformers import AutoConfig, AutoModelForCausalLM, Trainer, TrainingArguments
+            config = AutoConfig.from_pretrained("qwen")
+            config.use_cache = True
+            model = AutoModelForCausalLM.from_pretrained("qwen", config=config)
+            Trainer(model=model, args=TrainingArguments(output_dir="o", gradient_checkpointing=True))
+            """,
+            options={"transformers-version": "4.57.1"},
+        ),
         # must not flag
         Case(
             """
@@ -98,6 +110,17 @@ class UseCacheWithCheckpointing(Rule):
             Trainer(model=model, args=TrainingArguments(output_dir="o", gradient_checkpointing=True))
             """,
             options={"transformers-version": "5.24.0"}, flags=False, note="5.x turns the cache off",
+        ),
+        Case(
+            """
+            from transformers import AutoConfig, AutoModelForCausalLM, Trainer, TrainingArguments
+            config = AutoConfig.from_pretrained("qwen")
+            config.use_cache = False
+            model = AutoModelForCausalLM.from_pretrained("qwen", config=config)
+            Trainer(model=model, args=TrainingArguments(output_dir="o", gradient_checkpointing=True))
+            """,
+            options={"transformers-version": "4.57.1"}, flags=False,
+            note="the config passed to from_pretrained has the cache off (Qwen's finetune.py)",
         ),
         Case(
             """
@@ -125,7 +148,7 @@ class UseCacheWithCheckpointing(Rule):
             if any(t.endswith("config.use_cache") for _s, t, _v in flow.attr_sets):
                 continue
             load_off = [ld for ld in gen if (v := ld.kw("use_cache")) is not None and v.value is not True]
-            if load_off:
+            if load_off or any(_config_turns_cache_off(pf, ld) for ld in gen):
                 continue
             if major >= 5:
                 arg_on = [v for s in ctx.sites or [] for v in [s.get("use_cache")] if v is not None and v.value is True]
@@ -142,3 +165,24 @@ class UseCacheWithCheckpointing(Rule):
                 f"every forward warns and turns it off; set model.config.use_cache = False for training",
                 related=[pf.span(gen[0].call).related("the model is loaded here")])
 
+
+def _config_turns_cache_off(pf, ld) -> bool:
+    """``config.use_cache = False`` (or ``config = AutoConfig.from_pretrained(..., use_cache=False)``)
+    on the config object the load passes as ``config=`` (Qwen's finetune.py): the model is
+    built with the cache off. Any other value, or a config not followed, counts as not off."""
+    node = ld.nodes.get("config")
+    if not isinstance(node, ast.Name):
+        return False
+    name = node.id
+    for stmt in pf.nodes:
+        if isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                if isinstance(t, ast.Attribute) and t.attr == "use_cache" and isinstance(t.value, ast.Name) \
+                        and t.value.id == name and isinstance(stmt.value, ast.Constant) and stmt.value.value is False:
+                    return True
+            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets) and \
+                    isinstance(stmt.value, ast.Call) and any(
+                        k.arg == "use_cache" and isinstance(k.value, ast.Constant) and k.value.value is False
+                        for k in stmt.value.keywords):
+                return True
+    return False
