@@ -12,19 +12,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def env() -> dict[str, str]:
+def env(root: Path | None = None) -> dict[str, str]:
+    """``root``: the checkout whose trainlint runs (this one by default)."""
     e = dict(os.environ)
     e.pop("PYTHONDONTWRITEBYTECODE", None)
     e.pop("TRAINLINT_CACHE_DIR", None)
-    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), e.get("PYTHONPATH", "")]))
+    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root or ROOT), e.get("PYTHONPATH", "")]))
     return e
 
 
-def measure(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
+def measure(cmd: list[str], cwd: Path, root: Path | None = None) -> tuple[float, float, float]:
     """(wall s, CPU s of the process and its children, peak RSS in MiB of the largest); exits
     with the command's stderr when it fails (exit codes 0 and 1 are a check's normal ends)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env(root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)

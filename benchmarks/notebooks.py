@@ -16,7 +16,13 @@ user + system), in interleaved rounds (round i of every command before round i+1
 the set's own size and at ``--scale`` files (the set cycled, each copy under a new name). It
 prints the median CPU seconds per tree, per file, and the ratio notebooks / scripts.
 
+With ``--code DIR`` (repeatable) it runs those checkouts of trainlint instead of this one,
+each on the same trees in the same interleaved rounds (before and after a change): a ratio per
+checkout. ``--keep DIR`` builds the trees there and keeps them; ``--reuse`` runs on trees kept
+before (``--keep``) without building them again.
+
 usage: python benchmarks/notebooks.py --source DIR [--source DIR ...] [--rounds 5] [--scale 1000]
+       [--code DIR ...] [--keep DIR [--reuse]] [--only LABEL]
 """
 
 from __future__ import annotations
@@ -37,9 +43,10 @@ PY = sys.executable
 CHECK = [PY, "-m", "trainlint", "check", ".", "--no-cache", "-j", "1", "--exit-zero", "--format", "concise"]
 
 
-def measure(cwd: Path) -> tuple[float, float]:
-    """(wall s, CPU s of the process and its children) of ``CHECK`` in ``cwd``."""
-    return _proc.measure(CHECK, cwd)[:2]
+def measure(cwd: Path, root: Path | None = None) -> tuple[float, float]:
+    """(wall s, CPU s of the process and its children) of ``CHECK`` in ``cwd`` (trainlint of
+    the checkout ``root``, this one by default)."""
+    return _proc.measure(CHECK, cwd, root)[:2]
 
 
 def build(sources: list[Path], out: Path, scale: int) -> dict[str, tuple[Path, Path, int, float, float]]:
@@ -82,42 +89,66 @@ def build(sources: list[Path], out: Path, scale: int) -> dict[str, tuple[Path, P
     return trees
 
 
+def _kept(out: Path, scale: int) -> dict[str, tuple[Path, Path, int, float, float]]:
+    """The trees ``build`` left in ``out`` (``--keep``)."""
+    trees = {}
+    for label in ("set", f"x{scale}"):
+        nbdir, pydir = out / label / "nb", out / label / "py"
+        if nbdir.is_dir() and pydir.is_dir():
+            mb = [sum(p.stat().st_size for p in d.iterdir()) / 1e6 for d in (nbdir, pydir)]
+            trees[label] = (nbdir, pydir, sum(1 for _ in nbdir.iterdir()), mb[0], mb[1])
+    return trees
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--source", action="append", type=Path, required=True)
+    ap.add_argument("--source", action="append", type=Path, default=[])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--scale", type=int, default=1000)
     ap.add_argument("--keep", type=Path, help="build the trees here and keep them")
+    ap.add_argument("--reuse", action="store_true", help="run on the trees kept in --keep")
+    ap.add_argument("--code", action="append", type=Path, default=[], help="a checkout of trainlint to run")
+    ap.add_argument("--only", help="run only this tree (set, x1000)")
     args = ap.parse_args()
-    subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "trainlint")], check=False)
+    codes = [c.resolve() for c in args.code] or [ROOT]
+    for code in codes:
+        subprocess.run([PY, "-m", "compileall", "-q", str(code / "trainlint")], check=False)
     out = args.keep or Path(tempfile.mkdtemp(prefix="trainlint-nb-bench-"))
-    if args.keep and out.exists():
+    if args.reuse and not args.keep:
+        ap.error("--reuse needs --keep")
+    if not args.reuse and not args.source:
+        ap.error("--source is required (or --keep DIR --reuse)")
+    if args.keep and out.exists() and not args.reuse:
         shutil.rmtree(out)
     try:
-        trees = build(args.source, out, args.scale)
+        trees = _kept(out, args.scale) if args.reuse else build(args.source, out, args.scale)
+        if args.only:
+            trees = {k: v for k, v in trees.items() if k == args.only}
         cmds = {}
-        for label, (nbdir, pydir, *_rest) in trees.items():
-            cmds[(label, "notebooks")] = nbdir
-            cmds[(label, "scripts")] = pydir
-        for cwd in cmds.values():  # warm the OS cache and the bytecode
-            measure(cwd)
-        times: dict[tuple[str, str], list[tuple[float, float]]] = {k: [] for k in cmds}
+        for code in codes:
+            for label, (nbdir, pydir, *_rest) in trees.items():
+                cmds[(code, label, "notebooks")] = nbdir
+                cmds[(code, label, "scripts")] = pydir
+        for (code, *_k), cwd in cmds.items():  # warm the OS cache and the bytecode
+            measure(cwd, code)
+        times: dict[tuple, list[tuple[float, float]]] = {k: [] for k in cmds}
         for _ in range(args.rounds):
             for key, cwd in cmds.items():
-                times[key].append(measure(cwd))
+                times[key].append(measure(cwd, key[0]))
         print(f"## Notebooks vs the same programs as scripts (`check --no-cache -j 1`, median of "
               f"{args.rounds} interleaved rounds; CPU s = user + system)\n")
-        print("| tree | files | notebooks MB / scripts MB | notebooks CPU s | scripts CPU s | "
+        print("| code | tree | files | notebooks MB / scripts MB | notebooks CPU s | scripts CPU s | "
               "per file (ms) nb / py | ratio nb/py (CPU) | same-round ratio (median) |")
-        print("|---|---|---|---|---|---|---|---|")
-        for label, (_nbdir, _pydir, count, nb_mb, py_mb) in trees.items():
-            a = times[(label, "notebooks")]
-            b = times[(label, "scripts")]
-            ca = statistics.median(x[1] for x in a)
-            cb = statistics.median(x[1] for x in b)
-            same = statistics.median(x[1] / y[1] for x, y in zip(a, b))
-            print(f"| {label} | {count} | {nb_mb:.1f} / {py_mb:.1f} | {ca:.2f} | {cb:.2f} | "
-                  f"{1000 * ca / count:.2f} / {1000 * cb / count:.2f} | {ca / cb:.2f} | {same:.2f} |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for code in codes:
+            for label, (_nbdir, _pydir, count, nb_mb, py_mb) in trees.items():
+                a = times[(code, label, "notebooks")]
+                b = times[(code, label, "scripts")]
+                ca = statistics.median(x[1] for x in a)
+                cb = statistics.median(x[1] for x in b)
+                same = statistics.median(x[1] / y[1] for x, y in zip(a, b))
+                print(f"| {code.name} | {label} | {count} | {nb_mb:.1f} / {py_mb:.1f} | {ca:.2f} | {cb:.2f} | "
+                      f"{1000 * ca / count:.2f} / {1000 * cb / count:.2f} | {ca / cb:.2f} | {same:.2f} |")
     finally:
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)

@@ -2,6 +2,7 @@
 
     python benchmarks/startup.py                       # examples/bert_imdb/train.py, 21 rounds
     python benchmarks/startup.py --runs 31 FILE ...    # other files
+    python benchmarks/startup.py --against DIR         # also the check with another tree (before/after)
 
 Floors (whole processes, like the check):
 
@@ -95,6 +96,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", type=Path, default=[ROOT / "examples" / "bert_imdb" / "train.py"])
     ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--against", type=Path, help="another trainlint tree (a copy of the repository at "
+                    "another commit: `git archive REV | tar -x -C DIR`), checked in the same loop")
     args = ap.parse_args()
     subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "trainlint")], env=env(), check=False)
     print(f"python {sys.version.split()[0]}  cores {os.cpu_count()}  load {os.getloadavg()[0]:.2f}")
@@ -111,6 +114,12 @@ def main() -> None:
             "click + stdlib": [PY, str(floor_file)],
             "check --no-cache": [PY, "-m", "trainlint", "check", "--no-cache", str(f)],
         }
+        if args.against is not None:
+            # run from that tree (``-m`` puts the working directory first on sys.path), the same file
+            tree = args.against.resolve()
+            subprocess.run([PY, "-m", "compileall", "-q", str(tree / "trainlint")], env=env(), check=False)
+            named[f"check ({tree.name})"] = ["env", "--chdir", str(tree), f"PYTHONPATH={tree}",
+                                              PY, "-m", "trainlint", "check", "--no-cache", str(f)]
         res = time_commands(named, args.runs, ROOT)
         floor_file.unlink()
         rule_mods = [m for m in own if m.startswith("trainlint.rules.") and m.count(".") >= 3]

@@ -20,7 +20,8 @@ def index_text() -> str:
     rules = [{"code": r.code, "name": r.name, "module": r.__module__, "class": r.__qualname__,
               "engine": r.produced_by_engine,
               "triggers": None if r.triggers is None else sorted(set(r.triggers)),
-              "words": True if r.index_words() is not None else None, "python_alone": r.python_alone,
+              "words": True if r.index_words() is not None else None,
+              "fires_on": None if r.fires_on is None else sorted(set(r.fires_on)), "python_alone": r.python_alone,
               "needs": sorted(r.needs)}
              for r in discover_rules()]
     return json.dumps({"generated_by": "scripts/gen_rule_index.py", "rules": rules}, indent=1) + "\n"

@@ -307,14 +307,20 @@ def test_cache_keys_on_the_git_base(tmp_path, monkeypatch):
     assert not any(d.name == "lr-not-scaled" for d in after.diagnostics)
 
 
-def test_files_that_name_missing_files_are_not_cached(tmp_path, monkeypatch):
+def test_files_that_name_missing_files_are_cached_until_the_file_appears(tmp_path, monkeypatch):
+    """A missing reference (TL004) is cached with where it was looked for as dependencies: the
+    second run answers from the cache, and the config appearing is a change."""
     monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
     write_files(tmp_path / "p", {"a.py": BAD.replace("output_dir='o'", "output_dir='o', deepspeed='ds.json'")})
     settings = load_settings(tmp_path / "p")
     first, _ = _cached([tmp_path / "p"], settings)
     assert any(d.code == "TL004" for d in first.diagnostics)
-    _, stats = _cached([tmp_path / "p"], settings)
-    assert stats == (0, 1)  # looked up, never stored
+    again, stats = _cached([tmp_path / "p"], settings)
+    assert stats == (1, 0) and _dump(again) == _dump(first)
+    write_files(tmp_path / "p", {"ds.json": '{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}}\n'})
+    changed, stats = _cached([tmp_path / "p"], settings)
+    assert not any(d.code == "TL004" for d in changed.diagnostics)
+    assert _dump(changed) == _dump(lint([tmp_path / "p"], settings, jobs=1))
 
 
 def test_a_script_is_cached_with_the_config_it_reads_from_outside_the_run(tmp_path, monkeypatch):

@@ -292,3 +292,37 @@ def test_trl_script_args_match_installed_trl(name):
     installed = {f.name for f in dataclasses.fields(cls) if f.init}
     assert sa.field_names(f"trl.{name}", trl.__version__) == installed
     assert sa.class_at(f"trl.{name}", trl.__version__) == f"{cls.__module__}.{name}"
+
+
+def test_auto_classes_have_no_forward_in_the_table():
+    """``forward_names`` answers an ``AutoModel...`` class without reading model_forward.json."""
+    from trainlint.knowledge import model_api
+
+    data = model_api._forward_data()
+    assert not [c for c in (*data["forward"], *data.get("forward_any", {})) if c.startswith("AutoModel")]
+    assert model_api.forward_names("AutoModelForSequenceClassification") is None
+    assert model_api.forward_names("BertForSequenceClassification") is not None
+
+
+def test_keyword_window_reads_the_runs_as_the_loaders_do():
+    """``keyword_window`` reads the runs directly; it says what ``loader`` says per version."""
+    from trainlint.knowledge import model_api
+
+    vs = model_api._data()["versions"]
+    assert vs == sorted(set(vs), key=model_api._data()["versions"].index)  # distinct, in order
+    for key, e in model_api._data()["loaders"].items():
+        words = {w for _, _, ps in e["params"] if ps for w in ps} | {"tokenizer", "no_such_keyword"}
+        words |= {w for _, _, ks in e["kwargs_keys"] if ks for w in ks}
+        words |= {w for _, _, al in e.get("aliases", []) if al for w in al}
+        for w in sorted(words):
+            for alias in (False, True):
+                flags = []
+                for v in vs:
+                    lo = model_api.loader(key, v)
+                    flags.append(lo is not None and (lo.handles(w) or (alias and w in lo.aliases)))
+                if not any(flags):
+                    want = (None, None)
+                else:
+                    first, last = flags.index(True), len(flags) - 1 - flags[::-1].index(True)
+                    want = (vs[first], vs[last + 1] if last + 1 < len(vs) else None)
+                assert model_api.keyword_window(key, w, alias) == want, (key, w, alias)

@@ -286,3 +286,14 @@ def test_data_matches_installed_training_arguments():
 
 def test_data_matches_installed_seq2seq_training_arguments():
     _installed_match("Seq2SeqTrainingArguments")
+
+
+def test_trl_class_names_end_with_config():
+    """``is_trl_class`` answers other names without reading TRL's table: it relies on this."""
+    from trainlint.knowledge.training_args import TRANSFORMERS_CLASSES, _package_data, is_trl_class
+
+    names = set(_package_data("trl")["classes"])
+    assert names and all(n.endswith("Config") and n != "Config" for n in names)
+    assert not names & set(TRANSFORMERS_CLASSES)
+    assert all(is_trl_class(n) for n in names)
+    assert not any(is_trl_class(n) for n in (*TRANSFORMERS_CLASSES, "Config", "Trainer", "LoraConfig"))

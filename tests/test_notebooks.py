@@ -439,6 +439,8 @@ def _lint_cells(tmp_path: Path, cells, **kw):
     'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"',
     "import os\nos.environ['WANDB_PROJECT'] = 'bert-imdb'\nos.environ.setdefault('CUDA_VISIBLE_DEVICES', '0,1')",
     'from os import environ\nenviron.update({"CUDA_VISIBLE_DEVICES": "0,1"})',
+    # an alias whose lines do not say environ (the shell flow looks for the alias too)
+    'from os import environ as E\nE["CUDA_VISIBLE_DEVICES"] = "0,1"',
     'import os\ngpus = "0,1"\nos.environ["CUDA_VISIBLE_DEVICES"] = gpus',
     "import os\nos.environ.update(CUDA_VISIBLE_DEVICES='0,1', WANDB_MODE='offline')",
 ])
@@ -593,3 +595,141 @@ def test_names_a_notebook_mentions():
             "%run -m pkg.train_mod\n!bash ./scripts/launch.sh\nimg = 'aGVsbG8' * 10000 + 'x.png'\n")
     assert {"run_glue.py", "cfg.yaml", "ds_config.json", "train_mod", "launch.sh"} <= _mentioned_names(text)
     assert _mentioned_names("x" * 200_000 + ".pyc") == set()
+
+
+# -- the reader's fast paths give what their plain versions give (issue 16 §1) ------------------
+
+# the one-alternation forms the fast searches replace (kept here as the reference)
+_MAYBE_IPYTHON_REF = r"^[ \t]*[!%?/,;]|\?[ \t]*$|=[ \t]*[!%]|^[ \t]*(?:pip3?|conda|mamba|cd|pwd|ls|mkdir|" \
+                     r"cat|cp|mv|rm|rmdir|load_ext|matplotlib|env|run|time|timeit|pushd|popd|wget)[ \t]"
+_INSTALL_REF = r"^[ \t]*(?:!|%{0,2}(?:pip3?|conda|mamba|uv)[ \t]).*$"
+
+
+def test_fast_ipython_and_install_searches_match_their_reference():
+    import random
+    import re
+
+    from trainlint.sources.notebook import _INSTALL_OR_SHELL, _maybe_ipython
+
+    maybe, install = re.compile(_MAYBE_IPYTHON_REF, re.M), re.compile(_INSTALL_REF, re.M)
+    pieces = ["\n", " ", "\t", "!", "%", "%%", "?", "??", "/", ",", ";", "=", "x", "pip", "pip3", "uv", "cd",
+              "conda", "env", "run", "time", "timeit", "ls", "#", "'", "a = ", "\r", "print(1)", "\n\n"]
+    rng = random.Random(16)
+    texts = ["", "\n", "?", "x?", "x?\n", "a = !ls", "a=%time", "\n!x", "pip install x", " pip\tx", "%%bash\n"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(20_000)]
+    for text in texts:
+        assert _maybe_ipython(text) == bool(maybe.search(text)), repr(text)
+        assert _INSTALL_OR_SHELL.sub("\n", "\n" + text)[1:] == install.sub("", text), repr(text)
+
+
+def test_install_lines_the_same_from_the_reader_and_from_json(tmp_path: Path):
+    import sys
+
+    from trainlint.knowledge import versions
+
+    cells = [("markdown", "%pip install nothing"), ("code", '%pip install -q "transformers==4.44.2" trl\n!pip install \\\n  peft'),
+             ("code", "%%bash\npip install accelerate==1.0.0")]
+    for i, text in enumerate([notebook(cells), notebook(cells, as_string=True), "\ufeff" + notebook(cells),
+                              '{"cells": [{"cell_type": "code", "source": 3}], "nbformat": 4}  install',
+                              '{"worksheets": [], "nbformat": 3} install', "not json install"]):
+        path = tmp_path / f"n{i}.ipynb"
+        path.write_text(text, encoding="utf-8")
+        with_reader = versions._install_lines(path)
+        reader = sys.modules.pop("trainlint.sources.notebook")
+        try:
+            assert versions._install_lines(path) == with_reader
+        finally:
+            sys.modules["trainlint.sources.notebook"] = reader
+        if i < 2:
+            assert [w for _, w in with_reader] == [f"n{i}.ipynb:cell 2", f"n{i}.ipynb:cell 2", f"n{i}.ipynb:cell 3"]
+
+
+# -- shell processes and %env as IPython runs them (issue 16 §2) --------------------------------
+
+def _launches(cells):
+    nb = read_notebook("nb.ipynb", notebook(cells))
+    return [(launch.cwd, {k: v.value for k, v in launch.env.items()}) for launch in nb.launches]
+
+
+def test_a_bash_cell_is_a_process_of_its_own():
+    # its cd and exports apply to its later lines, never to later cells
+    for magic in ("%%bash", "%%sh", "%%script bash"):
+        cells = [("code", f"{magic}\ncd examples\nexport WANDB_MODE=offline\npython train.py --output_dir o"),
+                 ("code", "!python train.py --output_dir p"),
+                 ("code", "%%bash\npython train.py --output_dir q")]
+        assert _launches(cells) == [("examples", {"WANDB_MODE": "offline"}), (None, {}), (None, {})], magic
+    # %cd and %env are the kernel's: they reach later cells
+    cells = [("code", "%cd examples\n%env WANDB_MODE=offline"), ("code", "%%bash\npython train.py --output_dir o")]
+    assert _launches(cells) == [("examples", {"WANDB_MODE": "offline"})]
+
+
+def test_each_bang_line_is_a_shell_of_its_own():
+    cells = [("code", "!export CUDA_VISIBLE_DEVICES=0,1 && cd examples  # set up\n"
+                      "!cd examples && CUDA_VISIBLE_DEVICES=0 python train.py --output_dir o  # run it\n"
+                      "files = !cd examples; ls\n"
+                      "!python train.py --output_dir p")]
+    # the first line's export and cd end with it; the prefix assignment is the launch's own
+    assert _launches(cells) == [("examples", {"CUDA_VISIBLE_DEVICES": "0"}), (None, {})]
+    # a trailing comment is the shell's: no argument of the launch
+    first = read_notebook("nb.ipynb", notebook(cells)).launches[0]
+    assert [f.raw for f in first.script_args] == ["--output_dir o"]
+
+
+def test_bang_line_continuation_and_comment_as_ipython_joins_them(tmp_path: Path):
+    # IPython joins the lines of a continued ! command with a space (assemble_continued_line),
+    # so a comment runs to the end of the command: --save_total_limit is commented out
+    cells = [("code", "!torchrun --nproc_per_node 2 train.py --output_dir o \\\n"
+                      "    --logging_steps 1 # log often \\\n"
+                      "    --save_total_limit 1\n"
+                      "!torchrun --nproc_per_node 2 train.py --output_dir o --logging_steps\\\n1")]
+    nb = read_notebook("nb.ipynb", notebook(cells))
+    first, second = nb.launches
+    assert {f.key: f.value for f in first.script_args} == {"output_dir": "o", "logging_steps": "1"}
+    assert {f.key: f.value for f in second.script_args} == {"output_dir": "o", "logging_steps": "1"}
+    result = _lint_cells(tmp_path, cells, options={"gpu": "A100"})
+    assert ("TL201", 1, 2, 21) in _found(result)  # logging_steps 1, on its own line of the cell
+    assert not any(d.code == "TL002" or d.code == "TL003" for d in result.diagnostics)
+
+
+@pytest.mark.parametrize(("line", "env"), [
+    ("%env CUDA_VISIBLE_DEVICES=0,1", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("%env CUDA_VISIBLE_DEVICES 0,1", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("%env CUDA_VISIBLE_DEVICES = 0,1", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("%set_env CUDA_VISIBLE_DEVICES=0,1", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("%env WANDB_NOTES a b", {"WANDB_NOTES": "a b"}),
+    ("%env X=a=b", {"X": "a=b"}),
+    ("%env X=", {"X": ""}),
+    # a query, the listing, a name with a space (IPython refuses it): nothing is set
+    ("%env CUDA_VISIBLE_DEVICES", {}), ("%env", {}), ("%env CMD_ARGS A=B", {}),
+    # IPython expands the line from Python values first
+    ("gpus = '0,1'\n%env CUDA_VISIBLE_DEVICES=$gpus", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("n = 2\n%env CUDA_VISIBLE_DEVICES={','.join(str(i) for i in range(n))}", {"CUDA_VISIBLE_DEVICES": None}),
+    ("gpus = '0,1'\n%env CUDA_VISIBLE_DEVICES {gpus}", {"CUDA_VISIBLE_DEVICES": "0,1"}),
+    ("import torch\n%env CUDA_VISIBLE_DEVICES={torch.cuda.device_count()}", {"CUDA_VISIBLE_DEVICES": None}),
+    # an undefined name: IPython sets the text as written
+    ("%env X=$undefined_name", {"X": "$undefined_name"}),
+    ("key = 'CUDA_VISIBLE_DEVICES'\n%env {key}=0", {"CUDA_VISIBLE_DEVICES": "0"}),
+    ("import os\n%env {os.getenv('K')}=0", {}),
+])
+def test_env_magic_as_ipython_parses_and_expands_it(line: str, env: dict):
+    assert _launches([("code", line), ("code", "!python train.py --output_dir o")]) == [(None, env)]
+
+
+def test_env_values_from_python_make_findings_at_the_field(tmp_path: Path):
+    cells = [("code", "gpus = '0,1'\n%env CUDA_VISIBLE_DEVICES={gpus}"), ("code", LAUNCH4)]
+    assert ("TL403", 2, 1, 28) in _found(_lint_cells(tmp_path, cells))
+    # a value only the kernel knows: no finding about a placeholder
+    cells = [("code", "import torch\n%env CUDA_VISIBLE_DEVICES={torch.cuda.device_count()}"), ("code", LAUNCH4)]
+    result = _lint_cells(tmp_path, cells)
+    assert "TL403" not in _codes(result) and not any("$__" in d.message for d in result.diagnostics)
+
+
+def test_estimate_names_the_launch_line_by_cell(tmp_path: Path):
+    from trainlint.estimate import _launch_line
+
+    cells = [("markdown", "# Train"), ("code", "!pip install -q transformers"),
+             ("code", "%%writefile train.py\n" + TRAIN_PY),
+             ("code", "lr = 3e-5\n!python train.py --output_dir out --learning_rate {lr}")]
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    assert _launch_line(str(tmp_path / "nb.ipynb"), 7) == "cell 4:2"  # markdown takes no virtual line
+    assert _launch_line(str(tmp_path / "run.sh"), 7) == "7"

@@ -81,7 +81,7 @@ LAYERS = [
     ("workspace", ["trainlint.workspace"]),
     ("linking", ["trainlint.consumers", "trainlint.modules", "trainlint.linking"]),
     ("setups", ["trainlint.resolve"]),
-    ("rules", ["trainlint.analysis", "trainlint.memory", "trainlint.estimate", "trainlint.fixing.python_edits",
+    ("rules", ["trainlint.analysis", "trainlint.script_values", "trainlint.memory", "trainlint.estimate", "trainlint.fixing.python_edits",
                "trainlint.fixing.text_edits", "trainlint.rules"]),
     ("checking", ["trainlint.suppression", "trainlint.checking", "trainlint.partition"]),
     ("schedulers", ["trainlint.parallel", "trainlint.cache"]),

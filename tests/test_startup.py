@@ -293,7 +293,7 @@ def test_python_only_workspace_skips_them(tmp_path):
     from trainlint.workspace import Workspace, read_file
 
     (tmp_path / "train.py").write_text("from transformers import TrainingArguments\n"
-                                       "args = TrainingArguments(output_dir='o', deepspeed='ds.json')\n")
+                                       "args = TrainingArguments(output_dir='o', logging_steps=1, deepspeed='ds.json')\n")
     ws = Workspace(settings=Settings(), overlay={})
     read_file(ws, str(tmp_path / "train.py"), True)
     codes = {r.code for r in RuleSet(Settings()).for_workspace(ws)}

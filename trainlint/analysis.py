@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from trainlint.diagnostics import Span
 from trainlint.setup import ArgsSite, Setup, Value
@@ -21,8 +22,7 @@ TORCH_DTYPES = {
 ACCEL_PREFIXES = ("cuda", "mps", "xpu", "npu", "hpu", "mlu", "musa")
 
 
-@dataclass
-class DeviceMove:
+class DeviceMove(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
     """``<receiver>.to(<device>)`` or ``<receiver>.cuda()`` on a model that reaches a Trainer."""
 
     call: ast.Call
@@ -137,8 +137,7 @@ NON_BNB_QUANT_CONFIGS = {
 }
 
 
-@dataclass
-class LoadCall:
+class LoadCall(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
     """``Auto*.from_pretrained(...)`` / ``from_config(...)`` that creates a model reaching a
     Trainer, with its keywords resolved (``**kwargs`` dicts included)."""
 
@@ -183,8 +182,7 @@ class LoadCall:
         return None
 
 
-@dataclass
-class FlowStep:
+class FlowStep(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
     """A call on the model's way to the Trainer: peft (get_peft_model, PeftModel.from_pretrained),
     kbit (prepare_model_for_kbit_training), merge (merge_and_unload), compile (torch.compile),
     cast (.half(), .to(torch.float16)), custom (an ``nn.Module`` class of the file)."""
@@ -196,8 +194,7 @@ class FlowStep:
     detail: str = ""  # dtype of a cast, the function name of a wrapper
 
 
-@dataclass
-class ModelCall:
+class ModelCall(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
     """A statement-level call on a model variable (``model.gradient_checkpointing_enable()``,
     ``model.half()``) or a call that takes it first (``prepare_model_for_kbit_training(model)``),
     made before the Trainer is built."""
@@ -717,8 +714,7 @@ def call_site_of(pf: PythonFile, call: ast.Call) -> CallSite | None:
     return next((c for c in pf.calls if c.node is call), None)
 
 
-@dataclass
-class TrainerContext:
+class TrainerContext(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
     """One Trainer call with its file, model flow and TrainingArguments sites."""
 
     pf: PythonFile

@@ -16,7 +16,7 @@ from trainlint.config import ConfigError, Settings
 from trainlint.consumers import with_assumed, with_consumer
 from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Severity, internal_error
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
-from trainlint.rule_index import can_trigger, identifiers, is_selected, selected
+from trainlint.rule_index import can_trigger, is_selected, selected, words_of
 from trainlint.rules.base import Rule
 from trainlint.suppression import Suppressions
 from trainlint.workspace import Workspace, read_entry
@@ -58,9 +58,9 @@ class RuleSet:
         present = {t for t in names if any(t in text for text in texts)}  # each name searched once
         found: list[set[str]] = []
 
-        def tokens() -> set[str]:  # the identifiers of the texts, for rules with words; once
+        def tokens() -> set[str]:  # the words of the texts, for rules with words; once
             if not found:
-                found.append(set().union(*(identifiers(text) for text in texts)))
+                found.append(set().union(*(words_of(text) for text in texts)))
             return found[0]
 
         return [self._rule(e) for e in self.entries if e.get("python_alone", True) and can_trigger(e, present, tokens)]

@@ -170,7 +170,9 @@ def find_pyproject(start: Path) -> Path | None:
         candidate = d / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+                from trainlint.knowledge import tomlfile
+
+                data = tomlfile.load(candidate)
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
                 continue
             if "trainlint" in data.get("tool", {}):
@@ -243,7 +245,9 @@ def load_settings(start: Path | None = None, overrides: dict[str, Any] | None = 
     path = find_pyproject(start or Path.cwd())
     rule_options: dict[str, dict[str, Any]] = {}
     if path is not None:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))["tool"]["trainlint"]
+        from trainlint.knowledge import tomlfile
+
+        table = tomlfile.load(path)["tool"]["trainlint"]
         from trainlint.rule_index import lookup
 
         for key, value in table.items():

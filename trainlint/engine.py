@@ -207,7 +207,8 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
     pending = [i for i in range(len(tasks)) if i not in remembered]
     run_tasks = [tasks[i] for i in pending]
     n_files = sum(1 if not isinstance(t, list) else len(t) for t in run_tasks)
-    n_jobs = jobs if jobs is not None else _default_jobs()
+    # one task (a one-file check) never asks how many processes there could be
+    n_jobs = (jobs if jobs is not None else _default_jobs()) if len(run_tasks) > 1 else 1
     if n_jobs > 1 and n_files > min_files and len(run_tasks) > 1 and \
             (jobs is not None or _pool_pays([sizes[i] for i in pending], n_jobs)):
         from trainlint.parallel import PoolRun

@@ -153,9 +153,10 @@ def _cached_target(settings, resolver, explicit, root, source):
 
 def _configured(path: Path, key: str) -> str | None:
     from trainlint.config import tomllib
+    from trainlint.knowledge import tomlfile
 
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomlfile.load(path)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     value = data.get("tool", {}).get("trainlint", {}).get(key)

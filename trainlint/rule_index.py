@@ -141,14 +141,39 @@ def identifiers(text: str) -> set[str]:
 
 def can_trigger(entry: dict[str, Any], present: set[str], tokens: Any = None) -> bool:
     """Whether the rule of ``entry`` may report on a setup of Python files only, in which the
-    trigger names ``present`` occur (substrings); for a rule with words, ``tokens()`` gives the
-    identifiers of the setup's texts."""
+    trigger names ``present`` occur (substrings); ``tokens()`` gives the words of the setup's
+    texts (``words_of``), for a rule with ``index_words()`` or ``fires_on``."""
     triggers = entry["triggers"]
     if triggers is not None and not any(t in present for t in triggers):
         return False
-    if entry.get("words") and tokens is not None:
+    if tokens is None:
+        return True
+    fires_on = entry.get("fires_on")
+    if fires_on is not None and tokens().isdisjoint(fires_on):
+        return False
+    if entry.get("words"):
         return any(t in present and not rule_words(entry["code"], t).isdisjoint(tokens()) for t in triggers or ())
     return True
+
+
+_HYPHENATED = None
+
+
+def words_of(text: str) -> set[str]:
+    """The words a setup's text holds for ``Rule.fires_on`` and ``index_words()``: its
+    identifiers (``identifiers``), each run of name characters joined by ``-`` read with ``_``
+    (``--logging-steps`` holds ``logging_steps``), and ``X`` for each ``no_X`` (HfArgumentParser's
+    ``--no_dataloader_pin_memory`` sets ``dataloader_pin_memory``)."""
+    global _HYPHENATED
+    found = identifiers(text)
+    if "-" in text:
+        if _HYPHENATED is None:
+            import re
+
+            _HYPHENATED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+")
+        found.update(m.replace("-", "_") for m in _HYPHENATED.findall(text))
+    found.update([w[3:] for w in found if w.startswith("no_")])
+    return found
 
 
 @lru_cache(maxsize=None)

@@ -125,6 +125,8 @@ def forward_names(cls: str) -> frozenset[str] | None:
     """Every parameter name ``<cls>.forward`` takes in some covered version: the table's classes
     and every other model class with a ``forward`` of its own (``forward_any``); None when the
     class is not known."""
+    if cls.startswith("AutoModel"):
+        return None  # an auto class has no forward of its own (a test checks the table): not read
     data = _forward_data()
     e = data["forward"].get(cls)
     if e is not None:
@@ -174,10 +176,14 @@ def keyword_window(key: str, keyword: str, alias: bool = False) -> tuple[str | N
     ``**kwargs``; with ``alias`` also a decorator's alias) and the first known release after
     the last one that does (None while the newest still does); (None, None) when none does."""
     vs = _data()["versions"]
+    e = _data()["loaders"].get(key)
+    if e is None:
+        return None, None
     flags = []
-    for v in vs:
-        lo = loader(key, v)
-        flags.append(lo is not None and (lo.handles(keyword) or (alias and keyword in lo.aliases)))
+    for i in range(len(vs)):  # what ``loader(key, vs[i])`` says, read off the runs directly
+        params = _at(e["params"], i)
+        flags.append(params is not None and (keyword in params or keyword in (_at(e["kwargs_keys"], i) or ())
+                                             or (alias and keyword in (_at(e.get("aliases", []), i) or {}))))
     if not any(flags):
         return None, None
     first = flags.index(True)

@@ -623,44 +623,51 @@ def _norm(name: str) -> str:
 
 
 @lru_cache(maxsize=1)
+def _raw() -> list[dict]:
+    return json.loads((Path(__file__).resolve().parent / "data" / "models.json").read_text(encoding="utf-8"))["models"]
+
+
+@lru_cache(maxsize=None)
+def _row(i: int) -> ModelInfo:
+    """Row ``i`` of the table (built on first use: a one-file check looks up one or two)."""
+    r = _raw()[i]
+    return ModelInfo(
+        hub_id=r["hub_id"],
+        model_type=r["model_type"],
+        params=r["params"],
+        backbone_params=r["backbone_params"],
+        largest_layer_params=r["largest_layer_params"],
+        num_layers=r["num_layers"],
+        hidden_size=r["hidden_size"],
+        intermediate_size=r["intermediate_size"],
+        num_heads=r["num_heads"],
+        num_kv_heads=r["num_kv_heads"],
+        vocab_size=r["vocab_size"],
+        max_positions=r["max_positions"],
+        torch_dtype=r["torch_dtype"],
+        tied_embeddings=r["tied_embeddings"],
+        encoder_decoder=r["encoder_decoder"],
+        aliases=tuple(r.get("aliases", ())),
+        source=r["source"],
+        published=r.get("published", ""),
+    )
+
+
 def _table() -> tuple[ModelInfo, ...]:
-    raw = json.loads((Path(__file__).resolve().parent / "data" / "models.json").read_text(encoding="utf-8"))
-    rows = []
-    for r in raw["models"]:
-        rows.append(
-            ModelInfo(
-                hub_id=r["hub_id"],
-                model_type=r["model_type"],
-                params=r["params"],
-                backbone_params=r["backbone_params"],
-                largest_layer_params=r["largest_layer_params"],
-                num_layers=r["num_layers"],
-                hidden_size=r["hidden_size"],
-                intermediate_size=r["intermediate_size"],
-                num_heads=r["num_heads"],
-                num_kv_heads=r["num_kv_heads"],
-                vocab_size=r["vocab_size"],
-                max_positions=r["max_positions"],
-                torch_dtype=r["torch_dtype"],
-                tied_embeddings=r["tied_embeddings"],
-                encoder_decoder=r["encoder_decoder"],
-                aliases=tuple(r.get("aliases", ())),
-                source=r["source"],
-                published=r.get("published", ""),
-            )
-        )
-    return tuple(rows)
+    return tuple(_row(i) for i in range(len(_raw())))
 
 
 @lru_cache(maxsize=1)
-def _index() -> dict[str, ModelInfo]:
-    idx: dict[str, ModelInfo] = {}
-    for m in _table():
-        for name in (m.hub_id, *m.aliases):
-            idx.setdefault(_norm(name), m)
+def _index() -> dict[str, int]:
+    """Normalized hub id, alias and id without the organisation -> row."""
+    idx: dict[str, int] = {}
+    for i, r in enumerate(_raw()):
+        hub_id = r["hub_id"]
+        for name in (hub_id, *r.get("aliases", ())):
+            idx.setdefault(_norm(name), i)
         # "Llama-2-7b-hf" without the organisation
-        if "/" in m.hub_id:
-            idx.setdefault(_norm(m.hub_id.split("/", 1)[1]), m)
+        if "/" in hub_id:
+            idx.setdefault(_norm(hub_id.split("/", 1)[1]), i)
     return idx
 
 
@@ -702,10 +709,10 @@ def lookup_model(name_or_path: str, base_dir: str | Path | None = None) -> Model
     key = _norm(name_or_path)
     idx = _index()
     if key in idx:
-        return idx[key]
+        return _row(idx[key])
     for suffix in ("-hf",):
         if key.endswith(suffix) and key[: -len(suffix)] in idx:
-            return idx[key[: -len(suffix)]]
+            return _row(idx[key[: -len(suffix)]])
         if key + suffix in idx:
-            return idx[key + suffix]
+            return _row(idx[key + suffix])
     return None

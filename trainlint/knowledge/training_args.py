@@ -251,6 +251,10 @@ def trl_classes(trl_version: str | None = None) -> list[str]:
 
 
 def is_trl_class(cls: str) -> bool:
+    # every TRL arguments class is named ``<Something>Config`` (a test checks the data): a
+    # transformers class or any other name is answered without reading TRL's table
+    if cls in TRANSFORMERS_CLASSES or not cls.endswith("Config") or cls == "Config":
+        return False
     return cls in _package_data("trl")["classes"]
 
 

@@ -268,7 +268,9 @@ def _tool_trainlint(root: Path, key: str) -> str | None:
 def _read_toml(path: Path) -> dict | None:
     reads.note(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        from trainlint.knowledge import tomlfile
+
+        return tomlfile.load(path)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
 
@@ -474,6 +476,23 @@ def _from_requirement_files(package: str, root: Path, main: bool = False) -> tup
 
 def _from_pyproject(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     pyproject = root / "pyproject.toml"
+    reads.note(pyproject)  # found or not, the result depends on it (the cache), also on a hit below
+    try:
+        st = pyproject.stat()
+    except OSError:
+        return None
+    key = (package, str(pyproject), main, st.st_mtime_ns, st.st_size)
+    if key not in _PYPROJECT_FOUND:  # asked for each package's pins and oldest version: read once
+        if len(_PYPROJECT_FOUND) > 256:
+            _PYPROJECT_FOUND.clear()
+        _PYPROJECT_FOUND[key] = _read_pyproject(package, pyproject, main)
+    return _PYPROJECT_FOUND[key]
+
+
+_PYPROJECT_FOUND: dict[tuple, tuple[SpecifierSet, str] | None] = {}
+
+
+def _read_pyproject(package: str, pyproject: Path, main: bool) -> tuple[SpecifierSet, str] | None:
     data = _read_toml(pyproject)
     if not data:
         return None
@@ -889,8 +908,6 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
     """(command text, where) of the ``pip install`` lines a file runs itself: a notebook's
     ``!pip``/``%pip`` lines and the lines of its ``%%bash`` cells, or a shell script's lines;
     continuation lines joined. Other kinds of file run no install line."""
-    import json
-
     suffix = path.suffix.lower()
     chunks: list[tuple[list[str], str, bool]] = []  # (lines, where prefix, every line is shell)
     reads.note(path)
@@ -898,17 +915,12 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return []
+    if "install" not in text:  # every line kept below says it (JSON never escapes ASCII letters)
+        return []
     if suffix == ".ipynb":
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return []
-        cells = data.get("cells") if isinstance(data, dict) else None
-        for n, cell in enumerate(cells if isinstance(cells, list) else [], 1):
-            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        for n, src in _code_cells(text):
+            if "install" not in src:  # no line of it can be kept (a continuation joins with a space)
                 continue
-            src = cell.get("source")
-            src = "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""
             lines = src.splitlines()
             shell = bool(lines) and bool(_SHELL_CELL.match(lines[0]))
             chunks.append((lines, f"{path.name}:cell {n}", shell))
@@ -926,9 +938,42 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+def _code_cells(text: str) -> list[tuple[int, str]]:
+    """(number, source) of a notebook's code cells. When the notebook reader is loaded (this
+    process read notebooks) its cells, decoded once per process, are used: the same as the JSON
+    gives for a well-formed nbformat 4 notebook without a byte order mark."""
+    import json
+    import sys
+
+    reader = sys.modules.get("trainlint.sources.notebook")
+    if reader is not None and not text.startswith("\ufeff"):
+        cells = reader.decoded_cells(text)
+        if cells is not None:
+            return [(n, src) for n, (kind, src) in enumerate(cells, 1) if kind == "code"]
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    cells = data.get("cells") if isinstance(data, dict) else None
+    out = []
+    for n, cell in enumerate(cells if isinstance(cells, list) else [], 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source")
+        out.append((n, "".join(src) if isinstance(src, list) else src if isinstance(src, str) else ""))
+    return out
+
+
+@reads.memo(maxsize=1024)
+def _install_lines_of(path_text: str, _stamp: tuple) -> tuple[tuple[str, str], ...]:
+    """``_install_lines`` once per file version (several packages and questions ask it: the
+    same notebook was read and decoded for each)."""
+    return tuple(_install_lines(Path(path_text)))
+
+
 @reads.memo(maxsize=256)
 def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, str] | None:
-    for line, where in _install_lines(Path(path_text)):
+    for line, where in _install_lines_of(path_text, _stamp):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")
@@ -942,7 +987,7 @@ def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, st
 
 @reads.memo(maxsize=256)
 def _installs_checkout(package: str, path_text: str, _stamp: tuple) -> str | None:
-    for line, where in _install_lines(Path(path_text)):
+    for line, where in _install_lines_of(path_text, _stamp):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"").rstrip("/")
@@ -970,7 +1015,7 @@ def installs_checkout(package: str, path: str | Path) -> str | None:
 
 @reads.memo(maxsize=256)
 def _installs_unpinned(package: str, path_text: str, _stamp: tuple) -> bool:
-    for line, _where in _install_lines(Path(path_text)):
+    for line, _where in _install_lines_of(path_text, _stamp):
         for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")

@@ -191,7 +191,7 @@ class RunContext:
             n = _int(self._value(name))
             if n is not None and n > 0 and not (self.site is not None and self.site.is_generation_class()):
                 return n, f"{name}={n}"
-        from trainlint.estimate import _sequence_length
+        from trainlint.script_values import _sequence_length
 
         pfs = {p.path: p for p in self.setup.scripts}
         for pf in self.setup.scripts:

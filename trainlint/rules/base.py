@@ -9,7 +9,6 @@ the embedded must-flag / must-not-flag examples the test-suite runs.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Literal
 
 from trainlint.diagnostics import Diagnostic, Edit, Fix, Related, Severity, Span
@@ -76,25 +75,44 @@ class NoOptions(RuleOptions):
     pass
 
 
-@dataclass
 class Case:
     """An embedded example. ``files`` maps relative paths to contents (a single ``code`` is
     written as ``train.py``). ``flags`` says whether the rule must report; ``fixed`` (optional)
-    is the expected content of ``train.py`` (or of ``fixed_path``) after ``fix --apply``."""
+    is the expected content of ``train.py`` (or of ``fixed_path``) after ``fix --apply``.
 
-    code: str = ""
-    flags: bool = True
-    files: dict[str, str] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)  # CLI-level settings: gpu, gpus, ...
-    rule_options: dict[str, Any] = field(default_factory=dict)
-    fixed: str | None = None
-    fixed_path: str = "train.py"
-    unsafe: bool = False  # apply unsafe fixes too when checking ``fixed``
-    git_base: dict[str, str] | None = None  # files committed before the working copy
-    note: str = ""
-    severity: str = ""  # when set: the severity every finding of the rule must have
-    fixable: bool | None = None  # when set: whether the findings carry a fix
-    message: str = ""  # when set: text every finding's message contains (the reason it gives)
+    A plain class with a dataclass's ``__init__``, ``__eq__`` and ``__repr__``: every rule module
+    builds its cases when imported, and a dataclass definition costs a one-file check ~1 ms."""
+
+    _FIELDS = ("code", "flags", "files", "options", "rule_options", "fixed", "fixed_path", "unsafe", "git_base",
+               "note", "severity", "fixable", "message")
+    __hash__ = None  # type: ignore[assignment]  # compared by value, like a dataclass
+
+    def __init__(self, code: str = "", flags: bool = True, files: dict[str, str] | None = None,
+                 options: dict[str, Any] | None = None, rule_options: dict[str, Any] | None = None,
+                 fixed: str | None = None, fixed_path: str = "train.py", unsafe: bool = False,
+                 git_base: dict[str, str] | None = None, note: str = "", severity: str = "",
+                 fixable: bool | None = None, message: str = "") -> None:
+        self.code = code
+        self.flags = flags
+        self.files: dict[str, str] = {} if files is None else files
+        self.options: dict[str, Any] = {} if options is None else options  # CLI-level settings: gpu, gpus, ...
+        self.rule_options: dict[str, Any] = {} if rule_options is None else rule_options
+        self.fixed = fixed
+        self.fixed_path = fixed_path
+        self.unsafe = unsafe  # apply unsafe fixes too when checking ``fixed``
+        self.git_base = git_base  # files committed before the working copy
+        self.note = note
+        self.severity = severity  # when set: the severity every finding of the rule must have
+        self.fixable = fixable  # when set: whether the findings carry a fix
+        self.message = message  # when set: text every finding's message contains (the reason it gives)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._FIELDS)
+
+    def __repr__(self) -> str:
+        return "Case(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS) + ")"
 
     def all_files(self) -> dict[str, str]:
         files = dict(self.files)
@@ -127,6 +145,14 @@ class Rule:
     # imports or runs it. Its ``triggers`` still decide which walked scripts are parsed, since
     # a script may name such a file.
     python_alone: ClassVar[bool] = True
+    # The words (identifiers; in the text a ``-`` between name characters reads as ``_``, as in
+    # ``--logging-steps``) of which a setup of Python files only must hold one, besides a
+    # trigger, for the rule to report: the fields or names whose written value the rule reports
+    # on (``logging_steps``). None for a rule that may report on an absent value or a default
+    # (``no eval_strategy set``). A one-file run imports only the rules whose words occur;
+    # ``tests/test_rule_words.py`` checks that each rule's must-flag cases stop flagging when
+    # every one of its words is renamed, and that selecting by words changes no finding.
+    fires_on: ClassVar[tuple[str, ...] | None] = None
 
     @classmethod
     def index_words(cls) -> dict[str, tuple[str, ...]] | None:

@@ -43,15 +43,41 @@ class _Fail(Exception):
 def apply_flow(nb: Any, tree: ast.Module) -> None:
     """Rewrite the shell text of ``nb`` (its builder's lines) with what its Python passes on."""
     b = nb._builder
-    aliases = _aliases(tree)
-    sites = sorted(b.sites, key=lambda s: s[0])
+    # Nothing to do (most notebooks): no shell line with an IPython field to expand, and no
+    # ``environ``/``chdir`` in the program (``os.environ``, ``os.chdir``, ``from os import
+    # environ``: each names one of the two words), so no statement can change the process.
+    text = nb.python_text
+    effects_possible = "environ" in text or "chdir" in text
+    fielded = [i for i, start, _ in b.sites if _has_fields(b.disp[i][start:])] + [i for i, _ in b.env_sites]
+    if not effects_possible and not fielded:
+        return
+    aliases = _aliases(tree) if effects_possible else {"os": set(), "environ": set(), "chdir": set()}
+    if not (aliases["os"] or aliases["environ"] or aliases["chdir"]):
+        effects_possible = False
+    lines = text.split("\n") if effects_possible else []
+    # ``os.environ``/``os.chdir`` name the words; ``from os import environ as env`` its alias
+    words = ("environ", "chdir", *aliases["environ"], *aliases["chdir"])
+
+    def may_affect(stmt: ast.stmt) -> bool:  # its lines name one of the words
+        return effects_possible and any(w in ln for ln in lines[stmt.lineno - 1:stmt.end_lineno or stmt.lineno]
+                                        for w in words)
+
+    # past the last shell line with a field and the last statement that may change the
+    # process, nothing a statement binds or does can change any shell text
+    last = max((i + 1 for i in fielded), default=0)
+    if effects_possible:
+        last = max([last, *((stmt.end_lineno or stmt.lineno) for stmt in tree.body if may_affect(stmt))])
+    # the shell lines in order: ! commands, then %env lines (kind 1)
+    sites = sorted([(s[0], 0, s) for s in b.sites] + [(e[0], 1, e) for e in b.env_sites], key=lambda s: s[0])
     k = 0
     state: dict[str, Any] = {}
     changed = False
     for stmt in tree.body:
+        if stmt.lineno > last:
+            break
         # the shell lines before this statement, then those inside it (its names unknown there)
         while k < len(sites) and sites[k][0] + 1 < stmt.lineno:
-            changed |= _expand(nb, b, sites[k], state)
+            changed |= _run(nb, b, sites[k], state)
             k += 1
         inside = []
         while k < len(sites) and sites[k][0] + 1 <= (stmt.end_lineno or stmt.lineno):
@@ -62,14 +88,14 @@ def apply_flow(nb: Any, tree: ast.Module) -> None:
             for name in _bound(stmt):
                 scoped[name] = UNKNOWN
             for site in inside:
-                changed |= _expand(nb, b, site, scoped)
-        effects = _effects(stmt, aliases, state)
+                changed |= _run(nb, b, site, scoped)
+        effects = _effects(stmt, aliases, state) if may_affect(stmt) else []
         if effects:
             _append_shell(nb, b, (stmt.end_lineno or stmt.lineno) - 1, effects)
             changed = True
         _bind(stmt, state)
     while k < len(sites):
-        changed |= _expand(nb, b, sites[k], state)
+        changed |= _run(nb, b, sites[k], state)
         k += 1
     if changed:
         from trainlint.sources.notebook import _join
@@ -415,6 +441,70 @@ def _field_value(kind: str, text: str, state: dict[str, Any]) -> Any:
     return s
 
 
+def _run(nb: Any, b: Any, item: tuple[int, int, Any], state: dict[str, Any]) -> bool:
+    return _expand(nb, b, item[2], state) if item[1] == 0 else _expand_env(nb, b, item[2], state)
+
+
+def _expand_env(nb: Any, b: Any, site: tuple[int, int], state: dict[str, Any]) -> bool:
+    """A ``%env`` line with ``$name``/``{expr}``: IPython expands its parameters (as any line
+    magic's, ``InteractiveShell.run_line_magic`` -> ``var_expand``) before ``%env`` splits
+    them. A known literal becomes the value; a field only the kernel knows makes the value
+    unknown (or, in the name, sets nothing known); a line IPython cannot expand is set as
+    written."""
+    from trainlint.sources.notebook import env_setting, env_shell
+
+    i, params_at = site
+    params = b.disp[i].rstrip()[params_at:]
+    fields = _fields(params) or []
+    values: list[Any] = []
+    try:
+        for _a, _z, kind, text in fields:
+            values.append(_field_value(kind, text, state) if kind in ("{", "$") else text)
+    except _Fail:
+        fields, values = [], []
+    # the expanded parameters, and for each piece (expanded start, expanded end, cell start)
+    pieces: list[tuple[int, int, int, bool]] = []  # (exp start, exp end, raw start, literal)
+    out: list[str] = []
+    pos = n = 0
+    for (a, z, _kind, _text), v in zip(fields, values):
+        out.append(params[pos:a])
+        pieces.append((n, n + a - pos, pos, True))
+        n += a - pos
+        rep = "\x00" if v is UNKNOWN else v
+        out.append(rep)
+        pieces.append((n, n + len(rep), a, False))
+        n += len(rep)
+        pos = z
+    out.append(params[pos:])
+    pieces.append((n, n + len(params) - pos, pos, True))
+    expanded = "".join(out)
+
+    def raw_at(o: int) -> int:
+        for es, ee, rs, literal in pieces:
+            if es <= o < ee:
+                return rs + (o - es if literal else 0)
+        return len(params)
+
+    setting = env_setting(expanded)
+    built = None
+    if setting is not None and "\x00" not in expanded[setting[0]:setting[1]]:
+        ns, ne, vs, ve = setting
+        value = expanded[vs:ve]
+        built = env_shell(params_at + raw_at(ns), expanded[ns:ne], None if "\x00" in value else value,
+                          params_at + raw_at(vs))
+    v = nb.vline(i)
+    if built is None:  # sets nothing, or a variable only the kernel can name
+        b.sh[i] = ""
+        v.opaque, v.shift = [(1, len(b.disp[i]) + 2)], None
+        return True
+    b.sh[i], v.opaque, v.shift = built
+    return True
+
+
+def _has_fields(body: str) -> bool:
+    return ("{" in body or "}" in body or "$" in body) and bool(_fields(body))
+
+
 def _expand(nb: Any, b: Any, site: tuple[int, int, list[tuple[int, int]]], state: dict[str, Any]) -> bool:
     """Expand the fields of one shell line as IPython would; True when its text changed."""
     i, start, base_opaque = site
@@ -449,10 +539,9 @@ def _expand(nb: Any, b: Any, site: tuple[int, int, list[tuple[int, int]]], state
         opaque.append((ds, max(de, ds + 1)))
         pos = z
     pieces.append(body[pos:])
-    old = b.sh[i]
     b.sh[i] = " " * start + "".join(pieces)
-    if start and old[start - 1:start] == "(" and old.endswith(" )"):  # a ! line's own shell
-        b.sh[i] = b.sh[i][:start - 1] + "(" + b.sh[i][start:] + " )"
+    if i in b.joined:  # a continued ! line: its backslash after a space (IPython's join)
+        b.sh[i] = b.sh[i][:-1] + " \\"
     v = nb.vline(i)
     v.opaque = opaque
     v.subs = subs if any(s[1] - s[0] != s[3] - s[2] for s in subs) else None

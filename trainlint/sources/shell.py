@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from trainlint.diagnostics import Edit, Span
 from trainlint.sources.errors import LineIndex, ReadProblem
@@ -765,10 +765,11 @@ def _is_flag_word(text: str) -> bool:
 
 
 class _Builder:
-    def __init__(self, text: str, path: str, line_offset: int) -> None:
+    def __init__(self, text: str, path: str, line_offset: int, scopes: Sequence[tuple[int, int]] = ()) -> None:
         self.text = text
         self.path = path
         self.index = LineIndex(text, path, line_offset)
+        self.scopes = sorted(scopes)
         self.vars: dict[str, Assignment] = {}
         self.exported: dict[str, Assignment] = {}
         self.unresolved_vars: set[str] = set()
@@ -876,7 +877,21 @@ class _Builder:
         heredoc_count = 0
         dir_stack: list[tuple[str | None, bool]] = []
         pending: LaunchCommand | None = None  # a launch that a newline just ended
+        # scopes as character ranges: from the first line's start to the last line's newline
+        starts = self.index.starts
+        ranges = [(starts[a - 1], starts[b] - 1 if b < len(starts) else len(self.text))
+                  for a, b in self.scopes if 1 <= a <= b <= len(starts)]
+        k = 0
+        saved: tuple | None = None  # the state before the scope being read
         for tok in tokens + [_Op("\n", len(self.text), len(self.text))]:
+            if saved is not None and tok.start > ranges[k][1]:
+                self.cwd, self.cwd_known, self.vars, self.exported, dir_stack[:] = saved
+                saved = None
+                k += 1
+            while saved is None and k < len(ranges) and tok.start > ranges[k][1]:
+                k += 1  # a scope without commands
+            if saved is None and k < len(ranges) and tok.start >= ranges[k][0]:
+                saved = (self.cwd, self.cwd_known, dict(self.vars), dict(self.exported), list(dir_stack))
             if isinstance(tok, _Op):
                 if tok.op == "redir":
                     redirect = self.text[tok.start:tok.end]
@@ -1254,9 +1269,12 @@ class _Builder:
         return flags, positionals
 
 
-def parse_shell(text: str, path: str = "<shell>", *, line_offset: int = 0) -> ShellScript:
-    """Read a shell file: commands, variables and launch lines."""
-    return _Builder(text, path, line_offset).run()
+def parse_shell(text: str, path: str = "<shell>", *, line_offset: int = 0,
+                scopes: Sequence[tuple[int, int]] = ()) -> ShellScript:
+    """Read a shell file: commands, variables and launch lines. ``scopes``: (first, last)
+    lines (1-based, of ``text``) that each run in a process of their own (a notebook's ``!``
+    line, its ``%%bash`` cell): what they set (``cd``, variables, exports) ends with them."""
+    return _Builder(text, path, line_offset, scopes).run()
 
 
 def find_launches(text: str, path: str = "<shell>") -> list[LaunchCommand]:

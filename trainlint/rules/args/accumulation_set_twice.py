@@ -45,6 +45,7 @@ class AccumulationSetTwice(SiteRule):
     """
 
     code = "TL223"
+    fires_on = ("accelerator_config",)
     name = "accumulation-set-twice"
     severity = Severity.ERROR
     summary = "gradient accumulation set in accelerator_config and gradient_accumulation_steps"

@@ -53,6 +53,7 @@ class AdamParamsIgnored(SiteRule):
     severity = Severity.INFO
     summary = "adam_beta1/adam_beta2/adam_epsilon with an optimizer that does not read them"
     triggers = SETUP_NAMES
+    fires_on = ("optim",)
     cases = [
         *spelled_cases({"optim": "adafactor", "adam_beta2": 0.95}),
         *spelled_cases({"optim": "lion_8bit", "adam_epsilon": 1e-6}, only=("keyword",)),

@@ -42,6 +42,7 @@ class AutoBatchSizeZero3(SiteRule):
     """
 
     code = "TL218"
+    fires_on = ("auto_find_batch_size",)
     name = "auto-batch-size-zero3"
     severity = Severity.ERROR
     summary = "auto_find_batch_size with DeepSpeed ZeRO-3"

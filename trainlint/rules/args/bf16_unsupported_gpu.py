@@ -41,6 +41,8 @@ class Bf16UnsupportedGpu(SiteRule):
     """
 
     code = "TL209"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
+    fires_on = ("bf16", "bf16_full_eval")
     name = "bf16-unsupported-gpu"
     severity = Severity.ERROR
     summary = "bf16 on a GPU without bf16 (pre-Ampere)"

@@ -74,6 +74,7 @@ class Bnb8bitOptimWithFsdp(SiteRule):
     severity = Severity.ERROR
     summary = "a bitsandbytes 8-bit optimizer with FSDP2, or with FSDP1 CPU offload"
     triggers = SETUP_NAMES
+    fires_on = ("optim",)
     cases = [
         Case("from transformers import TrainingArguments\n"
              "args = TrainingArguments(output_dir='o', optim='adamw_8bit', fsdp='full_shard auto_wrap')\n",

@@ -46,6 +46,7 @@ class ConstantSchedulerWithWarmup(SiteRule):
     fix_safety = "unsafe"
     summary = 'lr_scheduler_type="constant" with a warmup, which it ignores'
     triggers = SETUP_NAMES
+    fires_on = ("lr_scheduler_type",)
     cases = [
         *spelled_cases({"lr_scheduler_type": "constant", "warmup_steps": 100}),
         *spelled_cases({"lr_scheduler_type": "constant", "warmup_ratio": 0.05}, only=("keyword",),

@@ -39,6 +39,7 @@ class EmptyCacheStepsInvalid(SiteRule):
     """
 
     code = "TL214"
+    fires_on = ("torch_empty_cache_steps",)
     name = "empty-cache-steps-invalid"
     severity = Severity.ERROR
     summary = "torch_empty_cache_steps not a positive int"

@@ -43,6 +43,7 @@ class EvalStepsMissing(SiteRule):
     """
 
     code = "TL205"
+    fires_on = ("eval_strategy", "evaluation_strategy")
     name = "eval-steps-missing"
     severity = Severity.ERROR
     summary = 'eval_strategy="steps" without eval_steps or logging_steps'

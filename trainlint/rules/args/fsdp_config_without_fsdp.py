@@ -72,6 +72,7 @@ class FsdpConfigWithoutFsdp(SiteRule):
     severity = Severity.WARNING
     summary = "fsdp_config set while fsdp is off (ignored), or both wrap keys"
     triggers = SETUP_NAMES
+    fires_on = ("fsdp_config",)
     cases = [
         *spelled_cases({"fsdp_config": {"transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"]}}),
         *spelled_cases({"fsdp": "full_shard auto_wrap",

@@ -57,6 +57,7 @@ class FsdpInvalidOptions(SiteRule):
     """
 
     code = "TL217"
+    fires_on = ("fsdp",)
     name = "fsdp-invalid-options"
     severity = Severity.ERROR
     summary = "fsdp options the target version rejects"

@@ -83,6 +83,7 @@ class FsdpLegacyForm(SiteRule):
     """
 
     code = "TL228"
+    fires_on = ("fsdp",)
     name = "fsdp-legacy-form"
     severity = Severity.WARNING
     fix_safety = "safe"

@@ -63,6 +63,7 @@ class GrpoBatchShape(SiteRule):
     severity = Severity.ERROR
     summary = "GRPO batch sizes that the config or trainer rejects"
     triggers = SETUP_NAMES
+    fires_on = ("GRPOConfig",)
     cases = [
         *spelled_cases({"num_generations": 1}, cls="GRPOConfig", module="trl", options=V),
         *spelled_cases({"per_device_train_batch_size": 4, "num_generations": 8}, cls="GRPOConfig", module="trl",

@@ -45,6 +45,7 @@ class LoadBestWithoutEvaluation(SiteRule):
     severity = Severity.WARNING
     summary = "load_best_model_at_end with neither evaluation nor saves"
     triggers = SETUP_NAMES
+    fires_on = ("load_best_model_at_end",)
     cases = [
         *spelled_cases({"load_best_model_at_end": True, "save_strategy": "no"}),
         *spelled_cases({"load_best_model_at_end": True, "save_strategy": "no", "eval_strategy": "epoch"},

@@ -41,6 +41,7 @@ class LoggingStepsZero(SiteRule):
     """
 
     code = "TL206"
+    fires_on = ("logging_steps",)
     name = "logging-steps-zero"
     severity = Severity.ERROR
     summary = 'logging_steps=0 with logging_strategy="steps"'

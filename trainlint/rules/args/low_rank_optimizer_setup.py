@@ -52,6 +52,7 @@ class LowRankOptimizerSetup(SiteRule):
     severity = Severity.ERROR
     summary = "GaLore/APOLLO optim without optim_target_modules, or layer-wise with accumulation/DDP/DeepSpeed"
     triggers = SETUP_NAMES
+    fires_on = ("optim",)
     cases = [
         *spelled_cases({"optim": "galore_adamw"}),
         *spelled_cases({"optim": "galore_adamw_layerwise", "optim_target_modules": ["attn"],

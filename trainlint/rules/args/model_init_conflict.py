@@ -53,6 +53,7 @@ class ModelInitConflict(Rule):
     name = "model-init-conflict"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    fires_on = ("model_init",)
     summary = "model_init with optimizers=, or with model="
     cases = [
         Case("from transformers import Trainer\nt = Trainer(model_init=f, args=a, optimizers=(o, s))\n"),

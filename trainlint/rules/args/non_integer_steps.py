@@ -41,6 +41,7 @@ class NonIntegerSteps(SiteRule):
     """
 
     code = "TL207"
+    fires_on = ("logging_steps", "eval_steps", "save_steps")
     name = "non-integer-steps"
     severity = Severity.ERROR
     summary = "a step count above 1 that is not a whole number"

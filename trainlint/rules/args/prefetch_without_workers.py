@@ -41,6 +41,7 @@ class PrefetchWithoutWorkers(SiteRule):
     """
 
     code = "TL213"
+    fires_on = ("dataloader_prefetch_factor",)
     name = "prefetch-without-workers"
     severity = Severity.ERROR
     summary = "dataloader_prefetch_factor without dataloader workers"

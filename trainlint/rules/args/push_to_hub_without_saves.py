@@ -66,6 +66,7 @@ class PushToHubWithoutSaves(SiteRule):
     severity = Severity.WARNING
     summary = 'push_to_hub with save_strategy="no" and no explicit push or save'
     triggers = SETUP_NAMES
+    fires_on = ("push_to_hub",)
     cases = [
         *spelled_cases({"push_to_hub": True, "save_strategy": "no"}),
         *spelled_cases({"push_to_hub": True, "save_strategy": "no"}, flags=False, only=("keyword",),

@@ -55,6 +55,7 @@ class ResumeWithoutCheckpoint(Rule):
     name = "resume-without-checkpoint"
     severity = Severity.WARNING
     triggers = SETUP_NAMES
+    fires_on = ("resume_from_checkpoint",)
     fix_safety = "safe"
     summary = "train(resume_from_checkpoint=True) with no check that a checkpoint exists"
     cases = [

@@ -42,6 +42,7 @@ class SaveBestWithoutMetric(SiteRule):
     """
 
     code = "TL216"
+    fires_on = ("save_strategy",)
     name = "save-best-without-metric"
     severity = Severity.ERROR
     summary = 'save_strategy="best" without metric_for_best_model'

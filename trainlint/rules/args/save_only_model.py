@@ -65,6 +65,7 @@ class SaveOnlyModelConflict(SiteRule):
     """
 
     code = "TL226"
+    fires_on = ("save_only_model",)
     name = "save-only-model-conflict"
     severity = Severity.ERROR
     fix_safety = "unsafe"

@@ -42,6 +42,7 @@ class SchedulerNeedsEval(SiteRule):
     """
 
     code = "TL211"
+    fires_on = ("lr_scheduler_type",)
     name = "scheduler-needs-eval"
     severity = Severity.ERROR
     summary = "a plateau/greedy scheduler without evaluation"

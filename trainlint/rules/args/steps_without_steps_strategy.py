@@ -57,6 +57,7 @@ class StepsWithoutStepsStrategy(SiteRule):
     severity = Severity.WARNING
     summary = 'eval_steps/save_steps/logging_steps set while the matching strategy is not "steps"'
     triggers = SETUP_NAMES
+    fires_on = ("eval_steps", "save_steps", "logging_steps")
     cases = [
         *spelled_cases({"eval_steps": 200}),
         *spelled_cases({"save_steps": 25, "save_strategy": "epoch"}, only=("keyword", "flag", "argsfile")),

@@ -40,6 +40,8 @@ class Tf32UnsupportedGpu(SiteRule):
     """
 
     code = "TL210"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
+    fires_on = ("tf32",)
     name = "tf32-unsupported-gpu"
     severity = Severity.ERROR
     fix_safety = "safe"

@@ -50,6 +50,7 @@ class WarmupOutOfRange(SiteRule):
     """
 
     code = "TL212"
+    fires_on = ("warmup_steps", "warmup_ratio")
     name = "warmup-out-of-range"
     severity = Severity.ERROR
     summary = "warmup_steps/warmup_ratio outside what the target version accepts"

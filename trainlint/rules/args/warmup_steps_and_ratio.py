@@ -48,6 +48,7 @@ class WarmupStepsAndRatio(SiteRule):
     severity = Severity.WARNING
     summary = "warmup_steps and warmup_ratio both set (one silently wins)"
     triggers = SETUP_NAMES
+    fires_on = ("warmup_ratio",)
     cases = [
         *spelled_cases({"warmup_steps": 500, "warmup_ratio": 0.1}, options={"transformers_version": "4.57.1"}),
         *spelled_cases({"warmup_steps": 500, "warmup_ratio": 0.1}, only=("keyword",),

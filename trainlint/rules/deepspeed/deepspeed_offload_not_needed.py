@@ -55,6 +55,7 @@ class OffloadNotNeeded(Rule):
     """
 
     code = "TL308"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
     name = "deepspeed-offload-not-needed"
     severity = Severity.INFO
     triggers = DEEPSPEED_NAMES

@@ -38,10 +38,12 @@ class CompileOnPreAmpere(SiteRule):
     """
 
     code = "TL511"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
     name = "compile-on-pre-ampere"
     severity = Severity.INFO
     summary = "torch_compile=True on a GPU older than Ampere"
     triggers = SETUP_NAMES
+    fires_on = ("torch_compile",)
     cases = [
         *spelled_cases({"torch_compile": True}, options={"gpu": "T4"}),
         *spelled_cases({"torch_compile": True}, flags=False, options={"gpu": "A100"}, only=("keyword", "flag")),

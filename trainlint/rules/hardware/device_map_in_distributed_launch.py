@@ -50,6 +50,7 @@ class DeviceMapDistributed(Rule):
     name = "device-map-in-distributed-launch"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES + ("device_map",)
+    fires_on = ("device_map",)
     fix_safety = "safe"
     summary = "device_map='auto' in a script launched as several processes"
 

@@ -55,9 +55,11 @@ class Fp16OnBf16Hardware(Rule):
     """
 
     code = "TL501"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
     name = "fp16-on-bf16-hardware"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    fires_on = ("fp16", "fp16_full_eval")
     fix_safety = "unsafe"
     summary = "fp16 mixed precision on a GPU that supports bf16"
 

@@ -66,6 +66,7 @@ class Fp32OnBf16Gpu(Rule):
     """
 
     code = "TL510"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
     name = "fp32-on-bf16-gpu"
     severity = Severity.INFO
     summary = "no mixed precision anywhere on a GPU that has bf16 (fp32 training)"

@@ -48,9 +48,11 @@ class AccelerateBf16WithoutBf16Gpu(Rule):
     """
 
     code = "TL414"
+    needs = ("gpu",)  # every finding is about the target GPU, which only --gpu gives
     name = "accelerate-bf16-without-bf16-gpu"
     severity = Severity.WARNING
     triggers = LAUNCH_NAMES
+    fires_on = ("bf16",)
     fix_safety = "unsafe"
     summary = "accelerate mixed_precision bf16 on a GPU without native bf16"
 

@@ -58,6 +58,7 @@ class EvaluationStrategyEnum(Rule):
     name = "evaluation-strategy-enum"
     severity = Severity.ERROR
     triggers = SETUP_NAMES + ("EvaluationStrategy", "IntervalStrategy")
+    fires_on = ("EvaluationStrategy",)
     fix_safety = "safe"
     summary = "EvaluationStrategy was removed in transformers 5.0 (use IntervalStrategy)"
 

@@ -128,6 +128,7 @@ class TrainerTokenizerArgument(Rule):
     name = "trainer-tokenizer-argument"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    fires_on = ("tokenizer",)
     fix_safety = "safe"
     summary = "Trainer(tokenizer=) / trainer.tokenizer: processing_class since 4.46, removed in 5.0"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainlint.analysis import (
+    KBIT_PREPARE,
     TrainerContext,
     keyword_nodes,
     site_is_closed,
@@ -24,13 +24,16 @@ GC_KWARGS = ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs")
 
 
 GC_METHODS = ("gradient_checkpointing_enable", "activation_checkpointing_enable")
+# what ``checkpointing_sources`` finds a source in: a written argument, a method call, a k-bit
+# preparation (which turns checkpointing on by default); a rule that needs a source can report
+# only where one of these words occurs (``Rule.fires_on``)
+CHECKPOINTING_WORDS = tuple(sorted(set(GC_ARGS + GC_METHODS) | KBIT_PREPARE))
 
 
 PLAIN_TRAINERS = ("Trainer", "Seq2SeqTrainer")
 
 
-@dataclass
-class Source:
+class Source(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
     """One place that turns gradient checkpointing on."""
 
     span: Span

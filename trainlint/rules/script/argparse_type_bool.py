@@ -51,6 +51,7 @@ class ArgparseTypeBool(Rule):
     severity = Severity.WARNING
     summary = 'argparse type=bool, which reads "False" as True'
     triggers = SETUP_NAMES
+    fires_on = ("bool",)
     cases = [
         Case(HEAD + "parser.add_argument('--fp16', type=bool, default=False)\nargs = parser.parse_args()\n"),
         Case(files={"train.py": HEAD + "parser.add_argument('--gradient_checkpointing', type=bool, default=True)\n"

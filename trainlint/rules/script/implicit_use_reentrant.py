@@ -12,6 +12,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import (
+    CHECKPOINTING_WORDS,
     add_reentrant_kwarg,
     checkpointing_sources,
     peft_with_zero3,
@@ -66,6 +67,7 @@ class ImplicitUseReentrant(Rule):
     name = "implicit-use-reentrant"
     severity = Severity.INFO
     triggers = CHECKPOINTING_NAMES
+    fires_on = CHECKPOINTING_WORDS
     fix_safety = "safe"
     summary = "gradient checkpointing without an explicit use_reentrant"
 

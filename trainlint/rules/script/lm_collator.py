@@ -74,6 +74,7 @@ class MlmCollatorForCausalLm(Rule):
     name = "mlm-collator-for-causal-lm"
     severity = Severity.ERROR
     triggers = SETUP_NAMES + ("DataCollatorForLanguageModeling",)
+    fires_on = tuple(sorted(LM_COLLATORS))
     fix_safety = "unsafe"
     summary = "DataCollatorForLanguageModeling defaults to mlm=True for a causal LM"
 
@@ -178,6 +179,7 @@ class PadTokenIsEos(Rule):
     name = "pad-token-is-eos"
     severity = Severity.WARNING
     triggers = SETUP_NAMES + ("DataCollatorForLanguageModeling",)
+    fires_on = tuple(sorted(LM_COLLATORS))
     fix_safety = "none"
     summary = "pad_token = eos_token with the causal-LM collator masks every EOS label"
 

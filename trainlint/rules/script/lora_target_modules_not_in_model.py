@@ -61,6 +61,7 @@ class LoraTargetModulesNotInModel(Rule):
     severity = Severity.ERROR
     summary = "LoraConfig target_modules naming modules the model family does not have"
     triggers = SETUP_NAMES
+    fires_on = ("target_modules",)
     cases = [
         Case(HEAD + "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
                     "model = get_peft_model(model, LoraConfig(target_modules=['q_proj', 'v_proj']))\n"

@@ -114,6 +114,7 @@ class OptimPackageMissing(Rule):
     name = "optim-package-missing"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    fires_on = ("optim",)
     fix_safety = "none"
     summary = "an optim value whose package the project's dependency files do not list"
 

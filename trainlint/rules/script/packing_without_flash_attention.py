@@ -58,6 +58,7 @@ class PackingWithoutFlashAttention(Rule):
     severity = Severity.WARNING
     summary = "SFT packing/padding_free with an attention that lets packed samples see each other"
     triggers = SETUP_NAMES
+    fires_on = ("SFTTrainer",)
     cases = [
         Case(HEAD + "model = AutoModelForCausalLM.from_pretrained('m')\n"
                     "SFTTrainer(model=model, args=SFTConfig(output_dir='o', packing=True), train_dataset=ds)\n", options=V),

@@ -13,6 +13,7 @@ from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import (
+    CHECKPOINTING_WORDS,
     PLAIN_TRAINERS,
     Source,
     add_reentrant_kwarg,
@@ -81,6 +82,7 @@ class PeftCheckpointingNoInputGrads(Rule):
     name = "peft-checkpointing-no-input-grads"
     severity = Severity.ERROR
     triggers = CHECKPOINTING_NAMES
+    fires_on = CHECKPOINTING_WORDS
     fix_safety = "safe"
     summary = "PEFT + reentrant gradient checkpointing without input grads trains no adapters"
 

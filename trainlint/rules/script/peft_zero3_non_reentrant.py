@@ -9,7 +9,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules._versioned import target
 from trainlint.rules.base import Case, Rule
-from trainlint.rules.script._gradient_checkpointing_common import checkpointing_sources
+from trainlint.rules.script._gradient_checkpointing_common import CHECKPOINTING_WORDS, checkpointing_sources
 from trainlint.rules.script.zero3_init_order import zero_stage
 from trainlint.setup import Setup
 
@@ -68,6 +68,7 @@ class PeftZero3NonReentrant(Rule):
     severity = Severity.WARNING
     summary = "use_reentrant=False with PEFT under DeepSpeed ZeRO-3"
     triggers = CHECKPOINTING_NAMES
+    fires_on = CHECKPOINTING_WORDS
     cases = [
         Case(files={"train.py": _script(', gradient_checkpointing_kwargs={"use_reentrant": False}'), "ds.json": DS3}),
         Case(files={"train.py": _script(', gradient_checkpointing_kwargs={"use_reentrant": False}', trainer="SFT"),

@@ -9,6 +9,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import QUANTIZED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._quantized_model_common import (
+    QUANT_WORDS,
     _quantized_loads,
 )
 from trainlint.setup import Setup
@@ -58,6 +59,7 @@ class QuantizedWithoutAdapters(Rule):
     name = "quantized-without-adapters"
     severity = Severity.ERROR
     triggers = QUANTIZED_NAMES
+    fires_on = QUANT_WORDS
     fix_safety = "none"
     summary = "a quantized model is trained without trainable adapters"
 

@@ -10,7 +10,7 @@ from trainlint.analysis import trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
-from trainlint.rules.script._gradient_checkpointing_common import checkpointing_sources
+from trainlint.rules.script._gradient_checkpointing_common import CHECKPOINTING_WORDS, checkpointing_sources
 from trainlint.setup import Setup
 
 # module paths that feed the first checkpointed layer: embeddings, or the first decoder layers
@@ -76,6 +76,7 @@ class ReentrantCheckpointingFrozenInput(Rule):
     severity = Severity.ERROR
     summary = "reentrant checkpointing with frozen embeddings or first layers"
     triggers = CHECKPOINTING_NAMES
+    fires_on = CHECKPOINTING_WORDS
     cases = [
         Case(HEAD + "model.model.embed_tokens.requires_grad_(False)\n" + TAIL.format(kw=""), options=V4),
         Case(HEAD + "for p in model.transformer.wte.parameters():\n    p.requires_grad = False\n" +

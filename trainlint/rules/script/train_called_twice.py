@@ -77,6 +77,7 @@ class TrainCalledTwice(Rule):
     severity = Severity.WARNING
     summary = "trainer.train() called twice on the same Trainer (or in a loop)"
     triggers = SETUP_NAMES
+    fires_on = ("train",)
     cases = [
         Case(HEAD + "trainer = Trainer(model=m, args=a)\ntrainer.train()\ntrainer.evaluate()\ntrainer.train()\n"),
         Case(HEAD + "trainer = Trainer(model=m, args=a)\nfor fold in range(5):\n    trainer.train()\n"),

@@ -14,6 +14,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import CHECKPOINTING_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.rules.script._gradient_checkpointing_common import (
+    CHECKPOINTING_WORDS,
     PLAIN_TRAINERS,
     checkpointing_sources,
 )
@@ -62,6 +63,7 @@ class UseCacheWithCheckpointing(Rule):
     name = "use-cache-with-checkpointing"
     severity = Severity.INFO
     triggers = CHECKPOINTING_NAMES
+    fires_on = CHECKPOINTING_WORDS
     fix_safety = "none"
     summary = "gradient checkpointing with the KV cache still on"
 

@@ -158,6 +158,7 @@ class Zero3ModelBeforeConfig(Rule):
     name = "zero3-model-before-config"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    fires_on = ("deepspeed", "HfDeepSpeedConfig")
     fix_safety = "none"
     summary = "a model built before the ZeRO-3 config is registered loads unpartitioned on every rank"
 
