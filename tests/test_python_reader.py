@@ -138,3 +138,61 @@ def test_columns_count_characters_not_bytes():
 def test_unbound_canonical_names_still_count():
     pf = read("args = TrainingArguments(output_dir='o', logging_steps=1)\n")
     assert pf.args_calls[0].class_name == "TrainingArguments"
+
+
+_INDEX_SNIPPET = '''
+import transformers, torch.nn as nn
+from transformers import Trainer as T
+
+@torch.no_grad
+@deco.make(a.b)
+def f(x: transformers.PreTrainedModel = np.float32, *args: t.Any, y=lambda z=q.r: z.s, **kw: m.N) -> o.P:
+    class Inner(transformers.Trainer, metaclass=abc.ABCMeta):
+        v: int = self.w
+    try:
+        import a.b as c
+    except (ImportError, mod.Error) as e:
+        from .x import y
+    else:
+        u = [i.j for i in k.l if i.m]
+    finally:
+        pass
+    match cmd.value:
+        case Color.RED:
+            return {a.b: f"{c.d!r:{e.f}}"}
+        case [p.q, *rest] if rest.r:
+            (w := x.y)
+    async def g():
+        async with h.i() as j, k.l:
+            await m.n
+    while o.p:
+        break
+    return T(args=transformers.TrainingArguments("o"), model=nn.Linear(1, 1))
+'''
+
+
+def test_file_indexes_answer_what_a_walk_of_every_node_answers():
+    """The indexes the rules ask (statements by type, every attribute, calls by name) hold
+    exactly what a walk of every node holds, in the order each documents."""
+    import ast
+
+    from trainlint.sources.python import PythonFile, statement_nodes, walk_nodes
+
+    tree = ast.parse(_INDEX_SNIPPET)
+    pf = PythonFile("x.py", _INDEX_SNIPPET, tree)
+    every = walk_nodes(tree)
+    structural = (ast.stmt, ast.excepthandler, ast.match_case)
+    assert statement_nodes(tree) == [n for n in every if n is tree or isinstance(n, structural)]
+    for kind in (ast.ImportFrom, ast.Import, ast.ClassDef, ast.FunctionDef, ast.Try, ast.Attribute, ast.Name):
+        assert pf.of_type(kind) == [n for n in every if type(n) is kind]
+    attrs = [n for n in every if type(n) is ast.Attribute]
+    assert len(attrs) > 30 and sorted(map(id, pf.attribute_nodes())) == sorted(map(id, attrs))
+    assert len(pf.attribute_nodes()) == len(attrs)  # each once
+    assert [n.attr for n in pf.attributes("b")] == ["b"] * sum(1 for n in attrs if n.attr == "b")
+    for name in ("T", "Linear", "i", "make", "TrainingArguments"):
+        assert pf.calls_named(name) == [cs for cs in pf.calls if getattr(cs.node.func, "id", None) == name
+                                        or getattr(cs.node.func, "attr", None) == name]
+    assert pf.calls_named("T", "Linear") == [cs for cs in pf.calls
+                                             if getattr(cs.node.func, "id", getattr(cs.node.func, "attr", None))
+                                             in ("T", "Linear")]
+    assert pf.imports["c"] == "a.b" and pf.imports["T"] == "transformers.Trainer"

@@ -724,12 +724,16 @@ class TrainerContext(NamedTuple):  # a record: cheaper to define than a dataclas
 
 
 def trainer_contexts(setup: Setup) -> list[TrainerContext]:
-    """Every Trainer call of the setup's scripts with its model flow and argument sites."""
-    out = []
-    for pf in setup.scripts:
-        for tc in pf.trainer_calls:
-            out.append(TrainerContext(pf, tc, flow_for(pf, tc), trainer_sites(setup, pf, tc)))
-    return out
+    """Every Trainer call of the setup's scripts with its model flow and argument sites
+    (worked out once per setup: some twenty rules ask)."""
+    found = setup.extra.get("_trainer_contexts")
+    if found is None:
+        found = []
+        for pf in setup.scripts:
+            for tc in pf.trainer_calls:
+                found.append(TrainerContext(pf, tc, flow_for(pf, tc), trainer_sites(setup, pf, tc)))
+        setup.extra["_trainer_contexts"] = found
+    return list(found)
 
 
 def multi_process(setup: Setup, sites: list[ArgsSite] | None) -> str | None:

@@ -33,6 +33,7 @@ class RuleSet:
         self.entries = [e for e in selected(settings.select + settings.extend_select, settings.ignore)
                         if not e["engine"] and all(getattr(settings, n, None) for n in e["needs"])]
         self._made: dict[str, Rule] = {}
+        self._by_code = {e["code"]: e for e in self.entries}
 
     def _rule(self, entry: dict[str, Any]) -> Rule:
         rule = self._made.get(entry["code"])
@@ -63,6 +64,37 @@ class RuleSet:
             return found[0]
 
         return [self._rule(e) for e in self.entries if e.get("python_alone", True) and can_trigger(e, present, tokens)]
+
+    def for_setup(self, setup: Any, ws: Workspace, rules: list[Rule], seen: dict[Any, Any]) -> list[Rule]:
+        """Of ``rules`` (the workspace's), those that may report on ``setup``: when every file
+        of the setup is Python (a script, a notebook's program) and it holds no linked config,
+        the rules that a run of those files alone could report with (``python_alone``, a
+        trigger in their texts; a rule with words is kept on its triggers alone: running it is
+        never wrong, and its words would cost a scan of every text); otherwise all of them.
+        ``seen`` keeps each file's trigger names across the setups of the workspace."""
+        if any(not k.startswith("_") for k in setup.extra) or not setup.files:
+            return rules
+        entries = self._by_code
+        names = seen.get(None)  # the workspace's rules' trigger names, gathered once
+        if names is None:
+            names = seen[None] = {t for r in rules for t in (entries[r.code]["triggers"] or ())}
+        present: set[str] = set()
+        for path in setup.files:
+            found = seen.get(path)
+            if found is None:
+                f = ws.files.get(path)
+                text = _python_text(f) if f is not None and f.doc is not None else None
+                found = seen[path] = None if text is None else {t for t in names if t in text}
+            if found is None:
+                return rules
+            present |= found
+        out = []
+        for r in rules:
+            e = entries[r.code]
+            triggers = e["triggers"]
+            if e.get("python_alone", True) and (triggers is None or not present.isdisjoint(triggers)):
+                out.append(r)
+        return out
 
 
 def _python_text(f: Any) -> str | None:
@@ -104,15 +136,20 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     out: list[Diagnostic] = list(ws.problems)
     if linking_error is not None:
         out.append(linking_error)
-    if isinstance(rules, RuleSet):
-        rules = rules.for_workspace(ws) if setups else []
+    rule_set = rules if isinstance(rules, RuleSet) else None
+    if rule_set is not None:
+        rules = rule_set.for_workspace(ws) if setups else []
+    seen: dict[Any, Any] = {}
     for setup in setups:
         if declared is not None:
             declared.update(str(f) for f in setup.files)
         docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
-        for rule in rules:
+        for rule in (rule_set.for_setup(setup, ws, rules, seen) if rule_set is not None else rules):
             try:
-                found = with_assumed(setup, with_consumer(setup, list(rule.check(setup))))
+                found = list(rule.check(setup))
+                if not found:
+                    continue
+                found = with_assumed(setup, with_consumer(setup, found))
                 # judged against a release newer than the target (the data starts later): an
                 # assumption, so info, and a fix of it is not proven on the target: unsafe
                 found = [_assumed_version(d) if OLDER_THAN_DATA in d.message else d for d in found]

@@ -137,7 +137,7 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
     if cached is not None:
         return cached
     out: list[ParserUse] = []
-    local_defs = {n.name for n in pf.nodes if isinstance(n, ast.ClassDef)}
+    local_defs = {n.name for n in pf.of_type(ast.ClassDef)}
     for cs in pf.calls:
         kind = _last_name(cs.node.func)
         if kind not in PARSER_CLASSES:
@@ -227,7 +227,7 @@ def main_parser(pf: PythonFile) -> ParserUse | None:
 
 def _first_import_line(pf: PythonFile, module: str) -> int | None:
     best = None
-    for n in pf.nodes:
+    for n in pf.of_type(ast.Import) + pf.of_type(ast.ImportFrom):  # the smallest line: any order
         names: list[str] = []
         if isinstance(n, ast.Import):
             names = [a.name for a in n.names]

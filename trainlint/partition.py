@@ -77,24 +77,15 @@ class NameIndex:
     characters, or without a listed suffix, fall back on a search of the text."""
 
     def __init__(self, text: str, suffixes: set[str] = frozenset(), longest: int = 255,
-                 words: bool = True) -> None:
+                 words: bool = True, named: tuple[set[str], set[str]] | None = None) -> None:
         self.text = text
         self.suffixes = set(suffixes)
         self.words: set[str] = set()
         # consecutive dotted parts of a run (``python -m a.pkg.train``: ``a.pkg``, ``pkg.train``)
         self.modules: set[str] = set()
         if words:
-            runs = set(_NAME_RUN.findall(text))  # each distinct run once (a data file repeats them)
-            self.words = set(runs)
-            for run in runs:
-                if "." not in run:
-                    continue
-                i = run.find(".")
-                while i != -1:
-                    self.words.add(run[:i])
-                    i = run.find(".", i + 1)
-                parts = run.split(".")
-                self.modules.update(f"{a}.{b}" for a, b in itertools.pairwise(parts) if a and b)
+            # ``named``: what ``words_of(text)`` gave (a run shares each text's, computed once)
+            self.words, self.modules = named if named is not None else words_of(text)
         self.ends: set[str] = set()
         for suffix in self.suffixes:
             n = len(suffix)
@@ -140,6 +131,25 @@ class NameIndex:
         if not name:
             return False
         return name in self.modules or (kind == "package" and self.mentions_word(name.rsplit(".", 1)[-1]))
+
+
+def words_of(text: str) -> tuple[set[str], set[str]]:
+    """The words (runs of name characters and their prefixes up to each ``.``) and dotted
+    modules of ``text``, as ``NameIndex`` holds them. The words of texts joined by newlines
+    are the union of each text's (no run holds a newline)."""
+    runs = set(_NAME_RUN.findall(text))  # each distinct run once (a data file repeats them)
+    words = set(runs)
+    modules: set[str] = set()
+    for run in runs:
+        if "." not in run:
+            continue
+        i = run.find(".")
+        while i != -1:
+            words.add(run[:i])
+            i = run.find(".", i + 1)
+        parts = run.split(".")
+        modules.update(f"{a}.{b}" for a, b in itertools.pairwise(parts) if a and b)
+    return words, modules
 
 
 def _module_name(path: str) -> tuple[str, str]:
@@ -199,8 +209,19 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     config_folders = {os.path.dirname(p) for p in others if p.lower().endswith((".json", ".yaml", ".yml"))}
     blob = "\n".join(others.values())
     bases = {os.path.basename(u.path) for u in candidates}
-    in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
-                        max((len(b) for b in bases), default=0)) if blob and candidates else None
+    # each non-Python text's words, found once: their union is the joined text's, and the
+    # groups of the rest ask about each text's (``_components``)
+    named_in: dict[str, tuple[set[str], set[str]]] = {}
+    in_blob = None
+    if blob and candidates:
+        words: set[str] = set()
+        modules: set[str] = set()
+        for p, t in others.items():
+            named_in[p] = found = words_of(t)
+            words |= found[0]
+            modules |= found[1]
+        in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
+                            max((len(b) for b in bases), default=0), named=(words, modules))
     name_suffixes = {_suffix(n) for n in other_names} - {""}
     longest = max((len(n) for n in other_names), default=0)
     # a notebook's launch lines name scripts (and modules) too: the names each notebook
@@ -239,15 +260,18 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
-    groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone])
+    groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone], named_in)
     return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped)
 
 
-def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
-                scripts: list[Unit]) -> tuple[list[list[tuple[str, bool]]], list[int]]:
+def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: list[Unit],
+                named_in: dict[str, tuple[set[str], set[str]]] | None = None
+                ) -> tuple[list[list[tuple[str, bool]]], list[int]]:
     """The rest in groups: files joined when one names the other the way the stand-alone test
     asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
-    non-Python file), or when a script that reads args files lies in a folder with one."""
+    non-Python file), or when a script that reads args files lies in a folder with one.
+    ``named_in``: ``words_of`` of non-Python texts already scanned."""
+    named_in = named_in or {}
     paths = [p for p, _ in rest]
     index = {p: i for i, p in enumerate(paths)}
     parent = list(range(len(paths)))
@@ -299,7 +323,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str],
             continue
         text = _scan_text(p, text)
         py = is_py(p)
-        named = NameIndex(text, suffixes, longest, words=not py and words)
+        named = NameIndex(text, suffixes, longest, words=not py and words, named=named_in.get(p))
         bases = named.ends & (other_bases if py else by_base.keys())
         bases.update(b for b in odd_bases if (not py or b in other_bases) and b in text)
         for b in bases:

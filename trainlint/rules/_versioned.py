@@ -188,7 +188,7 @@ def tolerant_parse(setup: Setup) -> tuple[PythonFile, ast.Call, str] | None:
     ``parse_known_args(...)``, ``parse_json_file/parse_yaml_file/parse_dict(allow_extra_keys=True)``
     (with the call's text, for messages); None when there is none."""
     for pf in setup.scripts:
-        for cs in pf.calls:
+        for cs in pf.calls_named(*_TOLERANT_CALLS):
             func = cs.node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
             if name == "parse_known_args":
@@ -201,6 +201,10 @@ def tolerant_parse(setup: Setup) -> tuple[PythonFile, ast.Call, str] | None:
             if kw is not None and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
                 return pf, cs.node, f"{name}({key}={pf.source_of(kw.value)})"
     return None
+
+
+_TOLERANT_CALLS = ("parse_known_args", "parse_args_into_dataclasses", "parse_json_file", "parse_yaml_file",
+                   "parse_dict")
 
 
 def _parser_extra_fields(setup: Setup, strict: bool = True) -> set[str] | None:
@@ -280,7 +284,19 @@ def valid_names(setup: Setup, site: ArgsSite, strict: bool = True) -> frozenset[
     parser's other dataclasses); None when the consumer also reads dataclasses whose fields
     cannot be known (a library's ``ModelConfig``) or tolerates unknown names. With
     ``strict=False`` a parser that lets unknown flags through still has its names (what it
-    would have accepted had it been strict)."""
+    would have accepted had it been strict). Worked out once per setup and site (every
+    argument of every site asks, from several rules)."""
+    memo = setup.extra.get("_valid_names")
+    if memo is None:
+        memo = setup.extra["_valid_names"] = {}
+    key = (id(site), strict)
+    found = memo.get(key, memo)
+    if found is memo:
+        found = memo[key] = (site, _valid_names(setup, site, strict))  # the site is kept: its id stays its own
+    return found[1]
+
+
+def _valid_names(setup: Setup, site: ArgsSite, strict: bool) -> frozenset[str] | None:
     tf, _, trl, _ = target(setup)
     try:
         base, no_flags = _library_names(site.class_name, tf, trl)

@@ -76,6 +76,7 @@ _AST = ast.AST
 _LEAF_TYPES = frozenset(c for base in (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
                         for c in base.__subclasses__())
 _Name, _Constant = ast.Name, ast.Constant
+_EMPTY: list = []  # what the indexes of ``PythonFile`` give for a name they do not hold (never mutated)
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
@@ -104,6 +105,33 @@ def walk_nodes(root: ast.AST) -> list[ast.AST]:
     while i < len(out):
         out.extend(child_nodes(out[i]))
         i += 1
+    return out
+
+
+# The nodes that hold statements, and the fields they hold them in: the statements are reached
+# without walking an expression (none holds a statement).
+_STRUCTURAL = (ast.stmt, ast.excepthandler, ast.match_case)
+_BODY_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BODIES: dict[type, tuple[str, ...]] = {}
+
+
+def statement_nodes(root: ast.AST) -> list[ast.AST]:
+    """``root`` and the statements under it (with their ``except`` handlers and ``case``
+    clauses), in ``walk_nodes`` order: the order of a breadth-first walk is the same on the
+    part of the tree that holds them."""
+    out = [root]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        t = type(node)
+        fields = _BODIES.get(t)
+        if fields is None:
+            fields = _BODIES[t] = tuple(f for f in t._fields if f in _BODY_FIELDS)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                out.extend(x for x in value if isinstance(x, _STRUCTURAL))
     return out
 
 
@@ -215,7 +243,9 @@ class PythonFile:
         self._lines: list[str] | None = None
         self._ast_lines: list[str] | None = None
         self._load_counts: dict[str, int] | None = None
-        self._all_nodes: list[ast.AST] = []
+        self._all_nodes: list[ast.AST] | None = None  # ``nodes``, walked on first use
+        self._statement_nodes: list[ast.AST] = []
+        self._attribute_nodes: list[ast.Attribute] = []  # every ``x.y``, in the order the index walk meets them
         self._mutated_in: dict[int, set[str]] = {}
         self.imports: dict[str, str] = {}  # local name -> qualified name
         self.local_classes: dict[str, tuple[str, str]] = {}  # name -> (kind, base library class)
@@ -305,13 +335,73 @@ class PythonFile:
         """Every node of the file in ``ast.walk`` order, without the Load/Store/operator
         leaves: walked once per file, so use it instead of ``ast.walk(pf.tree)`` (do not
         mutate)."""
+        if self._all_nodes is None:
+            self._all_nodes = walk_nodes(self.tree)
         return self._all_nodes
+
+    def of_type(self, kind: type) -> list[ast.AST]:
+        """The nodes of exactly type ``kind`` (``ast.Attribute``, ``ast.ImportFrom``), in
+        ``nodes`` order: one pass over the file for every question of every rule (do not
+        mutate). A statement type is answered without walking the expressions."""
+        structural = issubclass(kind, _STRUCTURAL)
+        key = "_stmts_by_type" if structural else "_by_type"
+        index = self.__dict__.get(key)
+        if index is None:
+            index = {}
+            for n in (self._statement_nodes if structural else self.nodes):
+                t = type(n)
+                bucket = index.get(t)
+                if bucket is None:
+                    index[t] = [n]
+                else:
+                    bucket.append(n)
+            self.__dict__[key] = index
+        return index.get(kind, _EMPTY)
+
+    def attribute_nodes(self) -> list[ast.Attribute]:
+        """Every ``x.y`` node of the file (any context), without a walk of the file: in the
+        order the file was indexed in, not ``nodes`` order (do not mutate)."""
+        return self._attribute_nodes
+
+    def attributes(self, attr: str) -> list[ast.Attribute]:
+        """The ``x.<attr>`` nodes of the file (any context), in ``attribute_nodes`` order (do
+        not mutate)."""
+        index = self.__dict__.get("_by_attr")
+        if index is None:
+            index = {}
+            for n in self._attribute_nodes:
+                index.setdefault(n.attr, []).append(n)
+            self._by_attr = index
+        return index.get(attr, _EMPTY)
+
+    def calls_named(self, *names: str) -> list[CallSite]:
+        """The calls whose function is written ``name(...)`` or ``<expr>.name(...)`` for one
+        of ``names``, in ``calls`` order (do not mutate)."""
+        index = self.__dict__.get("_by_call_name")
+        if index is None:
+            index = {}
+            for cs in self.calls:
+                f = cs.node.func
+                key = f.id if type(f) is _Name else f.attr if type(f) is ast.Attribute else None
+                if key is not None:
+                    index.setdefault(key, []).append(cs)
+            self._by_call_name = index
+        if len(names) == 1:
+            return index.get(names[0], _EMPTY)
+        found = [cs for n in dict.fromkeys(names) for cs in index.get(n, ())]
+        if len(found) > 1:
+            pos = self.__dict__.get("_call_pos")
+            if pos is None:
+                pos = self._call_pos = {id(cs): i for i, cs in enumerate(self.calls)}
+            found.sort(key=lambda cs: pos[id(cs)])
+        return found
 
     # -- indexing -----------------------------------------------------------------------
 
     def _index(self) -> None:
-        self._all_nodes = walk_nodes(self.tree)  # walked once, reused (a walk is costly)
-        for node in self._all_nodes:
+        # the statements in ``nodes`` order (imports and classes: the first binding of a name wins)
+        self._statement_nodes = statement_nodes(self.tree)
+        for node in self._statement_nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
@@ -325,7 +415,7 @@ class PythonFile:
                         self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
         self._walk_body(self.tree.body, self.module_scope, None, False)
         # classes in the file that subclass a library class (to a fixed point: A(B), B(TA))
-        class_defs = [n for n in self._all_nodes if isinstance(n, ast.ClassDef)]
+        class_defs = [n for n in self._statement_nodes if isinstance(n, ast.ClassDef)]
         changed = True
         while changed:
             changed = False
@@ -347,9 +437,17 @@ class PythonFile:
         self.statements.append((stmt, scope))
         self._bind_stmt(stmt, scope)
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = stmt.args
+            # the walk below reaches what is under these, not the expressions themselves, nor the
+            # annotations: their attributes are noted here
+            self._note_attributes(stmt.decorator_list + a.defaults + [d for d in a.kw_defaults if d is not None])
+            for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                if p.annotation is not None:
+                    self._note_attributes(walk_nodes(p.annotation))
+            if stmt.returns is not None:
+                self._note_attributes(walk_nodes(stmt.returns))
             for d in stmt.decorator_list:
                 self._walk_node(d, scope, stmt, fn, lam)
-            a = stmt.args
             for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
                 self._walk_node(default, scope, stmt, fn, lam)
             inner = self._new_scope(stmt, scope, "function")
@@ -357,6 +455,7 @@ class PythonFile:
                 inner.bind(Binding(p.arg, p, None, "param"))
             self._walk_body(stmt.body, inner, stmt, False)
         elif isinstance(stmt, ast.ClassDef):
+            self._note_attributes(stmt.bases + stmt.decorator_list + [k.value for k in stmt.keywords])
             for b in stmt.bases + stmt.decorator_list + [k.value for k in stmt.keywords]:
                 self._walk_node(b, scope, stmt, fn, lam)
             inner = self._new_scope(stmt, scope, "class")
@@ -428,11 +527,17 @@ class PythonFile:
                 self._visit_expr(default, scope, stmt, fn, lam)
             self._visit_expr(node.body, inner, stmt, node, True)
             return
-        if isinstance(node, ast.NamedExpr):
-            self._bind_target(node.target, scope, stmt, node.value, "assign")
-        elif isinstance(node, ast.Call):
-            self.calls.append(CallSite(node, scope, stmt, lam, fn))
+        t = type(node)
+        if t is ast.Attribute:
+            self._attribute_nodes.append(node)  # type: ignore[arg-type]
+        elif t is ast.NamedExpr:
+            self._bind_target(node.target, scope, stmt, node.value, "assign")  # type: ignore[attr-defined]
+        elif t is ast.Call:
+            self.calls.append(CallSite(node, scope, stmt, lam, fn))  # type: ignore[arg-type]
         self._walk_node(node, scope, stmt, fn, lam)
+
+    def _note_attributes(self, nodes: list[ast.AST]) -> None:
+        self._attribute_nodes.extend(n for n in nodes if type(n) is ast.Attribute)  # type: ignore[misc]
 
     # -- names --------------------------------------------------------------------------
 
@@ -456,6 +561,8 @@ class PythonFile:
                 name = expr.id
                 kind = "args" if (name in TRAINING_ARGS_CLASSES or name in TRL_CONFIG_CLASSES) else "trainer"
                 return (kind, name)
+        elif type(expr) is ast.Attribute and expr.attr not in _CANONICAL_UNBOUND and not self.external_qualified:
+            return None  # ``x.y.attr``: a library class by its own name, or the repository's (below)
         qn = self.qualname(expr)
         if qn and qn in self.external_qualified:
             return self.external_qualified[qn]
@@ -513,8 +620,8 @@ class PythonFile:
         """How often ``name`` is read anywhere in the file (cheap over-approximation)."""
         if self._load_counts is None:
             counts: dict[str, int] = {}
-            for n in self._all_nodes:
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            for n in self.of_type(ast.Name):
+                if isinstance(n.ctx, ast.Load):
                     counts[n.id] = counts.get(n.id, 0) + 1
             self._load_counts = counts
         return self._load_counts.get(name, 0)
@@ -526,7 +633,7 @@ class PythonFile:
         mutated = self._mutated_in.get(id(owner.node))
         if mutated is None:  # one walk per scope, not one per question
             mutated = set()
-            for node in (self._all_nodes if owner.node is self.tree else walk_nodes(owner.node)):
+            for node in (self.nodes if owner.node is self.tree else walk_nodes(owner.node)):
                 if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
                     if isinstance(node.value, ast.Name):
                         mutated.add(node.value.id)

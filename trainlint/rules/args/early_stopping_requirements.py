@@ -28,6 +28,8 @@ def _is_es(pf: PythonFile, func: ast.AST) -> bool:
 
 
 def _es_calls(pf: PythonFile) -> list[ast.Call]:
+    if "EarlyStoppingCallback" not in pf.text:  # every spelling names it (an import alias too)
+        return []
     return [cs.node for cs in pf.calls if _is_es(pf, cs.node.func)]
 
 

@@ -217,7 +217,7 @@ def _replacement_fix(setup: Setup, site: ArgsSite, value: Value, valid: frozense
 
 
 def _from_pretrained_calls(pf: PythonFile) -> Iterator[ast.Call]:
-    for cs in pf.calls:
+    for cs in pf.calls_named("from_pretrained"):
         f = cs.node.func
         if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
             continue

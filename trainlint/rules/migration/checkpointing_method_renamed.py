@@ -159,19 +159,19 @@ class CheckpointingMethodRenamed(Rule):
             from trainlint.knowledge import model_api  # behind the guard: the data is read from here on
 
             renames = {}
-            for node in pf.nodes:
-                if isinstance(node, ast.Attribute) and "checkpointing" in node.attr and node.attr not in renames:
+            for node in pf.attribute_nodes():
+                if "checkpointing" in node.attr and node.attr not in renames:
                     m = model_api.method(node.attr, tf)
                     if m is not None and m.deprecated and m.alias_of and model_api.method(m.alias_of, tf):
                         renames[node.attr] = m
             if not renames:
                 continue
-            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in renames for n in pf.nodes):
+            if any(n.name in renames for n in pf.of_type(ast.FunctionDef) + pf.of_type(ast.AsyncFunctionDef)):
                 continue
             overridden = _overridden_names(pf, set(renames))
             calls = {id(c.node.func): c.node for c in pf.calls}
-            for node in pf.nodes:
-                if not (isinstance(node, ast.Attribute) and node.attr in renames and isinstance(node.ctx, ast.Load)) \
+            for node in pf.attribute_nodes():
+                if not (node.attr in renames and isinstance(node.ctx, ast.Load)) \
                         or node.attr in overridden:
                     continue
                 m = renames[node.attr]
@@ -200,10 +200,11 @@ def _overridden_names(pf, names: set[str]) -> set[str]:
     ``setattr(model, "x", ...)``): calls of them are calls of that replacement, not of the
     library method."""
     out: set[str] = set()
-    for n in pf.nodes:
-        if isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in names:
+    for n in pf.attribute_nodes():
+        if isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in names:
             out.add(n.attr)
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" \
+    for n in pf.of_type(ast.Call):
+        if isinstance(n.func, ast.Name) and n.func.id == "setattr" \
                 and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value in names:
             out.add(n.args[1].value)
     return out

@@ -82,8 +82,8 @@ class EvaluationStrategyEnum(Rule):
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        if not any(isinstance(n, ast.ImportFrom) and any(a.name == "EvaluationStrategy" for a in n.names)
-                   for pf in setup.scripts for n in pf.nodes):
+        if not any(any(a.name == "EvaluationStrategy" for a in n.names)
+                   for pf in setup.scripts if "EvaluationStrategy" in pf.text for n in pf.of_type(ast.ImportFrom)):
             return
         from trainlint.knowledge import behaviour
 
@@ -91,8 +91,8 @@ class EvaluationStrategyEnum(Rule):
         if behaviour_holds(setup, MARKER) or removed is None:
             return
         for pf in setup.scripts:
-            for node in pf.nodes:
-                if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+            for node in pf.of_type(ast.ImportFrom):
+                if not node.module or node.level:
                     continue
                 if node.module.split(".")[0] != "transformers":
                     continue
@@ -106,8 +106,8 @@ class EvaluationStrategyEnum(Rule):
                         if len(pf.module_scope.bindings.get("EvaluationStrategy", [])) > 1:
                             edits = []
                         else:
-                            for n in pf.nodes:
-                                if isinstance(n, ast.Name) and n.id == "EvaluationStrategy":
+                            for n in pf.of_type(ast.Name):
+                                if n.id == "EvaluationStrategy":
                                     edits.append(pf.span(n).edit("IntervalStrategy"))
                     yield self.diagnostic(
                         name_span,

@@ -218,8 +218,7 @@ class RemovedImport(Rule):
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         for pf in setup.scripts:
-            imported = [n for n in pf.nodes if isinstance(n, ast.ImportFrom) and n.level == 0
-                        and n.module in _PACKAGES]
+            imported = [n for n in pf.of_type(ast.ImportFrom) if n.level == 0 and n.module in _PACKAGES]
             modules = {local for local, qn in pf.imports.items() if qn in _PACKAGES}
             if not imported and not modules:
                 continue
@@ -309,8 +308,8 @@ class RemovedImport(Rule):
             # rename the uses too, when the name is bound only by this import
             if len(pf.module_scope.bindings.get(alias.name, [])) != 1:
                 return None, None, ""
-            for n in pf.nodes:
-                if isinstance(n, ast.Name) and n.id == alias.name:
+            for n in pf.of_type(ast.Name):
+                if n.id == alias.name:
                     edits.append(pf.span(n).edit(new_name))
             text_alias = new_name
         else:
@@ -350,9 +349,8 @@ class RemovedImport(Rule):
     # -- transformers.Name after import transformers ------------------------------------------
 
     def _attributes(self, setup: Setup, pf: PythonFile, modules: set[str]) -> Iterable[Diagnostic]:
-        for node in pf.nodes:
-            if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
-                    and isinstance(node.ctx, ast.Load)):
+        for node in pf.attribute_nodes():
+            if not (isinstance(node.value, ast.Name) and node.value.id in modules and isinstance(node.ctx, ast.Load)):
                 continue
             package = pf.imports[node.value.id]
             version, where = _target_version(setup, package)

@@ -20,10 +20,10 @@ def _reads_attribute(setup: Setup, name: str) -> bool:
     for pf in setup.scripts:
         if name not in pf.text:
             continue
-        for n in pf.nodes:
-            if isinstance(n, ast.Attribute) and n.attr == name and isinstance(n.ctx, ast.Load):
-                return True
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("getattr", "hasattr") \
+        if any(isinstance(n.ctx, ast.Load) for n in pf.attributes(name)):
+            return True
+        for n in pf.of_type(ast.Call):
+            if isinstance(n.func, ast.Name) and n.func.id in ("getattr", "hasattr") \
                     and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value == name:
                 return True
     return False
@@ -133,7 +133,7 @@ class SubclassShadowsRemovedField(Rule):
 
     def _class(self, setup: Setup, pf: PythonFile, cls_name: str, base: str, tf: str, trl: str
                ) -> Iterable[Diagnostic]:
-        defs = [n for n in pf.nodes if isinstance(n, ast.ClassDef) and n.name == cls_name]
+        defs = [n for n in pf.of_type(ast.ClassDef) if n.name == cls_name]
         if len(defs) != 1:
             return
         try:

@@ -269,11 +269,11 @@ class TrainerTokenizerArgument(Rule):
                     f"{tc.class_name}(tokenizer=) is {when} ({where}): use processing_class={note}",
                     edits=edits, fix_message=fix_message, severity=severity,
                     applicability=applicability)  # type: ignore[arg-type]
-            if attr_status is None:
+            if attr_status is None or not names:
                 continue
             severity, when = attr_status
-            for node in pf.nodes:
-                if isinstance(node, ast.Attribute) and node.attr == "tokenizer" and isinstance(node.ctx, ast.Load) \
+            for node in pf.attributes("tokenizer"):
+                if isinstance(node.ctx, ast.Load) \
                         and isinstance(node.value, ast.Name) and node.value.id in names \
                         and len(pf.bindings_of(node.value.id, pf.module_scope)) <= 1:
                     sp = pf.span(node)

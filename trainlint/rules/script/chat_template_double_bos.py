@@ -116,17 +116,18 @@ class ChatTemplateDoubleBos(Rule):
             for cs in pf.calls:
                 call = cs.node
                 f = call.func
-                if isinstance(f, ast.Attribute) and f.attr in TOKENIZE_METHODS:
-                    tok = _receiver(f.value)
-                elif isinstance(f, (ast.Name, ast.Attribute)):
-                    tok = _receiver(f)
-                else:
+                if not isinstance(f, (ast.Name, ast.Attribute)) or not call.args:
                     continue
-                if not tok or not call.args or pf.keyword(call, "add_special_tokens") is not None \
+                # the template's text first: most calls pass none, and naming the receiver is costly
+                tmpl = _template_text(pf, call.args[0], cs.scope)
+                if tmpl is None:
+                    continue
+                tok = _receiver(f.value) if isinstance(f, ast.Attribute) and f.attr in TOKENIZE_METHODS \
+                    else _receiver(f)
+                if not tok or pf.keyword(call, "add_special_tokens") is not None \
                         or any(k.arg is None for k in call.keywords):
                     continue
-                tmpl = _template_text(pf, call.args[0], cs.scope)
-                if tmpl is None or _receiver(tmpl.func.value) != tok:  # type: ignore[attr-defined]
+                if _receiver(tmpl.func.value) != tok:  # type: ignore[attr-defined]
                     continue
                 if _tokenizer_type(pf, tok, cs.scope) in NO_BOS_TYPES:
                     continue

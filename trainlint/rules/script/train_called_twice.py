@@ -101,7 +101,7 @@ class TrainCalledTwice(Rule):
                 name = stmt.targets[0].id
                 if len(pf.bindings_of(name, tc.site.scope)) != 1:
                     continue
-                calls = [cs for cs in pf.calls if isinstance(cs.node.func, ast.Attribute) and cs.node.func.attr == "train"
+                calls = [cs for cs in pf.calls_named("train") if isinstance(cs.node.func, ast.Attribute)
                          and isinstance(cs.node.func.value, ast.Name) and cs.node.func.value.id == name
                          and cs.scope is tc.site.scope and isinstance(cs.stmt, ast.Expr) and cs.stmt.value is cs.node]
                 if not calls:

@@ -258,7 +258,7 @@ class Zero3ModelBeforeConfig(Rule):
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         for pf in setup.scripts:
-            loads = [cs for cs in pf.calls if _is_model_load(pf, cs)]
+            loads = [cs for cs in pf.calls_named(*LOAD_METHODS) if _is_model_load(pf, cs)]
             if not loads:
                 continue
             yield from self._trainer_path(setup, pf, loads)
