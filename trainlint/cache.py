@@ -44,6 +44,7 @@ folder of the ``pyproject.toml`` with ``[tool.trainlint]``), else in the working
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -109,19 +110,39 @@ def text_digest(path: str) -> str:
         return UNREADABLE
 
 
+_LISTINGS: dict[str, list[str]] = {}
+
+
+def _listing(folder: str) -> list[str]:
+    found = _LISTINGS.get(folder)
+    if found is None:
+        found = _LISTINGS[folder] = os.listdir(folder)
+    return found
+
+
+def forget_listings() -> None:
+    """Folder listings are kept for one run (``engine.lint`` drops them at its end)."""
+    _LISTINGS.clear()
+
+
 def _virtual_digest(dep: str) -> str | None:
     kind, args = reads.parse_virtual(dep) or ("", [])
     if kind == reads.GLOB and len(args) == 2:
+        folder, pattern = args
         try:
-            return _sha("\0".join(sorted(str(p.relative_to(args[0])) for p in Path(args[0]).glob(args[1]))))
+            if "/" in pattern or "**" in pattern:
+                names = sorted(str(p.relative_to(folder)) for p in Path(folder).glob(pattern))
+            else:  # one folder's names: listed once per run however many patterns ask
+                names = sorted(fnmatch.filter(_listing(folder), pattern))
+            return _sha("\0".join(names))
         except (OSError, ValueError):
             return None
     if kind == reads.IS_DIR and len(args) == 1:
         return "1" if os.path.isdir(args[0]) else "0"
     if kind == "same-name" and len(args) == 2:
-        from trainlint.linking import same_name_digest
+        from trainlint.sources.files import same_name
 
-        return _sha(same_name_digest(*args))
+        return _sha("\n".join(same_name(*args)))
     return None  # no such kind: a dependency of another trainlint version, whose namespace differs
 
 

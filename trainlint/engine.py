@@ -118,9 +118,13 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
         from trainlint.vcs import close_all
 
         close_all()
-        linking = sys.modules.get("trainlint.linking")
-        if linking is not None:  # a later run (the server, fix's passes) lists the repository again
-            linking.forget_listings()
+        # listings are kept for one run: a later one (the server, fix's passes) lists again
+        files = sys.modules.get("trainlint.sources.files")
+        if files is not None:
+            files.repository_names.cache_clear()
+        cache_module = sys.modules.get("trainlint.cache")
+        if cache_module is not None:
+            cache_module.forget_listings()
 
 
 def _walk_order(paths: list[Path], settings: Settings) -> list[tuple[str, bool]]:

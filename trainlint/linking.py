@@ -267,43 +267,13 @@ def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand |
                    why=hint or f"no folder {top!r} in this repository either")
 
 
-_SAME_NAME_LIMIT = 20_000
-
-
-@lru_cache(maxsize=8)
-def _file_names(root: str) -> dict[str, list[str]]:
-    """basename -> paths (relative to ``root``) of the repository's files, for the "a file of
-    that name is at" hint; at most ``_SAME_NAME_LIMIT`` files are listed."""
-    from trainlint.sources.files import SKIP_DIRS
-
-    out: dict[str, list[str]] = {}
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in filenames:
-            out.setdefault(name, []).append(os.path.relpath(os.path.join(dirpath, name), root))
-            count += 1
-        if count > _SAME_NAME_LIMIT:
-            break
-    return out
-
-
-def forget_listings() -> None:
-    """Drop the repository listings kept for one run (``engine.lint`` calls it at the end)."""
-    _file_names.cache_clear()
-
-
 def _same_name(root: str, name: str) -> list[str]:
-    return sorted(_file_names(root).get(name, []))
+    from trainlint.sources.files import same_name
+
+    return same_name(root, name)
 
 
 SAME_NAME = "same-name"  # a virtual dependency (trainlint.reads): the repository's files of a name
-
-
-def same_name_digest(root: str, name: str) -> str:
-    """What a cached missing reference depends on besides the places looked at: the files of
-    that name anywhere in the repository (the "a file of that name is at" hint)."""
-    return "\n".join(_same_name(root, name))
 
 
 def _training_flags(launch: LaunchCommand) -> int:

@@ -13,6 +13,7 @@ import re
 import stat
 import tokenize
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -225,3 +226,30 @@ def walk(paths: list[Path], exclude: list[str] | None = None) -> Iterator[tuple[
                     continue
                 seen.add(key)
                 yield full, False
+
+
+# -- the repository's file names (linking's "a file of that name is at" hint) -----------------
+
+SAME_NAME_LIMIT = 20_000
+
+
+@lru_cache(maxsize=8)
+def repository_names(root: str) -> dict[str, list[str]]:
+    """basename -> paths (relative to ``root``) of the repository's files, for linking's "a file
+    of that name is at" hint and the cache's ``same-name`` dependency (here, not in linking, so
+    that a warm run checks it without importing linking); at most ``SAME_NAME_LIMIT`` files.
+    Kept for one run (``engine.lint`` clears it at its end)."""
+    out: dict[str, list[str]] = {}
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in filenames:
+            out.setdefault(name, []).append(os.path.relpath(os.path.join(dirpath, name), root))
+            count += 1
+        if count > SAME_NAME_LIMIT:
+            break
+    return out
+
+
+def same_name(root: str, name: str) -> list[str]:
+    return sorted(repository_names(root).get(name, []))
