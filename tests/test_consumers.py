@@ -463,3 +463,29 @@ def test_the_fallback_arguments_of_a_trainer_class_are_not_a_run(tmp_path):
         "MyTrainer(model=m, args=TrainingArguments(output_dir='o')).train()\n")})
     lines = {d.line for d in lint_folder(tmp_path, select=["TL224", "TL227"]).diagnostics}
     assert lines == {11}
+
+
+def test_an_argparse_flag_that_names_the_args_file_hf_reads(tmp_path):
+    """Firefly's train.py: argparse reads ``--train_args_file``, then the same name ``parser`` is
+    bound to an HfArgumentParser that ``parse_json_file``-s it. A launch line's flags are the
+    argparse parser's, not TrainingArguments (no unknown ``--train_args_file``, no defaults
+    judged on the launch line); the JSON file the flag names is the args file read."""
+    write_files(tmp_path, {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "train.py": (
+            "import argparse\nfrom transformers import HfArgumentParser, TrainingArguments, Trainer\n\n\n"
+            "def main():\n    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--train_args_file', type=str, default='args/a.json')\n"
+            "    args = parser.parse_args()\n    train_args_file = args.train_args_file\n"
+            "    parser = HfArgumentParser((TrainingArguments,))\n"
+            "    (training_args,) = parser.parse_json_file(json_file=train_args_file)\n"
+            "    Trainer(model=None, args=training_args).train()\n\n\nmain()\n"),
+        "args/a.json": '{"output_dir": "o", "logging_steps": 10, "save_total_limit": 2, "report_to": "none"}\n',
+        "args/b.json": '{"output_dir": "o", "logging_steps": 1, "save_strategy": "epoch", "save_steps": 5, '
+                       '"report_to": "none"}\n',
+        "run.sh": "deepspeed --num_gpus=8 train.py --train_args_file args/b.json\n",
+    })
+    found = lint_folder(tmp_path).diagnostics
+    assert not [d for d in found if d.path.endswith("run.sh") or d.code == "TL602"], [d.message for d in found]
+    assert {d.code for d in found if d.path.endswith("args/b.json")} >= {"TL201", "TL233"}
+    assert any(d.code == "TL201" and "on 8 GPUs" in d.message for d in found if d.path.endswith("args/b.json"))

@@ -180,13 +180,36 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
     return out
 
 
+def _on_hf_parser(pf: PythonFile, call: ast.Call) -> bool:
+    """Whether ``x.parse_args()`` is called on a Hugging Face parser, not on an argparse one:
+    the receiver is ``HfArgumentParser(...)`` itself, or the name's latest assignment before the
+    call builds one. Firefly's train.py reads ``--train_args_file`` with argparse, then binds
+    the same name to an HfArgumentParser that reads that file: the argparse ``parse_args()``
+    does not make the launch line's flags TrainingArguments flags. A receiver bound nowhere in
+    the file (a parameter) counts as one, as before."""
+    recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if isinstance(recv, ast.Call):
+        return _last_name(recv.func) in PARSER_CLASSES
+    if not isinstance(recv, ast.Name):
+        return True
+    latest = None
+    for a in pf.of_type(ast.Assign):
+        if a.lineno <= call.lineno and any(isinstance(t, ast.Name) and t.id == recv.id for t in a.targets):
+            if latest is None or a.lineno >= latest.lineno:
+                latest = a
+    if latest is None or not isinstance(latest.value, ast.Call):
+        return True
+    return _last_name(latest.value.func) in PARSER_CLASSES
+
+
 def _parse_calls(pf: PythonFile, uses: list[ParserUse]) -> None:
-    """How the file's parsers parse (one file rarely has two parsers: the calls apply to all)."""
+    """How the file's parsers parse (one file rarely has two parsers: the calls apply to all;
+    a call on an argparse parser is not theirs)."""
     for cs in pf.calls:
         name = _last_name(cs.node.func)
         call = cs.node
         if name in ("parse_args_into_dataclasses", "parse_args", "parse_args_and_config", "parse_known_args") \
-                and isinstance(call.func, ast.Attribute):
+                and isinstance(call.func, ast.Attribute) and _on_hf_parser(pf, call):
             for u in uses:
                 u.reads_argv = True
                 if name == "parse_args_and_config" and u.kind == "TrlParser":

@@ -886,6 +886,21 @@ class _Linker:
                     site.values.update(flags.values)
                     site.open_ended = site.open_ended or flags.open_ended
                     return [site]
+        if not parser.reads_argv and (parser.file_kinds or parser.reads_dict):
+            # the parser reads only files or dicts (Firefly: argparse takes --train_args_file,
+            # then HfArgumentParser.parse_json_file reads it): the flags are the script's own
+            # argparse's, not TrainingArguments; an args file a flag names is what it reads
+            suffixes = tuple(s for k in parser.file_kinds for s in ((".json",) if k == "json" else (".yaml", ".yml")))
+            for f in launch.script_args:
+                if f.unresolved or not isinstance(f.value, str) or not f.value.endswith(suffixes or ("\0",)):
+                    continue
+                consumer = parser.consumer(pf, f"{parser.kind}.{_file_method(parser)} in {script} (the file "
+                                               f"{f.prefix}{f.name} names)", own)
+                site = self._args_file_from(setup, launch.path, f.value, f.value_span or f.name_span,
+                                            parser.class_name, consumer)
+                if site is not None:
+                    out.append(site)
+            return out
         fs = flag_site(launch, parser.class_name, parser.consumer(pf, f"{parser.kind} in {script}", own), skip=skip)
         setup.extra["site_refs"][id(fs)] = ("launch", shell_path, index)
         out.append(fs)
