@@ -255,12 +255,7 @@ def growth(source: Path, rounds: int) -> None:
     print()
 
 
-ARGS = ("args_{i} = TrainingArguments(output_dir='o{i}', learning_rate=2e-5, per_device_train_batch_size=8, "
-        "logging_steps=10, num_train_epochs=3, fp16=True)\n")
-PAIR = ("args_{i} = TrainingArguments(output_dir='o{i}', learning_rate=2e-5, logging_steps=1)\n"
-        "trainer_{i} = Trainer(model=model, args=args_{i}, train_dataset=ds)\n")
-FILLER = ("def helper_{i}(x, y=2):\n    z = [v * y for v in range(x) if v % 3]\n"
-          "    return {{'sum': sum(z), 'n': len(z), 'name': 'helper_{i}'}}\n\n")
+from pathological import ARGS, FILLER, PAIR  # noqa: E402 - the same pathological files as pathological.py
 
 
 def patho(rounds: int) -> None:

@@ -139,7 +139,7 @@ def _virtual_digest(dep: str) -> str | None:
             return None
     if kind == reads.IS_DIR and len(args) == 1:
         return "1" if os.path.isdir(args[0]) else "0"
-    if kind == "same-name" and len(args) == 2:
+    if kind == reads.SAME_NAME and len(args) == 2:
         from trainlint.sources.files import same_name
 
         return _sha("\n".join(same_name(*args)))

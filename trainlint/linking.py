@@ -190,7 +190,7 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
     for d in dict.fromkeys([*folders, *(os.path.dirname(c) for c in candidates)]):
         reads.note_isdir(d or ".")
     if root is not None:
-        reads.note(reads.virtual(SAME_NAME, root, os.path.basename(ref_x)))
+        reads.note(reads.virtual(reads.SAME_NAME, root, os.path.basename(ref_x)))
     if _generated(doc, launch, ref_x):
         return Located(GENERATED, folders=folders)
     verdict = _likelihood(ws, base_file, ref_x, launch, doc, folders, candidates, root)
@@ -271,9 +271,6 @@ def _same_name(root: str, name: str) -> list[str]:
     from trainlint.sources.files import same_name
 
     return same_name(root, name)
-
-
-SAME_NAME = "same-name"  # a virtual dependency (trainlint.reads): the repository's files of a name
 
 
 def _training_flags(launch: LaunchCommand) -> int:
@@ -414,21 +411,22 @@ def _fallback_calls(pf: "PythonFile") -> set[int]:
     function taking ``args``: the default a trainer class builds when its caller passes none
     (transformers' own ``Trainer.__init__``, vendored by ChatGLM's ptuning/trainer.py)."""
     out: set[int] = set()
-    for fn in pf.nodes:
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    functions = [fn for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for fn in pf.of_type(kind)]
+    for node in pf.of_type(ast.If):
+        test = node.test
+        if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None):
             continue
-        params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-        for node in ast.walk(fn):
-            if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-                    and isinstance(node.test.left, ast.Name) and node.test.left.id in params
-                    and len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Is)
-                    and isinstance(node.test.comparators[0], ast.Constant) and node.test.comparators[0].value is None):
-                continue
-            name = node.test.left.id
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(
-                        isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-                    out.add(id(stmt.value))
+        name = test.left.id
+        inside = [fn for fn in functions if fn.lineno <= node.lineno <= (fn.end_lineno or fn.lineno)]
+        fn = max(inside, key=lambda f: f.lineno, default=None)  # the innermost function holding it
+        if fn is None or name not in {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}:
+            continue
+        for stmt in node.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+                out.add(id(stmt.value))
     return out
 
 
@@ -892,7 +890,7 @@ class _Linker:
             # argparse's, not TrainingArguments; an args file a flag names is what it reads
             suffixes = tuple(s for k in parser.file_kinds for s in ((".json",) if k == "json" else (".yaml", ".yml")))
             for f in launch.script_args:
-                if f.unresolved or not isinstance(f.value, str) or not f.value.endswith(suffixes or ("\0",)):
+                if f.unresolved or not isinstance(f.value, str) or not f.value.endswith(suffixes):
                     continue
                 consumer = parser.consumer(pf, f"{parser.kind}.{_file_method(parser)} in {script} (the file "
                                                f"{f.prefix}{f.name} names)", own)

@@ -59,6 +59,7 @@ def parse_virtual(dep: str) -> tuple[str, list[str]] | None:
 
 GLOB = "glob"  # the names in a folder that match a pattern (``rglob`` with "**/" in front)
 IS_DIR = "isdir"  # whether a folder exists
+SAME_NAME = "same-name"  # the repository's files of a name (``sources.files.same_name``)
 
 
 def note_glob(folder: Any, pattern: str) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity, Span
 from trainlint.knowledge import training_args as ta
-from trainlint.rules._versioned import target, target_text
+from trainlint.rules._versioned import _source, target, target_text
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
@@ -41,10 +41,7 @@ def _target_version(setup: Setup, package: str) -> tuple[str, str]:
     v = setup.target_of(package)
     resolved = setup.versions.get(package)
     if v and resolved is not None:
-        where = resolved.note or ""
-        where = "the installed package" if where == "installed" else \
-            f"the installed package ({where.removeprefix('installed, ')})" if where.startswith("installed, ") else where
-        return v, f"target {package} {v} from {where}"
+        return v, f"target {package} {v} from {_source(resolved.note or '')}"
     newest = _pn().known_versions("peft")[-1]
     return newest, f"target peft {newest} from the newest the data knows"
 
