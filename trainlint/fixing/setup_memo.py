@@ -11,8 +11,8 @@ can read from the setup once linking is done:
 * each document it reaches: its path and the digest of its text (a document whose text a
   fix changed never matches), and, for a Python file, every attribute except those its
   reader fills and linking leaves alone (``PYTHON_READ``, the same objects in every pass:
-  the tree, the index) and the caches computed from the others on first use
-  (``PYTHON_CACHES``); so what linking added (classes and objects from other modules, the
+  the tree, the index) and the indexes of the tree made on first use (``PYTHON_CACHES``);
+  so what linking added (classes and objects from other modules, the
   training calls found again with them, the sites' consumers) is in the digest;
 * a syntax tree node, a scope or a binding by its kind and position (its file's text is in
   the digest through the document or the span that leads to it);
@@ -45,12 +45,10 @@ PYTHON_READ = frozenset({
     "_attribute_nodes", "_mutated_in", "imports", "module_scope", "calls", "statements", "scope_of_def",
     "_cli_options", "_args_keywords",
 })
-# Caches a Python file fills on first use from its other attributes (linking drops those that
-# depend on what it adds: ``PythonFile.link_repository``).
-PYTHON_CACHES = frozenset({
-    "_by_type", "_stmts_by_type", "_parser_uses", "_guard_calls", "_patchers", "_project_readers",
-    "_model_flows",
-})
+# Indexes of the tree alone that a Python file builds on first use (statements by type, the
+# version guards by ``id`` of their function). Every other cache (what ``trainlint.consumers``
+# finds while linking: the parser uses, the patchers) is walked with the rest.
+PYTHON_CACHES = frozenset({"_by_type", "_stmts_by_type", "_guard_calls"})
 
 _PLAIN = (str, int, float, complex, bool, type(None), bytes)
 
@@ -138,6 +136,9 @@ class _Walk:
         index = {id(s): i for i, s in enumerate(sites)}
         for name, value in sorted(vars(setup).items()):
             self.out.append(name)
+            if name == "files" and isinstance(value, list):  # each file's text too
+                self.out.extend(f"{p!r}:{self.d.text_of(p)}" if type(p) is str else repr(p) for p in value)
+                continue
             if name == "extra" and isinstance(value, dict):
                 for k, v in value.items():
                     self.out.append(f"x:{k}")
@@ -182,6 +183,9 @@ class _Walk:
             return
         if kind == "purepath":
             self.out.append(f"path:{o}")
+            return
+        if kind == "type":
+            self.out.append(f"type:{o.__module__}.{o.__qualname__}")
             return
         i = id(o)
         if i in self.seen:
@@ -250,6 +254,8 @@ def _kind(t: type) -> str:
         return "ast"
     if issubclass(t, PurePath):
         return "purepath"
+    if issubclass(t, type):
+        return "type"
     if t is list or t is tuple or issubclass(t, tuple):  # NamedTuple records (``CallSite``) too
         return "sequence"
     if issubclass(t, dict):
