@@ -121,3 +121,27 @@ def test_the_pass_after_the_fixes_takes_the_unchanged_setups_from_the_memo(tmp_p
     # are the first pass's
     assert not {"README.md", "train_cli.py", "args.yaml"} & {Path(p).name for p in out.fixed}
     assert made[0].setups.entries and made[0].setups.hits >= 2
+
+
+def test_a_document_reached_only_through_another_is_in_the_digest():
+    """A script whose linked class lives in a module the setup does not list: the module's
+    digest (its text, what linking set on it) is part of the setup's, through the script."""
+    from trainlint.fixing.setup_memo import _Digest
+    from trainlint.setup import Setup
+    from trainlint.sources.python import parse_python
+
+    def digest(module_text: str, linked: bool = False) -> str | None:
+        script = parse_python("train.py", "from mod import MyTrainer\nMyTrainer(model=None)\n")
+        module = parse_python("mod.py", module_text)
+        script.external_defs["MyTrainer"] = (module, module.tree.body[-1])
+        module.external_defs["Base"] = (script, script.tree.body[0])  # a cycle back to the script
+        if linked:  # what linking sets on the module, its text the same
+            module.local_classes["Other"] = ("trainer", "Trainer")
+        texts = {"train.py": script.text, "mod.py": module.text}
+        return _Digest(texts).setup(Setup(root=Path("."), scripts=[script], files=["train.py"]), ())
+
+    a = digest("from transformers import Trainer\nclass MyTrainer(Trainer):\n    pass\n")
+    b = digest("from transformers import Trainer\nclass MyTrainer(Trainer):\n    pass\n")
+    c = digest("from transformers import Trainer\nclass MyTrainer(object):\n    pass\n")
+    assert a is not None and a == b and c != a
+    assert digest("from transformers import Trainer\nclass MyTrainer(Trainer):\n    pass\n", linked=True) != a

@@ -65,7 +65,7 @@ class _Digest:
     def __init__(self, texts: dict[str, str]) -> None:
         self.texts = texts
         self.text_digests: dict[str, str] = {}
-        self.docs: dict[int, str] = {}
+        self.docs: dict[int, Any] = {}  # id -> (digest, documents it reaches); line indexes -> digest
         self._keep: list[Any] = []  # the documents digested (their ids stay theirs)
 
     def text_of(self, path: str) -> str:
@@ -89,21 +89,43 @@ class _Digest:
     def setup(self, setup: Any, rule_codes: tuple[str, ...]) -> str | None:
         out: list[str] = [",".join(rule_codes)]
         try:
-            _Walk(self, out).setup(setup)
-        except (Unknown, RecursionError):
+            walk = _Walk(self, out)
+            walk.setup(setup)
+            # every document the setup reaches, and those they reach, each by its own digest
+            queue = list(walk.reached.values())
+            seen = {id(doc) for doc in queue}
+            for doc in queue:  # grows while it is read
+                digest, refs = self.document(doc)
+                out.append(digest)
+                for other in refs:
+                    if id(other) not in seen:
+                        seen.add(id(other))
+                        queue.append(other)
+        except Exception:  # noqa: BLE001 - Unknown, RecursionError, anything odd: its rules run
             return None
         return hashlib.blake2b("\x00".join(out).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
 
-    def document(self, doc: Any) -> str:
-        d = self.docs.get(id(doc))
-        if d is None:
-            self.docs[id(doc)] = f"cycle:{doc.path!r}"  # a document reached from itself
+    def document(self, doc: Any) -> tuple[str, tuple[Any, ...]]:
+        """The digest of a document's own attributes (a document it holds stands there by its
+        path and text; it is returned among the documents it reaches)."""
+        found = self.docs.get(id(doc))
+        if found is None:
             out: list[str] = []
-            _Walk(self, out).document(doc)
-            d = hashlib.blake2b("\x00".join(out).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
-            self.docs[id(doc)] = d
+            walk = _Walk(self, out)
+            try:
+                walk.document(doc)
+            except BaseException:
+                self.docs[id(doc)] = _FAILED  # every setup that reaches it has no digest
+                raise
+            digest = hashlib.blake2b("\x00".join(out).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+            found = self.docs[id(doc)] = (digest, tuple(d for i, d in walk.reached.items() if i != id(doc)))
             self._keep.append(doc)
-        return d
+        if found is _FAILED:
+            raise Unknown(f"document {doc.path!r}")
+        return found
+
+
+_FAILED = ("\x00failed", ())
 
 
 def _is_document(o: Any) -> bool:
@@ -130,6 +152,7 @@ class _Walk:
         self.d = digest
         self.out = out
         self.seen: dict[int, int] = {}  # id -> order of first visit (shared objects, cycles)
+        self.reached: dict[int, Any] = {}  # the documents met, in order
 
     def setup(self, setup: Any) -> None:
         sites = getattr(setup, "all_sites", [])
@@ -192,8 +215,9 @@ class _Walk:
             self.out.append(f"ref:{self.seen[i]}")
             return
         self.seen[i] = len(self.seen)
-        if kind == "object" and _is_document(o):
-            self.out.append(f"doc={self.d.document(o)}")
+        if kind == "object" and _is_document(o):  # by its path and text; its digest follows
+            self.reached.setdefault(i, o)
+            self.out.append(f"doc:{t.__name__}:{o.path!r}:{self.d.text_of(o.path)}")
         elif kind == "sequence":
             self.out.append(f"{t.__name__}[{len(o)}")
             for x in o:
