@@ -128,16 +128,12 @@ class _Digest:
 _FAILED = ("\x00failed", ())
 
 
-def _is_document(o: Any) -> bool:
+def _is_document_type(t: type) -> bool:
     """A reader's document (the workspace holds its text): one of ``_DOCUMENT_TYPES`` or a JSON
     or YAML text (``sources.tree.Document``)."""
-    t = type(o)
-    if t.__name__ in _DOCUMENT_TYPES and t.__module__.startswith("trainlint.sources.") \
-            and isinstance(getattr(o, "path", None), str):
-        return True
     from trainlint.sources.tree import Document
 
-    return isinstance(o, Document)
+    return issubclass(t, Document) or (t.__name__ in _DOCUMENT_TYPES and t.__module__.startswith("trainlint.sources."))
 
 
 # The readers' documents (``ParsedFile.doc`` of each kind), walked once per process each.
@@ -215,7 +211,7 @@ class _Walk:
             self.out.append(f"ref:{self.seen[i]}")
             return
         self.seen[i] = len(self.seen)
-        if kind == "object" and _is_document(o):  # by its path and text; its digest follows
+        if kind == "document" and isinstance(getattr(o, "path", None), str):  # by its path and text; its digest follows
             self.reached.setdefault(i, o)
             self.out.append(f"doc:{t.__name__}:{o.path!r}:{self.d.text_of(o.path)}")
         elif kind == "sequence":
@@ -242,7 +238,7 @@ class _Walk:
             node = getattr(o, "node", None)
             self.out.append(f"{t.__name__}:{getattr(o, 'kind', '')}:{getattr(o, 'name', '')}:"
                             f"{_position(node) if isinstance(node, ast.AST) else ''}")
-        elif kind == "object":
+        elif kind == "object" or kind == "document":
             self.out.append(f"{t.__module__}.{t.__name__}(")
             for k, v in sorted(vars(o).items()) if hasattr(o, "__dict__") else ():
                 self.field(k, v)
@@ -294,6 +290,8 @@ def _kind(t: type) -> str:
         return "unknown"
     if t.__module__ == "trainlint.sources.python" and t.__name__ in ("Scope", "Binding"):
         return "index"
+    if _is_document_type(t):
+        return "document"
     return "object"
 
 
