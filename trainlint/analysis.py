@@ -8,10 +8,10 @@ tree themselves.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from trainlint.diagnostics import Span
+from trainlint.record import Record
 from trainlint.setup import ArgsSite, Setup, Value
 from trainlint.sources.python import Binding, CallSite, PythonFile, Scope, TrainerCall
 
@@ -204,20 +204,38 @@ class ModelCall(NamedTuple):  # a record: cheaper to define than a dataclass (st
     receiver: str  # dotted receiver as written ("model", "model.config"), "" for functions
 
 
-@dataclass
-class ModelFlow:
+class ModelFlow(Record):
     """Where the model a Trainer receives comes from: its names, loads, device moves and the calls made on it."""
 
+    __slots__ = ("trainer", "names", "bindings", "moves", "loads", "steps", "calls", "attr_sets",
+                 "custom_classes", "unknown_origin", "__dict__")
     trainer: TrainerCall
-    names: set[tuple[int, str]] = field(default_factory=set)  # (id(scope), name)
-    bindings: list[tuple[Binding, Scope]] = field(default_factory=list)
-    moves: list[DeviceMove] = field(default_factory=list)
-    loads: list[LoadCall] = field(default_factory=list)
-    steps: list[FlowStep] = field(default_factory=list)
-    calls: list[ModelCall] = field(default_factory=list)
-    attr_sets: list[tuple[ast.stmt, str, ast.expr]] = field(default_factory=list)  # model.config.use_cache = x
-    custom_classes: list[ast.ClassDef] = field(default_factory=list)
-    unknown_origin: bool = False  # some path ends in something not understood (parameter, call)
+    names: set[tuple[int, str]]  # (id(scope), name)
+    bindings: list[tuple[Binding, Scope]]
+    moves: list[DeviceMove]
+    loads: list[LoadCall]
+    steps: list[FlowStep]
+    calls: list[ModelCall]
+    attr_sets: list[tuple[ast.stmt, str, ast.expr]]  # model.config.use_cache = x
+    custom_classes: list[ast.ClassDef]
+    unknown_origin: bool  # some path ends in something not understood (parameter, call)
+
+    def __init__(self, trainer: TrainerCall, names: set[tuple[int, str]] | None = None,
+                 bindings: list[tuple[Binding, Scope]] | None = None, moves: list[DeviceMove] | None = None,
+                 loads: list[LoadCall] | None = None, steps: list[FlowStep] | None = None,
+                 calls: list[ModelCall] | None = None, attr_sets: list[tuple[ast.stmt, str,
+                 ast.expr]] | None = None, custom_classes: list[ast.ClassDef] | None = None,
+                 unknown_origin: bool = False) -> None:
+        self.trainer = trainer
+        self.names = set() if names is None else names
+        self.bindings = [] if bindings is None else bindings
+        self.moves = [] if moves is None else moves
+        self.loads = [] if loads is None else loads
+        self.steps = [] if steps is None else steps
+        self.calls = [] if calls is None else calls
+        self.attr_sets = [] if attr_sets is None else attr_sets
+        self.custom_classes = [] if custom_classes is None else custom_classes
+        self.unknown_origin = unknown_origin
 
     def step(self, kind: str) -> list[FlowStep]:
         return [s for s in self.steps if s.kind == kind]

@@ -24,10 +24,11 @@ bound there, which is the safe side for a memory estimate.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from trainlint.record import Record
 
 __all__ = [
     "ModelInfo",
@@ -69,13 +70,18 @@ class ModelInfo(NamedTuple):
         return self.params is not None
 
 
-@dataclass
-class ParamCount:
+class ParamCount(Record):
     """Parameter counts computed from a config: total, backbone and the largest layer."""
 
+    __slots__ = ("params", "backbone_params", "largest_layer_params", "__dict__")
     params: int
     backbone_params: int
     largest_layer_params: int
+
+    def __init__(self, params: int, backbone_params: int, largest_layer_params: int) -> None:
+        self.params = params
+        self.backbone_params = backbone_params
+        self.largest_layer_params = largest_layer_params
 
 
 class _Acc:
