@@ -104,3 +104,40 @@ def test_records_on_the_one_file_path_are_not_dataclasses():
                 py.TrainingArgsCall, py.TrainerCall, py.CliOption, trainlint.engine.LintResult,
                 trainlint.partition.Plan, trainlint.resolve.RunContext, trainlint.workspace.Workspace):
         assert issubclass(cls, Record) and not dataclasses.is_dataclass(cls), cls
+
+
+def test_rows_are_the_named_tuples_they_replace():
+    from typing import Any, NamedTuple
+
+    from trainlint.knowledge.training_args import FieldInfo
+    from trainlint.record import Row
+
+    class Nt(NamedTuple):  # what FieldInfo was
+        name: str
+        type: str
+        default: Any
+        help: str | None
+        choices: tuple | None
+        deprecated: str | None
+        default_is_literal: bool = True
+        required: bool = False
+        init: bool = True
+        owner: str = "TrainingArguments"
+
+    r = FieldInfo("fp16", "bool", False, None, None, None)
+    n = Nt("fp16", "bool", False, None, None, None)
+    assert r == n and hash(r) == hash(n) and tuple(r) == tuple(n) and isinstance(r, tuple)
+    assert repr(r) == repr(n).replace("Nt(", "FieldInfo(")
+    assert (r.name, r.owner, r.init, r[0]) == ("fp16", "TrainingArguments", True, "fp16")
+    assert r._replace(deprecated="x") == n._replace(deprecated="x") and r._replace(init=False).init is False
+    assert type(r._replace(owner="SFTConfig")) is FieldInfo and r._asdict() == n._asdict()
+    assert FieldInfo._fields == Nt._fields
+    twin = pickle.loads(pickle.dumps(r))
+    assert twin == r and type(twin) is FieldInfo and copy.deepcopy(r) == r
+    with pytest.raises(AttributeError):
+        r.name = "bf16"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        r.other = 1  # type: ignore[attr-defined]  # no __dict__
+    with pytest.raises(TypeError):
+        r._replace(nonsense=1)
+    assert not hasattr(r, "__dict__") and issubclass(FieldInfo, Row)

@@ -8,10 +8,9 @@ tree themselves.
 from __future__ import annotations
 
 import ast
-from typing import NamedTuple
 
 from trainlint.diagnostics import Span
-from trainlint.record import Record
+from trainlint.record import Record, Row
 from trainlint.setup import ArgsSite, Setup, Value
 from trainlint.sources.python import Binding, CallSite, PythonFile, Scope, TrainerCall
 
@@ -22,15 +21,21 @@ TORCH_DTYPES = {
 ACCEL_PREFIXES = ("cuda", "mps", "xpu", "npu", "hpu", "mlu", "musa")
 
 
-class DeviceMove(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class DeviceMove(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """``<receiver>.to(<device>)`` or ``<receiver>.cuda()`` on a model that reaches a Trainer."""
 
+    __slots__ = ()
+    _fields = ("call", "receiver", "stmt", "scope", "only_device", "how")
     call: ast.Call
     receiver: ast.expr
     stmt: ast.stmt
     scope: Scope
     only_device: bool  # no dtype or other argument rides along (safe to remove)
     how: str  # source text of the call, for messages
+
+    def __new__(_cls, call: ast.Call, receiver: ast.expr, stmt: ast.stmt, scope: Scope, only_device: bool,
+                how: str) -> DeviceMove:
+        return tuple.__new__(_cls, (call, receiver, stmt, scope, only_device, how))
 
 
 def _dotted(expr: ast.AST) -> str:
@@ -137,10 +142,13 @@ NON_BNB_QUANT_CONFIGS = {
 }
 
 
-class LoadCall(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class LoadCall(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """``Auto*.from_pretrained(...)`` / ``from_config(...)`` that creates a model reaching a
     Trainer, with its keywords resolved (``**kwargs`` dicts included)."""
 
+    __slots__ = ()
+    _fields = ("site", "cls", "method", "model_id", "kwargs", "nodes", "open_ended", "quant", "quant_span",
+               "adapters", "outer")
     site: CallSite
     cls: str  # the class the method is called on, as written (last part): AutoModelForCausalLM
     method: str  # from_pretrained, from_config
@@ -148,10 +156,17 @@ class LoadCall(NamedTuple):  # a record: cheaper to define than a dataclass (sta
     kwargs: dict[str, Value]
     nodes: dict[str, ast.expr]  # keyword -> its value expression (for dtype/quantization checks)
     open_ended: bool
-    quant: str | None = None  # "4bit" / "8bit" (bitsandbytes), "other" (GPTQ, AWQ, ...), None
-    quant_span: Span | None = None
-    adapters: bool = False  # AutoPeftModel*/PeftModel load: comes with trainable adapters
-    outer: str | None = None  # what wraps it on the way to the Trainer: "peft", "merged", None
+    quant: str | None  # "4bit" / "8bit" (bitsandbytes), "other" (GPTQ, AWQ, ...), None
+    quant_span: Span | None
+    adapters: bool  # AutoPeftModel*/PeftModel load: comes with trainable adapters
+    outer: str | None  # what wraps it on the way to the Trainer: "peft", "merged", None
+
+    def __new__(_cls, site: CallSite, cls: str, method: str, model_id: Value | None,
+                kwargs: dict[str, Value], nodes: dict[str, ast.expr], open_ended: bool,
+                quant: str | None = None, quant_span: Span | None = None, adapters: bool = False,
+                outer: str | None = None) -> LoadCall:
+        return tuple.__new__(_cls, (site, cls, method, model_id, kwargs, nodes, open_ended, quant,
+                                  quant_span, adapters, outer))
 
     @property
     def call(self) -> ast.Call:
@@ -182,26 +197,36 @@ class LoadCall(NamedTuple):  # a record: cheaper to define than a dataclass (sta
         return None
 
 
-class FlowStep(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class FlowStep(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """A call on the model's way to the Trainer: peft (get_peft_model, PeftModel.from_pretrained),
     kbit (prepare_model_for_kbit_training), merge (merge_and_unload), compile (torch.compile),
     cast (.half(), .to(torch.float16)), custom (an ``nn.Module`` class of the file)."""
 
+    __slots__ = ()
+    _fields = ("kind", "call", "scope", "stmt", "detail")
     kind: str
     call: ast.Call
     scope: Scope
     stmt: ast.stmt
-    detail: str = ""  # dtype of a cast, the function name of a wrapper
+    detail: str  # dtype of a cast, the function name of a wrapper
+
+    def __new__(_cls, kind: str, call: ast.Call, scope: Scope, stmt: ast.stmt, detail: str = "") -> FlowStep:
+        return tuple.__new__(_cls, (kind, call, scope, stmt, detail))
 
 
-class ModelCall(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class ModelCall(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """A statement-level call on a model variable (``model.gradient_checkpointing_enable()``,
     ``model.half()``) or a call that takes it first (``prepare_model_for_kbit_training(model)``),
     made before the Trainer is built."""
 
+    __slots__ = ()
+    _fields = ("site", "name", "receiver")
     site: CallSite
     name: str  # the method or function name
     receiver: str  # dotted receiver as written ("model", "model.config"), "" for functions
+
+    def __new__(_cls, site: CallSite, name: str, receiver: str) -> ModelCall:
+        return tuple.__new__(_cls, (site, name, receiver))
 
 
 class ModelFlow(Record):
@@ -732,13 +757,19 @@ def call_site_of(pf: PythonFile, call: ast.Call) -> CallSite | None:
     return next((c for c in pf.calls if c.node is call), None)
 
 
-class TrainerContext(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class TrainerContext(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """One Trainer call with its file, model flow and TrainingArguments sites."""
 
+    __slots__ = ()
+    _fields = ("pf", "trainer", "flow", "sites")
     pf: PythonFile
     trainer: TrainerCall
     flow: ModelFlow | None
     sites: list[ArgsSite] | None  # None: the arguments are not known
+
+    def __new__(_cls, pf: PythonFile, trainer: TrainerCall, flow: ModelFlow | None,
+                sites: list[ArgsSite] | None) -> TrainerContext:
+        return tuple.__new__(_cls, (pf, trainer, flow, sites))
 
 
 def trainer_contexts(setup: Setup) -> list[TrainerContext]:

@@ -39,11 +39,12 @@ import re
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable
 
 from trainlint import reads
 from trainlint.diagnostics import OLDER_THAN_DATA
 from trainlint.knowledge import training_args
+from trainlint.record import Row
 
 if TYPE_CHECKING:  # pragma: no cover
     from packaging.specifiers import SpecifierSet
@@ -68,9 +69,14 @@ __all__ = [
 ]
 
 
-class ResolvedVersion(NamedTuple):
+class ResolvedVersion(Row):
+    __slots__ = ()
+    _fields = ("version", "source")
     version: str
     source: str
+
+    def __new__(_cls, version: str, source: str) -> ResolvedVersion:
+        return tuple.__new__(_cls, (version, source))
 
 
 def resolve_transformers_version(
@@ -318,12 +324,17 @@ def _requirement_line(line: str) -> str:
     return re.split(r"\s+--?\w", line, maxsplit=1)[0].strip()
 
 
-class Req(NamedTuple):
+class Req(Row):
     """A requirement's project name and version specifier (what the pins need of
     ``packaging.requirements.Requirement``)."""
 
+    __slots__ = ()
+    _fields = ("name", "specifier")
     name: str
     specifier: SpecifierSet
+
+    def __new__(_cls, name: str, specifier: SpecifierSet) -> Req:
+        return tuple.__new__(_cls, (name, specifier))
 
 
 _SPEC = r"(?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+"

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator
 
 from trainlint.diagnostics import Span
-from trainlint.record import Record
+from trainlint.record import Record, Row
 from trainlint.sources import pruning
 from trainlint.setup import PYTHON, UNKNOWN, ArgsSite, Value
 
@@ -135,13 +135,18 @@ def statement_nodes(root: ast.AST) -> list[ast.AST]:
     return out
 
 
-class Binding(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class Binding(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """One place where a name is bound in a scope."""
 
+    __slots__ = ()
+    _fields = ("name", "node", "value", "kind")
     name: str
     node: ast.AST  # the statement or target that binds
     value: ast.expr | None  # the assigned expression, when it is a plain ``name = value``
     kind: str  # assign, annassign, augassign, for, with, import, def, class, param, other
+
+    def __new__(_cls, name: str, node: ast.AST, value: ast.expr | None, kind: str) -> Binding:
+        return tuple.__new__(_cls, (name, node, value, kind))
 
 
 class Scope(Record):
@@ -186,14 +191,20 @@ class Scope(Record):
         return None
 
 
-class CallSite(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class CallSite(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """A call expression with where it sits: its scope and the statement that contains it."""
 
+    __slots__ = ()
+    _fields = ("node", "scope", "stmt", "in_lambda", "in_def")
     node: ast.Call
     scope: Scope
     stmt: ast.stmt
-    in_lambda: bool = False
-    in_def: ast.AST | None = None  # the innermost function containing it
+    in_lambda: bool
+    in_def: ast.AST | None  # the innermost function containing it
+
+    def __new__(_cls, node: ast.Call, scope: Scope, stmt: ast.stmt, in_lambda: bool = False,
+                in_def: ast.AST | None = None) -> CallSite:
+        return tuple.__new__(_cls, (node, scope, stmt, in_lambda, in_def))
 
 
 class TrainingArgsCall(Record):
