@@ -49,6 +49,16 @@ def test_one_file_check_never_imports_pydantic(tmp_path):
     assert "trainlint" in mods and "pydantic" not in mods and "pydantic_core" not in mods
 
 
+def test_plain_pins_are_read_without_packaging(tmp_path):
+    """The repository's pyproject.toml pins plain releases (``transformers>=4.40``): the one-file
+    check reads them with ``trainlint.knowledge.pep440``; a pre-release pin needs ``packaging``."""
+    mods = _probe(REPO_ROOT / "examples" / "bert_imdb" / "train.py", REPO_ROOT)
+    assert "trainlint" in mods and "packaging" not in mods
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "requirements.txt").write_text("transformers>=4.57.0.dev0\n")
+    assert "packaging" in _probe(tmp_path / "train.py", tmp_path)
+
+
 def test_rule_options_import_pydantic_only_when_set(tmp_path):
     (tmp_path / "train.py").write_text(TRAIN)
     (tmp_path / "pyproject.toml").write_text('[tool.trainlint.logging-steps-too-low]\nthreshold = 3\n')

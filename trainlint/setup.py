@@ -335,8 +335,7 @@ class Setup(Record):
         return v.value if v is not None else None
 
     def _satisfied(self, requires: tuple[str, ...]) -> bool:
-        from packaging.version import InvalidVersion, Version
-
+        from trainlint.knowledge.pep440 import InvalidVersion, Version
         from trainlint.knowledge.versions import parse_requirement
 
         for text in requires:

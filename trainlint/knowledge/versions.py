@@ -47,7 +47,7 @@ from trainlint.knowledge import training_args
 from trainlint.record import Row
 
 if TYPE_CHECKING:  # pragma: no cover
-    from packaging.specifiers import SpecifierSet
+    from trainlint.knowledge.pep440 import SpecifierSet
 
 # ``packaging`` (~50 ms to import its requirement parser) is imported only when a project pin
 # has to be read, never when the version is given or installed.
@@ -181,8 +181,7 @@ def trl_for_transformers(transformers: str, trl: str) -> ResolvedVersion | None:
     when ``trl``'s own requirement admits that transformers (or either is not known). When no
     known trl release admits it, the oldest known, said to be an assumption (the project runs
     an older trl than the data knows)."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidSpecifier, InvalidVersion, SpecifierSet, Version
 
     requires = _trl_requires()
     try:
@@ -224,7 +223,7 @@ def known_releases(package: str) -> list[str]:
 
 
 def _satisfies(spec: SpecifierSet, version: str) -> bool:
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidVersion, Version
 
     try:
         return spec.contains(Version(version), prereleases=True)
@@ -287,10 +286,10 @@ def _read_toml(path: Path) -> dict | None:
 
 def version_from_specifier(spec: str | SpecifierSet, known: list[str]) -> str | None:
     """One version for a specifier set (see the module docstring); None if it has none."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from trainlint.knowledge.pep440 import InvalidSpecifier, SpecifierSet
 
     try:
-        sset = spec if isinstance(spec, SpecifierSet) else SpecifierSet(spec)
+        sset = SpecifierSet(spec) if isinstance(spec, str) else spec
     except InvalidSpecifier:
         return None
     specs = list(sset)
@@ -347,12 +346,12 @@ _SIMPLE_REQUIREMENT = re.compile(
 
 def parse_requirement(text: str) -> Req | None:
     """The name and specifier of a PEP 508 requirement; None when it is not one. A plain
-    ``name[extras] specifiers`` is read here with ``packaging.specifiers`` alone; anything else
+    ``name[extras] specifiers`` is read here with ``pep440.SpecifierSet`` alone; anything else
     (markers, URLs, parentheses) goes to ``packaging.requirements``, whose import brings
     ``packaging.markers``, ``packaging.tags``, logging and subprocess (~40 ms)."""
     m = _SIMPLE_REQUIREMENT.fullmatch(text)
     if m is not None:
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+        from trainlint.knowledge.pep440 import InvalidSpecifier, SpecifierSet
 
         try:
             return Req(m.group("name"), SpecifierSet(m.group("spec") or ""))
@@ -360,11 +359,13 @@ def parse_requirement(text: str) -> Req | None:
             return None
     from packaging.requirements import InvalidRequirement, Requirement
 
+    from trainlint.knowledge.pep440 import wrap
+
     try:
         req = Requirement(text)
     except InvalidRequirement:
         return None
-    return Req(req.name, req.specifier)
+    return Req(req.name, wrap(req.specifier))
 
 
 _LEADING_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
@@ -746,7 +747,7 @@ def _old_find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion
 
 
 def _pyproject_specs(data: dict, package: str, main: bool = False, unpinned: bool = False) -> list[SpecifierSet]:
-    from packaging.specifiers import SpecifierSet
+    from trainlint.knowledge.pep440 import SpecifierSet
 
     out: list[SpecifierSet] = []
     project = data.get("project", {})
@@ -780,7 +781,7 @@ def _pyproject_specs(data: dict, package: str, main: bool = False, unpinned: boo
 
 def _poetry_spec(constraint: str) -> SpecifierSet | None:
     """Poetry constraint -> PEP 440 specifier set (``^4.46`` -> ``>=4.46,<5``)."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from trainlint.knowledge.pep440 import InvalidSpecifier, SpecifierSet
 
     parts = []
     for c in constraint.split(","):
@@ -841,8 +842,7 @@ def _oldest_scanned(package: str, root: Path, known: list[str]) -> ResolvedVersi
     with where its lower bound is written; None when nothing is declared. A fix that writes a
     name newer than this breaks the project on versions it says it supports, whatever version
     is installed."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidVersion, SpecifierSet, Version
 
     specs: list[tuple[SpecifierSet, str]] = []
     for path in _requirement_files(root):
@@ -895,9 +895,9 @@ def _oldest_scanned(package: str, root: Path, known: list[str]) -> ResolvedVersi
 
 
 def allowed_versions(spec, known) -> list:
-    """The ``known`` versions (as ``packaging`` Versions) that ``spec`` admits, pre-releases
+    """The ``known`` versions (as ``pep440`` Versions) that ``spec`` admits, pre-releases
     excluded; unparsable version strings are skipped."""
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidVersion, Version
 
     out = []
     for v in known:
@@ -1069,7 +1069,7 @@ def file_installs(package: str, path: str | Path) -> tuple[SpecifierSet, str] | 
     found = _file_installs(package, str(p), (st.st_mtime_ns, st.st_size))
     if found is None:
         return None
-    from packaging.specifiers import SpecifierSet
+    from trainlint.knowledge.pep440 import SpecifierSet
 
     return SpecifierSet(found[0]), found[1]
 
@@ -1079,7 +1079,7 @@ def lowest_allowed(spec: SpecifierSet, known: list[str]) -> str | None:
     ``==``/``>=``/``~=`` clause names (a pin older than the data)."""
     allowed = allowed_versions(spec, known)
     named = [s.version for s in spec if s.operator in ("==", "===", ">=", "~=") and "*" not in s.version]
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidVersion, Version
 
     candidates = list(allowed)
     for v in named:
