@@ -628,7 +628,8 @@ def _from_environment_yml(package: str, root: Path, main: bool = False) -> tuple
     return None
 
 
-_PIP_INSTALL = re.compile(r"\bpip3?\s+install\b(?P<args>[^&|;]*)")
+# compiled on first use (re's cache): only notebooks, shell scripts and Dockerfiles install
+_PIP_INSTALL = r"\bpip3?\s+install\b(?P<args>[^&|;]*)"
 
 
 def _joined_lines(lines: list[str]):
@@ -655,7 +656,7 @@ def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[Spe
     for path in paths[:20]:
         reads.note(path)
         for start, text in _joined_lines(path.read_text(encoding="utf-8").splitlines()):
-            for m in _PIP_INSTALL.finditer(text):
+            for m in re.finditer(_PIP_INSTALL, text):
                 for word in m.group("args").split():
                     word = word.strip("'\"")
                     if not word or word.startswith("-"):
@@ -911,8 +912,8 @@ def allowed_versions(spec, known) -> list:
 
 # -- what a notebook or shell script installs itself ------------------------------------------
 
-_MAGIC_PIP = re.compile(r"^\s*(?:!|%)\s*(?:%\s*)?(?:pip3?|python3?\s+-m\s+pip|uv\s+pip|conda)\b")
-_SHELL_CELL = re.compile(r"^\s*%%(?:bash|sh|script\s+\S*sh|capture)\b")
+_MAGIC_PIP = r"^\s*(?:!|%)\s*(?:%\s*)?(?:pip3?|python3?\s+-m\s+pip|uv\s+pip|conda)\b"  # compiled on first use
+_SHELL_CELL = r"^\s*%%(?:bash|sh|script\s+\S*sh|capture)\b"
 
 
 def _install_lines(path: Path) -> list[tuple[str, str]]:
@@ -933,7 +934,7 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
             if "install" not in src:  # no line of it can be kept (a continuation joins with a space)
                 continue
             lines = src.splitlines()
-            shell = bool(lines) and bool(_SHELL_CELL.match(lines[0]))
+            shell = bool(lines) and bool(re.match(_SHELL_CELL, lines[0]))
             chunks.append((lines, f"{path.name}:cell {n}", shell))
     elif suffix in (".sh", ".bash"):
         chunks.append((text.splitlines(), path.name, True))
@@ -943,7 +944,7 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
             stripped = line.lstrip()
             if stripped.startswith("#"):
                 continue
-            if (shell or _MAGIC_PIP.match(line)) and "install" in line:
+            if (shell or re.match(_MAGIC_PIP, line)) and "install" in line:
                 out.append((line, f"{where}" + (f" line {start + 1}" if where.endswith(".sh") or
                                                    where.endswith(".bash") else "")))
     return out
@@ -985,7 +986,7 @@ def _install_lines_of(path_text: str, _stamp: tuple) -> tuple[tuple[str, str], .
 @reads.memo(maxsize=256)
 def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, str] | None:
     for line, where in _install_lines_of(path_text, _stamp):
-        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+        for m in re.finditer(_PIP_INSTALL, line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")
                 if not word or word.startswith("-") or "://" in word:
@@ -999,7 +1000,7 @@ def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, st
 @reads.memo(maxsize=256)
 def _installs_checkout(package: str, path_text: str, _stamp: tuple) -> str | None:
     for line, where in _install_lines_of(path_text, _stamp):
-        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+        for m in re.finditer(_PIP_INSTALL, line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"").rstrip("/")
                 if word.startswith(("./", "../", "/", "~")) and word.rsplit("/", 1)[-1].lower() == package.lower():
@@ -1027,7 +1028,7 @@ def installs_checkout(package: str, path: str | Path) -> str | None:
 @reads.memo(maxsize=256)
 def _installs_unpinned(package: str, path_text: str, _stamp: tuple) -> bool:
     for line, _where in _install_lines_of(path_text, _stamp):
-        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+        for m in re.finditer(_PIP_INSTALL, line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")
                 if "://" in word:  # git+https://github.com/huggingface/transformers.git: the main branch
