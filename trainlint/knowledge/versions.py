@@ -337,11 +337,35 @@ class Req(Row):
 
 
 _SPEC = r"(?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+"
-_SIMPLE_REQUIREMENT = re.compile(
+# compiled on first use (re's cache, ~1 ms): ``_bare_requirement`` reads the usual forms
+_SIMPLE_REQUIREMENT = (
     r"\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
     r"(?:\[\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*"
     r"(?:,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*)*)?\])?\s*"
     rf"(?P<spec>{_SPEC}(?:\s*,\s*{_SPEC})*)?\s*")
+
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_CHARS = _ALNUM | frozenset("._-")
+_VERSION_CHARS = _ALNUM | frozenset(".*+!_-")
+_SPEC_OPERATORS = ("~=", "===", "==", "!=", "<=", ">=", "<", ">")  # the order of ``_SPEC``
+
+
+def _bare_requirement(text: str) -> tuple[str, str] | None:
+    """``(name, specifiers)`` of a requirement written without spaces or extras
+    (``transformers>=4.40,<5``), as ``_SIMPLE_REQUIREMENT`` reads it; None for any other form
+    (which the pattern then reads)."""
+    i, n = 0, len(text)
+    while i < n and text[i] in _NAME_CHARS:
+        i += 1
+    name, rest = text[:i], text[i:]
+    if not name or name[0] not in _ALNUM or name[-1] not in _ALNUM:
+        return None
+    for piece in rest.split(",") if rest else ():
+        op = next((o for o in _SPEC_OPERATORS if piece.startswith(o)), None)
+        version = piece[len(op):] if op is not None else ""
+        if not version or not _VERSION_CHARS.issuperset(version):
+            return None
+    return name, rest
 
 
 def parse_requirement(text: str) -> Req | None:
@@ -349,12 +373,14 @@ def parse_requirement(text: str) -> Req | None:
     ``name[extras] specifiers`` is read here with ``pep440.SpecifierSet`` alone; anything else
     (markers, URLs, parentheses) goes to ``packaging.requirements``, whose import brings
     ``packaging.markers``, ``packaging.tags``, logging and subprocess (~40 ms)."""
-    m = _SIMPLE_REQUIREMENT.fullmatch(text)
-    if m is not None:
+    bare = _bare_requirement(text)
+    m = re.fullmatch(_SIMPLE_REQUIREMENT, text) if bare is None else None
+    if bare is not None or m is not None:
         from trainlint.knowledge.pep440 import InvalidSpecifier, SpecifierSet
 
+        name, spec = bare if bare is not None else (m.group("name"), m.group("spec") or "")  # type: ignore[union-attr]
         try:
-            return Req(m.group("name"), SpecifierSet(m.group("spec") or ""))
+            return Req(name, SpecifierSet(spec))
         except InvalidSpecifier:
             return None
     from packaging.requirements import InvalidRequirement, Requirement
