@@ -28,10 +28,11 @@ import json
 import os
 import re
 import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Related
+from trainlint.record import replace
 from trainlint.sources.errors import ReadError
 
 if TYPE_CHECKING:  # pragma: no cover
