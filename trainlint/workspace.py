@@ -215,14 +215,14 @@ def _wanted_notebook(ws: Workspace, path: str, text: str) -> bool:
     pre-filter's names is read only when its program does not parse (TL001), as a script's
     syntax is checked."""
     from trainlint.rule_index import prefilter as selected
-    from trainlint.sources.notebook import prefilter, program_parses, program_text
+    from trainlint.sources.notebook import prefilter, program_parses, program_text, raw_may_name
 
     found = selected(ws.settings)
     names = found.names
     if prefilter(text, PY_PREFILTER if names is None else names):
         return True
     # rules with words (TL611: a removed name beside its package) as for a script
-    if names is not None and any(t in text for t, _ in found.worded) and found.wanted(program_text(text)):
+    if names is not None and raw_may_name(text, [t for t, _ in found.worded]) and found.wanted(program_text(text)):
         return True
     return names is not None and prefilter(text, PY_PREFILTER) and not program_parses(path, text)
 

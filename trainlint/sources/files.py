@@ -151,9 +151,15 @@ def read_text(path: str, overlay: dict[str, str] | None = None) -> TextFile:
         # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not hang
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
                 raise ReadProblem("cannot read file: not a regular file (a FIFO, socket or device)")
-            data = f.read(limit + 1)
+            # asked for its size (and one byte more), not for the limit: a buffer of the limit
+            # (64 MB for a notebook) is fresh memory at every read, its pages faulted in anew
+            want = min(st.st_size, limit) + 1
+            data = f.read(want)
+            if len(data) == want <= limit:  # it grew since: on to the limit
+                data += f.read(limit + 1 - want)
         if len(data) > limit:
             raise ReadProblem(f"file too large to check (> {limit} bytes)")
     except ReadProblem:
