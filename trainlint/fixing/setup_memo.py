@@ -153,7 +153,11 @@ class _Walk:
     def setup(self, setup: Any) -> None:
         sites = getattr(setup, "all_sites", [])
         index = {id(s): i for i, s in enumerate(sites)}
-        for name, value in sorted(vars(setup).items()):
+        items = {n: getattr(setup, n) for n in _slots(type(setup)) if hasattr(setup, n)}
+        items.update(vars(setup) if hasattr(setup, "__dict__") else {})
+        if not items:
+            raise Unknown(type(setup).__name__)
+        for name, value in sorted(items.items()):
             self.out.append(name)
             if name == "files" and isinstance(value, list):  # each file's text too
                 self.out.extend(f"{p!r}:{self.d.text_of(p)}" if type(p) is str else repr(p) for p in value)
@@ -175,13 +179,12 @@ class _Walk:
         path = doc.path
         self.out.append(f"doc:{type(doc).__name__}:{path}:{self.d.text_of(path)}")
         python = type(doc).__name__ == "PythonFile"
-        for name, value in sorted(vars(doc).items()) if hasattr(doc, "__dict__") else ():
+        items = {n: getattr(doc, n) for n in _slots(type(doc)) if hasattr(doc, n)}
+        items.update(vars(doc) if hasattr(doc, "__dict__") else {})
+        for name, value in sorted(items.items()):
             if name in _DOCUMENT_READ or python and (name in PYTHON_READ or name in PYTHON_CACHES):
                 continue
             self.field(name, value)
-        for name in _slots(type(doc)):
-            if name not in _DOCUMENT_READ and hasattr(doc, name):
-                self.field(name, getattr(doc, name))
 
     def value(self, o: Any) -> None:
         t = type(o)
