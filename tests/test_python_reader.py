@@ -239,5 +239,7 @@ def test_the_index_walk_gives_what_the_recursive_visit_gave():
         tree = ast.parse(text)
         new, old = PythonFile(f"{i}.py", text, tree), ReferencePythonFile(f"{i}.py", text, tree)
         assert _index_facts(new) == _index_facts(old), i
+        # the calls of library classes, without asking every call
+        assert new._library_calls() == [(cs, lib) for cs in new.calls if (lib := new.library_class(cs.node.func))]
         compared += 1
     assert compared > 300

@@ -1024,12 +1024,34 @@ class PythonFile:
 
     # -- training calls -----------------------------------------------------------------
 
+    def _library_calls(self) -> list[tuple[CallSite, tuple[str, str]]]:
+        """The calls of a TrainingArguments-like or Trainer-like class (``library_class`` of
+        the function), in ``calls`` order; a call whose function cannot name one (a name that
+        is no such class, imported or local, nor one of the libraries' names; ``x.y`` without
+        a library name and with no repository classes) is not asked."""
+        names = set(self.local_classes) | _CANONICAL_UNBOUND
+        external = self.external_qualified
+        for local, qualified in self.imports.items():
+            if qualified in external or qualified.rpartition(".")[2] in _CANONICAL_UNBOUND:
+                names.add(local)
+        out = []
+        for cs in self.calls:
+            f = cs.node.func
+            t = type(f)
+            if t is _Name:
+                if f.id not in names:  # type: ignore[attr-defined]
+                    continue
+            elif t is not ast.Attribute or (not external and f.attr not in _CANONICAL_UNBOUND):  # type: ignore[attr-defined]
+                continue
+            lib = self.library_class(f)
+            if lib is not None:
+                out.append((cs, lib))
+        return out
+
     def _find_training_calls(self) -> None:
         by_name: dict[tuple[int, str], TrainingArgsCall] = {}
-        for cs in self.calls:
-            lib = self.library_class(cs.node.func)
-            if lib is None:
-                continue
+        found = self._library_calls()
+        for cs, lib in found:
             kind, cls = lib
             if kind == "args":
                 # parsed dataclasses' defaults count for TrainingArguments values only (a
@@ -1052,9 +1074,8 @@ class PythonFile:
                         tac.bound_to = targets[0].id
                         by_name[(id(cs.scope), targets[0].id)] = tac
                 self.args_calls.append(tac)
-        for cs in self.calls:
-            lib = self.library_class(cs.node.func)
-            if lib is None or lib[0] != "trainer":
+        for cs, lib in found:
+            if lib[0] != "trainer":
                 continue
             kws: dict[str, ast.expr] = {}
             for i, a in enumerate(cs.node.args):
