@@ -227,7 +227,7 @@ def test_the_index_walk_gives_what_the_recursive_visit_gave():
     from pathlib import Path
 
     from index_reference import ReferencePythonFile
-    from trainlint.sources.python import PythonFile
+    from trainlint.sources.python import PythonFile, walk_nodes
 
     root = Path(__file__).resolve().parent.parent
     texts = [_INDEX_SNIPPET, "f = lambda a=g(b.c), *, k=lambda: h.i: (j := a.k)(l.m)\n"
@@ -239,6 +239,8 @@ def test_the_index_walk_gives_what_the_recursive_visit_gave():
         tree = ast.parse(text)
         new, old = PythonFile(f"{i}.py", text, tree), ReferencePythonFile(f"{i}.py", text, tree)
         assert _index_facts(new) == _index_facts(old), i
+        # every name once, so that ``name_uses`` counts what a walk of every node counts
+        assert sorted(map(id, new._name_nodes)) == sorted(id(n) for n in walk_nodes(tree) if type(n) is ast.Name), i
         # the calls of library classes, without asking every call
         assert new._library_calls() == [(cs, lib) for cs in new.calls if (lib := new.library_class(cs.node.func))]
         compared += 1

@@ -136,7 +136,7 @@ def statement_nodes(root: ast.AST) -> list[ast.AST]:
 
 
 # What the index walk (``PythonFile._walk_index``) does with a node, by its exact type.
-_K_LEAF, _K_CTX, _K_CALL, _K_ATTR, _K_STMT, _K_DEF, _K_CLASS, _K_ENTER, _K_LAMBDA, _K_NAMED, _K_NODE = range(11)
+_K_LEAF, _K_NAME, _K_CTX, _K_CALL, _K_ATTR, _K_STMT, _K_DEF, _K_CLASS, _K_ENTER, _K_LAMBDA, _K_NAMED, _K_NODE = range(12)
 _INDEX_KIND: dict[type, int] = {}
 # The fields the index walk looks under, by type: every field but names, numbers, strings and
 # the Load/Store/operator leaves (``child_nodes``'s children, without the ones that never hold
@@ -144,6 +144,17 @@ _INDEX_KIND: dict[type, int] = {}
 _NOT_UNDER = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
                         "conversion", "is_async", "simple", "tag", "lineno", "kwd_attrs", "rest"})
 _INDEX_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _note_header(nodes: list[ast.AST], attrs: list[ast.Attribute], names: list[ast.Name]) -> None:
+    """The ``x.y`` and names among ``nodes`` (the top of a decorator, a default, a base; every
+    node of an annotation), which the index walk does not visit."""
+    for n in nodes:
+        t = type(n)
+        if t is ast.Attribute:
+            attrs.append(n)  # type: ignore[arg-type]
+        elif t is _Name:
+            names.append(n)  # type: ignore[arg-type]
 
 
 class _Enter:
@@ -161,7 +172,9 @@ def _index_kind(t: type) -> int:
         k = _K_CTX
     elif t is _Enter:
         k = _K_ENTER
-    elif not issubclass(t, _AST) or t is _Name or t is _Constant or t in _LEAF_TYPES:
+    elif t is _Name:
+        k = _K_NAME
+    elif not issubclass(t, _AST) or t is _Constant or t in _LEAF_TYPES:
         k = _K_LEAF
     elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
         k = _K_DEF
@@ -306,6 +319,7 @@ class PythonFile:
         self._all_nodes: list[ast.AST] | None = None  # ``nodes``, walked on first use
         self._statement_nodes: list[ast.AST] = []
         self._attribute_nodes: list[ast.Attribute] = []  # every ``x.y``, in the order the index walk meets them
+        self._name_nodes: list[ast.Name] = []  # every name (any context), in the order the index walk meets them
         self._mutated_in: dict[int, set[str]] = {}
         self.imports: dict[str, str] = {}  # local name -> qualified name
         self.local_classes: dict[str, tuple[str, str]] = {}  # name -> (kind, base library class)
@@ -500,6 +514,7 @@ class PythonFile:
         (their top-level ``x.y`` noted), annotations only noted."""
         calls = self.calls
         attrs = self._attribute_nodes
+        names = self._name_nodes
         statements = self.statements
         bind_stmt = self._bind_stmt
         kinds = _INDEX_KIND
@@ -517,6 +532,9 @@ class PythonFile:
             k = kinds.get(t)
             if k is None:
                 k = _index_kind(t)
+            if k == _K_NAME:
+                names.append(node)
+                continue
             if k == _K_LEAF:
                 continue
             if k == _K_CTX:
@@ -536,12 +554,12 @@ class PythonFile:
                 bind_stmt(node, scope)
                 a = node.args
                 defaults = a.defaults + [d for d in a.kw_defaults if d is not None]
-                attrs.extend(n for n in node.decorator_list + defaults if type(n) is ast.Attribute)
+                _note_header(node.decorator_list + defaults, attrs, names)
                 for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
                     if p.annotation is not None:
-                        attrs.extend(n for n in walk_nodes(p.annotation) if type(n) is ast.Attribute)
+                        _note_header(walk_nodes(p.annotation), attrs, names)
                 if node.returns is not None:
-                    attrs.extend(n for n in walk_nodes(node.returns) if type(n) is ast.Attribute)
+                    _note_header(walk_nodes(node.returns), attrs, names)
                 push((scope, stmt, fn, lam))
                 push(_Enter(node, "function"))
                 for d in reversed(node.decorator_list + defaults):
@@ -552,7 +570,7 @@ class PythonFile:
                 statements.append((node, scope))
                 bind_stmt(node, scope)
                 header = node.bases + node.decorator_list + [kw.value for kw in node.keywords]
-                attrs.extend(n for n in header if type(n) is ast.Attribute)
+                _note_header(header, attrs, names)
                 push((scope, stmt, fn, lam))
                 push(_Enter(node, "class"))
                 for b in reversed(header):
@@ -720,7 +738,7 @@ class PythonFile:
         """How often ``name`` is read anywhere in the file (cheap over-approximation)."""
         if self._load_counts is None:
             counts: dict[str, int] = {}
-            for n in self.of_type(ast.Name):
+            for n in self._name_nodes:  # every name of the file, without a walk of every node
                 if isinstance(n.ctx, ast.Load):
                     counts[n.id] = counts.get(n.id, 0) + 1
             self._load_counts = counts
