@@ -18,6 +18,7 @@ A value that cannot be resolved is ``UNKNOWN``: never guessed.
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, NamedTuple
@@ -143,7 +144,7 @@ _INDEX_KIND: dict[type, int] = {}
 # what the index notes: aliases, the names of ``global``).
 _NOT_UNDER = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
                         "conversion", "is_async", "simple", "tag", "lineno", "kwd_attrs", "rest"})
-_INDEX_FIELDS: dict[type, tuple[str, ...]] = {}
+_INDEX_FIELDS: dict[type, Any] = {}
 
 
 def _note_header(nodes: list[ast.AST], attrs: list[ast.Attribute], names: list[ast.Name]) -> None:
@@ -189,14 +190,26 @@ def _index_kind(t: type) -> int:
     return k
 
 
-def _index_fields(t: type) -> tuple[str, ...]:
+def _fields_under(t: type) -> tuple[str, ...]:
+    """The fields of ``t`` the index walk looks under, last to first (pushed in that order, so
+    that the first field's nodes are visited first)."""
     if t in (ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.MatchSingleton):
-        fields: tuple[str, ...] = ()
+        return ()
+    return tuple(f for f in t._fields if f not in _NOT_UNDER)[::-1]
+
+
+def _index_fields(t: type) -> Any:
+    """What gives the values of ``_fields_under(t)`` of a node, as a tuple, in one call."""
+    fields = _fields_under(t)
+    if len(fields) >= 2:
+        get = operator.attrgetter(*fields)
+    elif fields:
+        one = operator.attrgetter(fields[0])
+        get = lambda node: (one(node),)  # noqa: E731
     else:
-        fields = tuple(f for f in t._fields if f not in _NOT_UNDER)
-    # pushed last to first, so that the first field's nodes are visited first
-    _INDEX_FIELDS[t] = fields = fields[::-1]
-    return fields
+        get = lambda node: ()  # noqa: E731
+    _INDEX_FIELDS[t] = get
+    return get
 
 
 # The statements that bind names (``PythonFile._bind_stmt``), by exact type.
@@ -603,11 +616,14 @@ class PythonFile:
                 continue
             elif k == _K_NAMED:
                 self._bind_target(node.target, scope, stmt, node.value, "assign")
-            fields = fields_of.get(t)
-            if fields is None:
-                fields = _index_fields(t)
-            for name in fields:
-                value = getattr(node, name, None)
+            get = fields_of.get(t)
+            if get is None:
+                get = _index_fields(t)
+            try:
+                values = get(node)
+            except AttributeError:  # a node made without some field (never one ``ast.parse`` gives)
+                values = tuple(getattr(node, f, None) for f in _fields_under(t))
+            for value in values:
                 if type(value) is list:
                     stack.extend(value[::-1])
                 elif value is not None:
