@@ -331,15 +331,19 @@ class PythonFile:
         self._load_counts: dict[str, int] | None = None
         self._all_nodes: list[ast.AST] | None = None  # ``nodes``, walked on first use
         self._statement_nodes: list[ast.AST] = []
-        self._attribute_nodes: list[ast.Attribute] = []  # every ``x.y``, in the order the index walk meets them
-        self._name_nodes: list[ast.Name] = []  # every name (any context), in the order the index walk meets them
+        # What the index walk gives (``_walk_index``), walked on first use of any of them (the
+        # properties below): a file that names no library class and that no rule asks about (a
+        # repository module linking read to follow an import) is never walked.
+        self._walked = False
+        self._attrs: list[ast.Attribute] = []  # every ``x.y``, in the order the index walk meets them
+        self._names: list[ast.Name] = []  # every name (any context), in the order the index walk meets them
+        self._module_scope = Scope(tree, None, "module")
+        self._calls: list[CallSite] = []
+        self._statements: list[tuple[ast.stmt, Scope]] = []
+        self._scope_of_def: dict[ast.AST, Scope] = {}
         self._mutated_in: dict[int, set[str]] = {}
         self.imports: dict[str, str] = {}  # local name -> qualified name
         self.local_classes: dict[str, tuple[str, str]] = {}  # name -> (kind, base library class)
-        self.module_scope = Scope(tree, None, "module")
-        self.calls: list[CallSite] = []
-        self.statements: list[tuple[ast.stmt, Scope]] = []
-        self.scope_of_def: dict[ast.AST, Scope] = {}
         self._cli_options: dict[str, CliOption] | None = None
         # Filled by ``trainlint.modules`` from the repository's other modules (never installed
         # packages): local name -> (class defined elsewhere, its file); qualified name of an
@@ -485,6 +489,58 @@ class PythonFile:
 
     # -- indexing -----------------------------------------------------------------------
 
+    def _walk(self) -> None:
+        if not self._walked:
+            self._walked = True
+            self._walk_index()
+
+    @property
+    def module_scope(self) -> Scope:
+        if not self._walked:
+            self._walk()
+        return self._module_scope
+
+    @property
+    def calls(self) -> list[CallSite]:
+        """Every call of the file with where it sits, in the order of a recursive visit (do
+        not mutate)."""
+        if not self._walked:
+            self._walk()
+        return self._calls
+
+    @property
+    def statements(self) -> list[tuple[ast.stmt, Scope]]:
+        """Every statement with its scope, in the order of a recursive visit (do not mutate)."""
+        if not self._walked:
+            self._walk()
+        return self._statements
+
+    @property
+    def scope_of_def(self) -> dict[ast.AST, Scope]:
+        if not self._walked:
+            self._walk()
+        return self._scope_of_def
+
+    @property
+    def _attribute_nodes(self) -> list[ast.Attribute]:
+        if not self._walked:
+            self._walk()
+        return self._attrs
+
+    @property
+    def _name_nodes(self) -> list[ast.Name]:
+        if not self._walked:
+            self._walk()
+        return self._names
+
+    def _may_name_library_class(self) -> bool:
+        """Whether the text holds the name of a TrainingArguments-like or Trainer-like class
+        (every TRL config's name holds ``Config``, every trainer's ``Trainer``): without one, no
+        class of the file derives from one and no call builds one (before ``link_repository``)."""
+        text = self.text
+        return "Trainer" in text or "TrainingArguments" in text or \
+            ("Config" in text and any(n in text for n in TRL_CONFIG_CLASSES))
+
     def _index(self) -> None:
         # the statements in ``nodes`` order (imports and classes: the first binding of a name wins)
         self._statement_nodes = statement_nodes(self.tree)
@@ -500,7 +556,9 @@ class PythonFile:
                 for a in node.names:
                     if a.name != "*":
                         self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
-        self._walk_index()
+        if not self._may_name_library_class():
+            return  # no class derives from a library class; the walk waits for a question
+        self._walk()
         # classes in the file that subclass a library class (to a fixed point: A(B), B(TA))
         class_defs = [n for n in self._statement_nodes if isinstance(n, ast.ClassDef)]
         changed = True
@@ -525,14 +583,14 @@ class PythonFile:
         under a node is done. What a function's or class's header holds is visited as the
         recursive visit did: decorators, defaults, bases and keywords below their top node
         (their top-level ``x.y`` noted), annotations only noted."""
-        calls = self.calls
-        attrs = self._attribute_nodes
-        names = self._name_nodes
-        statements = self.statements
+        calls = self._calls
+        attrs = self._attrs
+        names = self._names
+        statements = self._statements
         bind_stmt = self._bind_stmt
         kinds = _INDEX_KIND
         fields_of = _INDEX_FIELDS
-        scope: Scope = self.module_scope
+        scope: Scope = self._module_scope
         stmt: Any = None
         fn: Any = None
         lam = False
@@ -593,7 +651,7 @@ class PythonFile:
             elif k == _K_ENTER:  # the body of a function or class, after its header
                 owner = node.node
                 inner = Scope(owner, scope, node.kind)
-                self.scope_of_def[owner] = inner
+                self._scope_of_def[owner] = inner
                 if node.kind == "function":
                     a = owner.args
                     for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
@@ -605,7 +663,7 @@ class PythonFile:
                 continue
             elif k == _K_LAMBDA:
                 inner = Scope(node, scope, "lambda")
-                self.scope_of_def[node] = inner
+                self._scope_of_def[node] = inner
                 a = node.args
                 for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
                     inner.bind(Binding(p.arg, p, None, "param"))
@@ -1083,6 +1141,8 @@ class PythonFile:
         return out
 
     def _find_training_calls(self) -> None:
+        if not self.local_classes and not self.external_qualified and not self._may_name_library_class():
+            return  # no call can build a library class (``_library_calls`` would find none)
         by_name: dict[tuple[int, str], TrainingArgsCall] = {}
         found = self._library_calls()
         for cs, lib in found:
