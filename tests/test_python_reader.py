@@ -245,3 +245,24 @@ def test_the_index_walk_gives_what_the_recursive_visit_gave():
         assert new._library_calls() == [(cs, lib) for cs in new.calls if (lib := new.library_class(cs.node.func))]
         compared += 1
     assert compared > 300
+
+
+def test_a_file_that_names_no_library_class_is_walked_on_first_question():
+    """A module that names no TrainingArguments-like or Trainer-like class (a helper linking
+    reads to follow an import) is parsed but not walked: no class of it derives from one and
+    no call builds one; the first question that needs the walk gets what an eager walk gives."""
+    import ast
+
+    from index_reference import ReferencePythonFile
+    from trainlint.sources.python import PythonFile
+
+    text = "import torch\nfrom .base import Base\n\nclass Head(Base):\n    def f(self, x=g(h.i)):\n" \
+           "        return (y := torch.zeros(x)).sum(lambda z: z.w)\n"
+    tree = ast.parse(text)
+    pf = PythonFile("helpers.py", text, tree)
+    assert not pf._walked and pf.args_calls == [] and pf.trainer_calls == [] and pf.local_classes == {}
+    assert [n.name for n in pf.of_type(ast.ClassDef)] == ["Head"] and not pf._walked  # statements only
+    assert len(pf.calls) == 2 and pf._walked  # (a default's own call is not one of them, as before)
+    assert _index_facts(pf) == _index_facts(ReferencePythonFile("helpers.py", text, tree))
+    for named in ("from transformers import Trainer\n", "x = trl.SFTConfig()\n", "TrainingArguments\n"):
+        assert PythonFile("x.py", named, ast.parse(named))._walked  # may build or derive from one
