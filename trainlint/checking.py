@@ -8,13 +8,13 @@ to each other (``partition``); the ``RunContext`` is the run's, resolved once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any
 
 from trainlint import reads
 from trainlint.config import ConfigError, Settings
 from trainlint.consumers import with_assumed, with_consumer
 from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Severity, internal_error
+from trainlint.record import Record, replace
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
 from trainlint.rule_index import can_trigger, is_selected, selected, words_of
 from trainlint.rules.base import Rule
@@ -252,15 +252,23 @@ def filter_findings(diagnostics: list[Diagnostic], ws: Workspace, settings: Sett
     return kept
 
 
-@dataclass
-class Outcome:
+class Outcome(Record):
     """What checking one group gave."""
 
+    __slots__ = ("diagnostics", "texts", "kinds", "unparsable", "deps", "__dict__")
     diagnostics: list[Any]
     texts: dict[str, str]  # the files read (with linked configs pulled in from outside)
     kinds: dict[str, str]
     unparsable: list[str]
     deps: list[str]  # files its setups declared besides the group's own, and where linking found none
+
+    def __init__(self, diagnostics: list[Any], texts: dict[str, str], kinds: dict[str, str],
+                 unparsable: list[str], deps: list[str]) -> None:
+        self.diagnostics = diagnostics
+        self.texts = texts
+        self.kinds = kinds
+        self.unparsable = unparsable
+        self.deps = deps
 
 
 def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: dict[str, str],

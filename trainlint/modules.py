@@ -377,7 +377,7 @@ def _called_site(pf: PythonFile, call: ast.Call, scope, owner: PythonFile, fn: a
                  tac: TrainingArgsCall) -> TrainingArgsCall:
     """``tac`` (the call ``fn`` returns, in ``owner``) as configured by this ``call`` of ``fn``."""
     import os
-    from dataclasses import replace
+    from trainlint.record import replace
 
     from trainlint.setup import ArgsSite
 

@@ -10,11 +10,11 @@ run (in this process or in a worker) gets the same context, so that ``-j 1`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainlint.config import ConfigError, Settings
+from trainlint.record import Record, _set
 from trainlint.setup import OPTION, Setup, Value
 from trainlint.sources.python import PythonFile
 from trainlint.workspace import (  # noqa: F401 - re-exported
@@ -29,14 +29,21 @@ from trainlint.workspace import (  # noqa: F401 - re-exported
 )
 
 
-@dataclass(frozen=True)
-class RunContext:
+class RunContext(Record, frozen=True):
     """What every setup of one run shares, resolved once (``run_context``)."""
 
+    __slots__ = ("gpu", "transformers_version", "trl_version", "world_size")
     gpu: Any
     transformers_version: Value
     trl_version: Value
     world_size: Value | None
+
+    def __init__(self, gpu: Any, transformers_version: Value, trl_version: Value,
+                 world_size: Value | None) -> None:
+        _set(self, "gpu", gpu)
+        _set(self, "transformers_version", transformers_version)
+        _set(self, "trl_version", trl_version)
+        _set(self, "world_size", world_size)
 
 
 def run_context(settings: Settings, root: Path | None) -> RunContext:

@@ -20,10 +20,10 @@ from __future__ import annotations
 import ast
 import operator
 import re
-from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator
 
 from trainlint.diagnostics import Span
+from trainlint.record import Record, Row
 from trainlint.sources import pruning
 from trainlint.setup import PYTHON, UNKNOWN, ArgsSite, Value
 
@@ -221,24 +221,37 @@ _BINDS: dict[type, str] = {
 }
 
 
-class Binding(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class Binding(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """One place where a name is bound in a scope."""
 
+    __slots__ = ()
+    _fields = ("name", "node", "value", "kind")
     name: str
     node: ast.AST  # the statement or target that binds
     value: ast.expr | None  # the assigned expression, when it is a plain ``name = value``
     kind: str  # assign, annassign, augassign, for, with, import, def, class, param, other
 
+    def __new__(_cls, name: str, node: ast.AST, value: ast.expr | None, kind: str) -> Binding:
+        return tuple.__new__(_cls, (name, node, value, kind))
 
-@dataclass
-class Scope:
+
+class Scope(Record):
     """A module, function, class, lambda or comprehension scope and its bindings."""
 
+    __slots__ = ("node", "parent", "kind", "bindings", "globals_", "__dict__")
     node: ast.AST
     parent: Scope | None
     kind: str  # module, function, class, lambda, comprehension
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
-    globals_: set[str] = field(default_factory=set)
+    bindings: dict[str, list[Binding]]
+    globals_: set[str]
+
+    def __init__(self, node: ast.AST, parent: Scope | None, kind: str, bindings: dict[str, list[Binding]] | None = None,
+                 globals_: set[str] | None = None) -> None:
+        self.node = node
+        self.parent = parent
+        self.kind = kind
+        self.bindings = {} if bindings is None else bindings
+        self.globals_ = set() if globals_ is None else globals_
 
     def bind(self, b: Binding) -> None:
         if b.name in self.globals_ and self.parent is not None:
@@ -264,50 +277,79 @@ class Scope:
         return None
 
 
-class CallSite(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class CallSite(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """A call expression with where it sits: its scope and the statement that contains it."""
 
+    __slots__ = ()
+    _fields = ("node", "scope", "stmt", "in_lambda", "in_def")
     node: ast.Call
     scope: Scope
     stmt: ast.stmt
-    in_lambda: bool = False
-    in_def: ast.AST | None = None  # the innermost function containing it
+    in_lambda: bool
+    in_def: ast.AST | None  # the innermost function containing it
+
+    def __new__(_cls, node: ast.Call, scope: Scope, stmt: ast.stmt, in_lambda: bool = False,
+                in_def: ast.AST | None = None) -> CallSite:
+        return tuple.__new__(_cls, (node, scope, stmt, in_lambda, in_def))
 
 
-@dataclass
-class TrainingArgsCall:
+class TrainingArgsCall(Record):
     """``TrainingArguments(...)`` (or a subclass, Seq2Seq, TRL config) in the script."""
 
+    __slots__ = ("site", "class_name", "args", "bound_to", "__dict__")
     site: CallSite
     class_name: str
     args: ArgsSite
-    bound_to: str | None = None  # the name it is assigned to, if any
+    bound_to: str | None  # the name it is assigned to, if any
+
+    def __init__(self, site: CallSite, class_name: str, args: ArgsSite, bound_to: str | None = None) -> None:
+        self.site = site
+        self.class_name = class_name
+        self.args = args
+        self.bound_to = bound_to
 
 
-@dataclass
-class TrainerCall:
+class TrainerCall(Record):
     """A Trainer (or TRL trainer) construction and the arguments it receives."""
 
+    __slots__ = ("site", "class_name", "keywords", "args_call", "__dict__")
     site: CallSite
     class_name: str
     keywords: dict[str, ast.expr]  # keyword (or positional mapped to its name) -> expression
-    args_call: TrainingArgsCall | None = None
+    args_call: TrainingArgsCall | None
+
+    def __init__(self, site: CallSite, class_name: str, keywords: dict[str, ast.expr],
+                 args_call: TrainingArgsCall | None = None) -> None:
+        self.site = site
+        self.class_name = class_name
+        self.keywords = keywords
+        self.args_call = args_call
 
 
 _TRAINER_POSITIONAL = ("model", "args", "data_collator", "train_dataset", "eval_dataset")
 
 
-@dataclass
-class CliOption:
+class CliOption(Record):
     """One ``parser.add_argument(...)`` of an argparse parser."""
 
+    __slots__ = ("dest", "names", "default", "call", "parser", "has_no_default", "action", "__dict__")
     dest: str
     names: list[str]  # option strings as written: ["--deepspeed"]
     default: ast.expr | None  # the default expression (a synthetic constant for store_true/false)
     call: ast.Call
     parser: str  # the parser variable's name
-    has_no_default: bool = False  # no default= and not a store_true/false: argparse gives None
-    action: str | None = None
+    has_no_default: bool  # no default= and not a store_true/false: argparse gives None
+    action: str | None
+
+    def __init__(self, dest: str, names: list[str], default: ast.expr | None, call: ast.Call, parser: str,
+                 has_no_default: bool = False, action: str | None = None) -> None:
+        self.dest = dest
+        self.names = names
+        self.default = default
+        self.call = call
+        self.parser = parser
+        self.has_no_default = has_no_default
+        self.action = action
 
 
 class _Resolved:
