@@ -45,18 +45,37 @@ class RuleSet:
             rule = self._made[entry["code"]] = cls(self.settings, self.settings.options_for(cls))
         return rule
 
+    def _trigger_names(self) -> TriggerNames:
+        names = self.__dict__.get("_names")
+        if names is None:
+            names = self._names = TriggerNames({t for e in self.entries for t in (e["triggers"] or ())})
+        return names
+
     def make_all(self) -> None:
         """Make every selected rule now (before a pool forks its workers)."""
         for e in self.entries:
             self._rule(e)
 
-    def for_workspace(self, ws: Workspace) -> list[Rule]:
+    def for_workspace(self, ws: Workspace, seen: dict[Any, Any] | None = None) -> list[Rule]:
+        """The rules that may report on ``ws``; ``seen`` (``for_setup``'s) keeps each file's
+        trigger names, found here once for both."""
         texts = [_python_text(f) for f in ws.files.values()]
         if any(t is None for t in texts):
             return [self._rule(e) for e in self.entries]
-        texts = [t for f, t in zip(ws.files.values(), texts) if f.doc is not None]
-        names = {t for e in self.entries for t in (e["triggers"] or ())}
-        present = {t for t in names if any(t in text for text in texts)}  # each name searched once
+        if seen is None:
+            seen = {}
+        names = self._trigger_names()
+        present: set[str] = set()
+        texts = []
+        for path, f in ws.files.items():
+            if f.doc is None:
+                continue
+            text = _python_text(f)
+            texts.append(text)
+            found_in = seen.get(path)
+            if found_in is None:
+                found_in = seen[path] = names.found_in(text)
+            present |= found_in
         found: list[set[str]] = []
 
         def tokens() -> set[str]:  # the words of the texts, for rules with words; once
@@ -76,16 +95,16 @@ class RuleSet:
         if any(not k.startswith("_") for k in setup.extra) or not setup.files:
             return rules
         entries = self._by_code
-        names = seen.get(None)  # the workspace's rules' trigger names, gathered once
-        if names is None:
-            names = seen[None] = {t for r in rules for t in (entries[r.code]["triggers"] or ())}
+        names = self._trigger_names()
         present: set[str] = set()
         for path in setup.files:
             found = seen.get(path)
             if found is None:
                 f = ws.files.get(path)
                 text = _python_text(f) if f is not None and f.doc is not None else None
-                found = seen[path] = None if text is None else {t for t in names if t in text}
+                # every selected rule's names: those of rules the workspace does not run meet
+                # none of ``rules``' triggers below
+                found = seen[path] = None if text is None else names.found_in(text)
             if found is None:
                 return rules
             present |= found
@@ -96,6 +115,28 @@ class RuleSet:
             if e.get("python_alone", True) and (triggers is None or not present.isdisjoint(triggers)):
                 out.append(r)
         return out
+
+
+class TriggerNames:
+    """A set of trigger names, and which of them a text holds as substrings (``found_in``): a
+    name that holds another name, or one of the ``GATES``, is looked for only in a text that
+    holds that one (``SFTConfig`` only where ``Config`` is, ``Seq2SeqTrainingArguments`` only
+    where ``TrainingArguments`` is): the same set, with fewer searches."""
+
+    GATES = ("Config", "Trainer")
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = frozenset(names)
+        order = sorted(names | set(self.GATES), key=lambda n: (len(n), n))
+        # (name, the longest shorter name or gate it holds, or None), shortest first
+        self._plan = [(n, next((m for m in reversed(order[:i]) if m in n), None)) for i, n in enumerate(order)]
+
+    def found_in(self, text: str) -> set[str]:
+        hit: set[str] = set()
+        for name, gate in self._plan:
+            if (gate is None or gate in hit) and name in text:
+                hit.add(name)
+        return hit & self.names
 
 
 def _python_text(f: Any) -> str | None:
@@ -141,9 +182,9 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     if linking_error is not None:
         out.append(linking_error)
     rule_set = rules if isinstance(rules, RuleSet) else None
-    if rule_set is not None:
-        rules = rule_set.for_workspace(ws) if setups else []
     seen: dict[Any, Any] = {}
+    if rule_set is not None:
+        rules = rule_set.for_workspace(ws, seen) if setups else []
     planned = [(setup, rule_set.for_setup(setup, ws, rules, seen) if rule_set is not None else rules)
                for setup in setups]
     keys: list[str | None] = [None] * len(planned)

@@ -159,6 +159,9 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
     if cached is not None:
         return cached
     out: list[ParserUse] = []
+    if not any(name in pf.text for name in PARSER_CLASSES):  # no call of one (and no walk of the file)
+        pf._parser_uses = out  # type: ignore[attr-defined]
+        return out
     local_defs = {n.name for n in pf.of_type(ast.ClassDef)}
     for cs in pf.calls:
         kind = _last_name(cs.node.func)
@@ -387,6 +390,9 @@ def project_readers(pf: PythonFile) -> list[str]:
     if cached is not None:
         return cached
     found: list[str] = []
+    if "load" not in pf.text:  # every reader's name holds it: no such call (and no walk of the file)
+        pf._project_readers = found  # type: ignore[attr-defined]
+        return found
     for cs in pf.calls:
         qn = pf.qualname(cs.node.func) or ""
         if qn in _PROJECT_READERS or qn.endswith(".OmegaConf.load"):

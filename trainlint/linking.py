@@ -1090,6 +1090,8 @@ def _local_dataclass_fields(pf: PythonFile, parser) -> set[str]:
 def _initialize_configs(pf: PythonFile) -> list[tuple[Value | None, str]]:
     """``deepspeed.initialize(..., config="ds.json")`` (or ``config_params=``) with a path."""
     out: list[tuple[Value | None, str]] = []
+    if "initialize" not in pf.text or "deepspeed" not in pf.text:  # no such call (and no walk of the file)
+        return out
     for cs in pf.calls:
         if pf.qualname(cs.node.func) != "deepspeed.initialize":
             continue
