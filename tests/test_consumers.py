@@ -182,6 +182,30 @@ def test_unsloth_script_patched_trl_accepts_tokenizer_and_max_seq_length(tmp_pat
     assert _found(r, "TL605") and _found(r, "TL601")
 
 
+UNSLOTH_GRPO = """\
+from unsloth import FastLanguageModel
+from vllm import SamplingParams
+from trl import GRPOConfig, GRPOTrainer, SFTConfig, SFTTrainer
+
+args = GRPOConfig(output_dir="o", vllm_sampling_params=SamplingParams(min_p=0.1), unsloth_num_chunks=4)
+trainer = SFTTrainer(model=model, train_dataset=ds, dataset_text_field="text", max_seq_length=2048,
+                     packing=False, args=SFTConfig(output_dir="o"))
+"""
+
+
+def test_unsloth_config_fields_and_moved_trainer_keywords(tmp_path):
+    # unsloth's generated Unsloth<Name>Config adds vllm_sampling_params and unsloth_num_chunks;
+    # its _backwards_compatible_trainer moves config fields given to the trainer into args=
+    write_files(tmp_path, {"train.py": UNSLOTH_GRPO})
+    r = lint_folder(tmp_path, options={"trl_version": "0.22.2"})
+    assert not _found(r, "TL602") and not _found(r, "TL610")
+    write_files(tmp_path, {"train.py": UNSLOTH_GRPO.replace("from unsloth import FastLanguageModel\n", "")})
+    r = lint_folder(tmp_path, options={"trl_version": "0.22.2"})
+    assert {d.message.split(" has no argument ")[1].split(" ")[0] for d in _found(r, "TL602")} \
+        == {"vllm_sampling_params", "unsloth_num_chunks"}
+    assert len(_found(r, "TL610")) == 3
+
+
 def test_unsloth_imported_after_trl_does_not_patch_the_config(tmp_path):
     text = "from trl import SFTConfig\nimport unsloth\nargs = SFTConfig(output_dir='o', max_seq_length=8)\n"
     write_files(tmp_path, {"train.py": text})

@@ -308,6 +308,19 @@ def patched_trainer_keyword(pf: PythonFile, trainer_class: str, keyword: str) ->
     return None
 
 
+def patched_config_keywords(pf: PythonFile, trainer_class: str) -> str | None:
+    """The framework that moves the config fields given to a TRL trainer into its config in
+    this file (unsloth's ``_backwards_compatible_trainer``, when ``args=`` is a keyword), or None."""
+    from trainlint.knowledge import training_args as ta
+
+    if not (trainer_class.endswith("Trainer") and ta.is_trl_class(trainer_class[: -len("Trainer")] + "Config")):
+        return None
+    for p in patchers_of(pf):
+        if p.moves_config_keywords:
+            return p.name
+    return None
+
+
 def python_call_consumer(pf: PythonFile, class_name: str, callee: str, line: int, call=None) -> Consumer:
     """The consumer of a ``TrainingArguments(...)``-like call's keywords (with the version
     guards of the function that makes the call)."""
