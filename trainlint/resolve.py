@@ -10,7 +10,9 @@ run (in this process or in a worker) gets the same context, so that ``-j 1`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,10 @@ class RunContext:
     transformers_version: Value
     trl_version: Value
     world_size: Value | None
+    # the run's project folder, and the targets of its sub-projects that declare their own
+    # transformers (``subproject_targets``), found once per folder with what was read
+    root: Path | None = None
+    sub_targets: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def run_context(settings: Settings, root: Path | None) -> RunContext:
@@ -50,7 +56,56 @@ def run_context(settings: Settings, root: Path | None) -> RunContext:
     tf_version, trl_version = _target_versions(settings, root)
     world = Value(value=settings.gpus, origin=OPTION, name="--gpus", note="--gpus") if settings.gpus else None
     return RunContext(gpu=target_gpu(settings), transformers_version=tf_version, trl_version=trl_version,
-                      world_size=world)
+                      world_size=world, root=Path(root) if root is not None else None)
+
+
+def subproject_targets(ctx: RunContext, settings: Settings, folder: str | Path) -> tuple[Value, Value] | None:
+    """The transformers and TRL targets of the sub-project ``folder`` belongs to, when it is not
+    the run's: the nearest folder between ``folder`` and the run's project (that one excluded)
+    whose own requirements/pyproject/setup files declare a transformers version
+    (DeepSpeedExamples' ``applications/DeepSpeed-VisualChat/requirements.txt``:
+    ``transformers==4.33.3``: its scripts run on that, not on what the repository's top says).
+    None when no such folder is there, or the versions are given (``--transformers-version``)."""
+    if ctx.root is None or settings.transformers_version:
+        return None
+    from trainlint import reads
+
+    start = os.path.abspath(folder)
+    root = os.path.abspath(ctx.root)
+    if start == root or not start.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    hit = ctx.sub_targets.get(start)
+    if hit is not None:
+        reads.replay(hit[1])
+        return hit[0]
+    from trainlint.knowledge.versions import declared_requirement
+
+    found = None
+    with reads.recording() as seen:
+        d = start
+        while d != root and d.startswith(root.rstrip(os.sep) + os.sep):
+            if declared_requirement("transformers", Path(d)) is not None:
+                tf, trl = _target_versions(settings, Path(d))
+                prefix = os.path.relpath(d, root).replace(os.sep, "/")
+                found = (_rebased(tf, prefix), _rebased(trl, prefix))
+                break
+            d = os.path.dirname(d)
+    ctx.sub_targets[start] = (found, frozenset(seen))
+    return found
+
+
+_WHERE = re.compile(r"^(?P<lead>installed, within )?(?P<path>[^\s:;,]+):(?P<line>\d+)$")
+
+
+def _rebased(v: Value, prefix: str) -> Value:
+    """``v`` with the declaration it names made relative to the run's project."""
+    import posixpath
+
+    m = _WHERE.match(v.note or "")
+    if m is None:
+        return v
+    where = posixpath.normpath(f"{prefix}/{m.group('path')}")
+    return Value(value=v.value, origin=v.origin, name=v.name, note=f"{m.group('lead') or ''}{where}:{m.group('line')}")
 
 
 def workspace_context(ws: Workspace, settings: Settings) -> RunContext:
@@ -173,7 +228,9 @@ def build_setups(ws: Workspace, settings: Settings, ctx: RunContext | None = Non
     linked: set[str] = set()
     for s in linking.link_setups(ws, settings):
         s.gpu = ctx.gpu
-        s.transformers_version, s.trl_version = ctx.transformers_version, ctx.trl_version
+        anchor = os.path.dirname(s.scripts[0].path) if s.scripts else str(s.root)
+        s.transformers_version, s.trl_version = subproject_targets(ctx, settings, anchor) \
+            or (ctx.transformers_version, ctx.trl_version)
         if s.world_size is None:
             s.world_size = ctx.world_size
         setups.append(s)
@@ -181,11 +238,13 @@ def build_setups(ws: Workspace, settings: Settings, ctx: RunContext | None = Non
     for f in ws.files.values():
         if f.kind != "python" or f.doc is None or f.path in linked:
             continue
-        setups.append(single_file_setup(f.path, f.doc, ctx))
+        setups.append(single_file_setup(f.path, f.doc, ctx, settings))
     return setups
 
 
-def single_file_setup(path: str, pf: PythonFile, ctx: RunContext) -> Setup:
+def single_file_setup(path: str, pf: PythonFile, ctx: RunContext, settings: Settings | None = None) -> Setup:
     """The setup of a script nothing links: the script alone."""
+    tf, trl = (subproject_targets(ctx, settings, os.path.dirname(path)) if settings is not None else None) \
+        or (ctx.transformers_version, ctx.trl_version)
     return Setup(root=Path(path).parent, scripts=[pf], sites=pf.sites, world_size=ctx.world_size, gpu=ctx.gpu,
-                 files=[path], transformers_version=ctx.transformers_version, trl_version=ctx.trl_version)
+                 files=[path], transformers_version=tf, trl_version=trl)
