@@ -513,3 +513,23 @@ def test_an_argparse_flag_that_names_the_args_file_hf_reads(tmp_path):
     assert not [d for d in found if d.path.endswith("run.sh") or d.code == "TL602"], [d.message for d in found]
     assert {d.code for d in found if d.path.endswith("args/b.json")} >= {"TL201", "TL233"}
     assert any(d.code == "TL201" and "on 8 GPUs" in d.message for d in found if d.path.endswith("args/b.json"))
+
+
+def test_repository_subclass_of_hf_argument_parser_reads_the_args_file(tmp_path):
+    # SimPO / alignment-handbook: H4ArgumentParser(HfArgumentParser), imported from the project's
+    # package, with its own parse() that reads sys.argv[1] as a YAML
+    write_files(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'recipes'\n",  # the repository root: imports resolve from it
+        "alignment/__init__.py": "from .configs import H4ArgumentParser\n",
+        "alignment/configs.py": "import sys\nfrom transformers import HfArgumentParser\n"
+                                "class H4ArgumentParser(HfArgumentParser):\n"
+                                "    def parse(self):\n        return self.parse_yaml_file(sys.argv[1])\n",
+        "scripts/run.py": "from alignment import H4ArgumentParser\nfrom transformers import TrainingArguments\n"
+                          "parser = H4ArgumentParser((TrainingArguments,))\nargs = parser.parse()\n",
+        "recipes/config.yaml": "output_dir: o\nevaluation_strategy: steps\n",
+        "run.sh": "accelerate launch --num_processes 4 scripts/run.py recipes/config.yaml\n"})
+    (d,) = _found(lint_folder(tmp_path, options={"transformers_version": "4.46.0"}), "TL603")
+    assert d.path.endswith("recipes/config.yaml") and "HfArgumentParser in run.py" in d.message
+    # a class of the same name that is not a parser: the file is not read as its args
+    write_files(tmp_path, {"alignment/configs.py": "class H4ArgumentParser:\n    def parse(self):\n        pass\n"})
+    assert not _found(lint_folder(tmp_path, options={"transformers_version": "4.46.0"}), "TL603")

@@ -132,6 +132,27 @@ def _kw_true(call: ast.Call, name: str, value: bool = True) -> bool:
     return any(k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is value for k in call.keywords)
 
 
+def _parser_subclass(pf: PythonFile, func: ast.expr, depth: int = 0) -> str | None:
+    """The library parser (``HfArgumentParser``/``TrlParser``) that the repository class
+    ``func`` names derives from (``H4ArgumentParser(HfArgumentParser)``, defined in the file or
+    imported from another module of the repository), or None."""
+    if not isinstance(func, ast.Name) or depth > 5:
+        return None
+    found = pf.class_def(func.id)
+    if found is None:
+        return None
+    owner, cd = found
+    for b in cd.bases:
+        qn = owner.qualname(b) or ""
+        head, _, last = qn.rpartition(".")
+        if last in PARSER_CLASSES and head.split(".", 1)[0] in ("transformers", "trl"):
+            return last
+        inner = _parser_subclass(owner, b, depth + 1)
+        if inner is not None:
+            return inner
+    return None
+
+
 def parser_uses(pf: PythonFile) -> list[ParserUse]:
     cached = getattr(pf, "_parser_uses", None)
     if cached is not None:
@@ -141,7 +162,9 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
     for cs in pf.calls:
         kind = _last_name(cs.node.func)
         if kind not in PARSER_CLASSES:
-            continue
+            kind = _parser_subclass(pf, cs.node.func)
+            if kind is None:
+                continue
         elts = _dataclass_elements(pf, cs.node)
         if not elts:
             continue
