@@ -167,8 +167,10 @@ def test_walked_sed_template_json_is_not_judged_unless_referenced(tmp_path):
         '{\n  "train_batch_size": 32,\n  "train_micro_batch_size_per_gpu": BATCH_SIZE_PER_GPU,\n'
         '  "zero_optimization": {"stage": 0}\n}\n')
     (tmp_path / "broken.json").write_text('{\n  "zero_optimization": {"stage": 0,}\n}\n')
+    (tmp_path / "accelerate.yaml").write_text("distributed_type: MULTI_GPU\nnum_processes: [2\n")  # broken YAML
     out = json.loads(run_cli("check", str(tmp_path), "--format", "json", "--no-cache").stdout)
-    assert [(Path(d["path"]).name, d["code"]) for d in out] == [("broken.json", "TL003")]
+    assert sorted((Path(d["path"]).name, d["code"]) for d in out) == [("accelerate.yaml", "TL003"),
+                                                                        ("broken.json", "TL003")]
     (tmp_path / "run.sh").write_text("deepspeed --num_gpus 2 train.py --deepspeed ds_config_TEMPLATE.json\n")
     (tmp_path / "train.py").write_text("from transformers import Trainer\nTrainer(model=m)\n")
     out = json.loads(run_cli("check", str(tmp_path), "--format", "json", "--no-cache").stdout)

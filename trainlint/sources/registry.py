@@ -213,8 +213,10 @@ _TEMPLATED_KINDS = frozenset({"json", "yaml", "deepspeed", "accelerate", "hf_arg
 
 
 def _template(text: str) -> bool:
-    """A template (``{{ ... }}``, ``{% ... %}``, a bare ``PLACEHOLDER`` value)."""
-    return "{{" in text or "{%" in text or bool(_SED_PLACEHOLDER.search(text))
+    """A template (``{{ ... }}``, ``{% ... %}``, or JSON with a bare ``PLACEHOLDER`` value:
+    in YAML a bare upper-case word is a plain string, ``distributed_type: MULTI_GPU``)."""
+    return "{{" in text or "{%" in text or (text.lstrip().startswith(("{", "["))
+                                            and bool(_SED_PLACEHOLDER.search(text)))
 
 
 def _other_dialect(text: str) -> bool:
