@@ -84,7 +84,15 @@ def subproject_targets(ctx: RunContext, settings: Settings, folder: str | Path) 
     with reads.recording() as seen:
         d = start
         while d != root and d.startswith(root.rstrip(os.sep) + os.sep):
-            if declared_requirement("transformers", Path(d)) is not None:
+            key = ("declares", d)  # a folder above several scripts is looked at once
+            declares = ctx.sub_targets.get(key)
+            if declares is None:
+                with reads.recording() as own:
+                    value = _may_declare(d) and declared_requirement("transformers", Path(d)) is not None
+                declares = ctx.sub_targets[key] = (value, frozenset(own))
+            else:
+                reads.replay(declares[1])
+            if declares[0]:
                 tf, trl = _target_versions(settings, Path(d))
                 prefix = os.path.relpath(d, root).replace(os.sep, "/")
                 found = (_rebased(tf, prefix), _rebased(trl, prefix))
@@ -141,6 +149,22 @@ def _own_targets(ctx: RunContext, settings: Settings, path: str) -> tuple[Value,
         if fit is not None:
             trl = Value(value=fit.version, origin=OPTION, name="--trl-version", note=fit.source)
     return tf, trl
+
+
+_DECLARATION_NAMES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", "requirements")
+
+
+def _may_declare(folder: str) -> bool:
+    """Whether ``folder`` holds a file a declaration is read from (one listing, noted for the
+    cache, instead of looking for each kind of file)."""
+    from trainlint import reads
+
+    reads.note(folder)  # its listing
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(n.startswith(_DECLARATION_NAMES) or n.startswith("Dockerfile") for n in names)
 
 
 _WHERE = re.compile(r"^(?P<lead>installed, within )?(?P<path>[^\s:;,]+):(?P<line>\d+)$")
