@@ -102,55 +102,6 @@ def subproject_targets(ctx: RunContext, settings: Settings, folder: str | Path) 
     return found
 
 
-def file_targets(ctx: RunContext, settings: Settings, paths: list[str]) -> tuple[Value, Value] | None:
-    """The targets of a setup whose notebook, shell script or script installs transformers
-    itself at a pinned version (``!pip install transformers==5.15.0``, PEP 723 inline
-    metadata): it runs on that, whatever the project declares. TRL is the file's own pin too,
-    else the run's (or the one that installs beside that transformers). None when no file of
-    ``paths`` pins transformers, or the versions are given."""
-    if settings.transformers_version:
-        return None
-    for path in paths:
-        key = ("own", path)
-        hit = ctx.sub_targets.get(key)
-        if hit is None:
-            from trainlint import reads
-
-            with reads.recording() as seen:
-                found = _own_targets(ctx, settings, path)
-            hit = ctx.sub_targets[key] = (found, frozenset(seen))
-        else:
-            from trainlint import reads
-
-            reads.replay(hit[1])
-        if hit[0] is not None:
-            return hit[0]
-    return None
-
-
-def _own_targets(ctx: RunContext, settings: Settings, path: str) -> tuple[Value, Value] | None:
-    from trainlint.knowledge import training_args as ta
-    from trainlint.knowledge.versions import file_pin, resolve_pinned, trl_for_transformers
-
-    pin = file_pin("transformers", path)
-    if pin is None:
-        return None
-    tf_rv = resolve_pinned("transformers", pin[0], pin[1], ta.known_versions())
-    if tf_rv is None:
-        return None
-    tf = Value(value=tf_rv.version, origin=OPTION, name="--transformers-version", note=tf_rv.source)
-    trl = ctx.trl_version
-    trl_pin = None if settings.trl_version else file_pin("trl", path)
-    trl_rv = resolve_pinned("trl", trl_pin[0], trl_pin[1], ta.trl_known_versions()) if trl_pin else None
-    if trl_rv is not None:
-        trl = Value(value=trl_rv.version, origin=OPTION, name="--trl-version", note=trl_rv.source)
-    elif not settings.trl_version:
-        fit = trl_for_transformers(str(tf.value), str(trl.value))
-        if fit is not None:
-            trl = Value(value=fit.version, origin=OPTION, name="--trl-version", note=fit.source)
-    return tf, trl
-
-
 _DECLARATION_NAMES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", "requirements")
 
 
@@ -302,10 +253,8 @@ def build_setups(ws: Workspace, settings: Settings, ctx: RunContext | None = Non
     for s in linking.link_setups(ws, settings):
         s.gpu = ctx.gpu
         anchor = os.path.dirname(s.scripts[0].path) if s.scripts else str(s.root)
-        own = [s.scripts[0].path] if s.scripts else []
-        own += [str(f) for f in s.files if str(f).endswith((".ipynb", ".sh", ".bash")) and str(f) not in own]
-        s.transformers_version, s.trl_version = file_targets(ctx, settings, own) \
-            or subproject_targets(ctx, settings, anchor) or (ctx.transformers_version, ctx.trl_version)
+        s.transformers_version, s.trl_version = subproject_targets(ctx, settings, anchor) \
+            or (ctx.transformers_version, ctx.trl_version)
         if s.world_size is None:
             s.world_size = ctx.world_size
         setups.append(s)
@@ -319,7 +268,7 @@ def build_setups(ws: Workspace, settings: Settings, ctx: RunContext | None = Non
 
 def single_file_setup(path: str, pf: PythonFile, ctx: RunContext, settings: Settings | None = None) -> Setup:
     """The setup of a script nothing links: the script alone."""
-    tf, trl = (file_targets(ctx, settings, [path]) or subproject_targets(ctx, settings, os.path.dirname(path))
-               if settings is not None else None) or (ctx.transformers_version, ctx.trl_version)
+    tf, trl = (subproject_targets(ctx, settings, os.path.dirname(path)) if settings is not None else None) \
+        or (ctx.transformers_version, ctx.trl_version)
     return Setup(root=Path(path).parent, scripts=[pf], sites=pf.sites, world_size=ctx.world_size, gpu=ctx.gpu,
                  files=[path], transformers_version=tf, trl_version=trl)

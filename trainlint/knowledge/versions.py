@@ -1132,36 +1132,3 @@ def installs_named(package: str, path: str | Path, text: str | None = None) -> s
     except OSError:
         return None
     return _installs_named(package, str(p), (st.st_mtime_ns, st.st_size))
-
-
-def file_pin(package: str, path: str | Path, text: str | None = None) -> tuple[SpecifierSet, str] | None:
-    """The version range of ``package`` a file installs for itself: a notebook's or shell
-    script's ``pip install "transformers==5.15.0"`` (``file_installs``), or a script's inline
-    metadata (PEP 723 ``# /// script`` dependencies, what ``uv run`` and marimo install); None
-    when it pins none. Such a file runs on that version whatever the project declares."""
-    p = Path(path)
-    if p.suffix.lower() != ".py":
-        return file_installs(package, p)
-    if text is None:
-        reads.note(p)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
-    if "# /// script" not in text:
-        return None
-    for d in inline_dependencies(text) or []:
-        req = _matches(d, package)
-        if req is not None and len(req.specifier):
-            return req.specifier, f"{p.name} inline metadata"
-    return None
-
-
-def resolve_pinned(package: str, spec: SpecifierSet, where: str, known: list[str]) -> ResolvedVersion | None:
-    """The version a file's own pin gives: the installed one when it satisfies ``spec``, else
-    the one ``version_from_specifier`` picks."""
-    installed = installed_version(package)
-    if installed and _satisfies(spec, installed):
-        return ResolvedVersion(installed, f"installed, within {where}")
-    v = version_from_specifier(spec, known)
-    return ResolvedVersion(v, where) if v is not None else None
