@@ -162,7 +162,10 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
     for cs in pf.calls:
         kind = _last_name(cs.node.func)
         if kind not in PARSER_CLASSES:
-            kind = _parser_subclass(pf, cs.node.func)
+            f = cs.node.func
+            if not isinstance(f, ast.Name) or (f.id not in local_defs and f.id not in pf.external_defs):
+                continue  # only a class of the repository can be a parser subclass
+            kind = _parser_subclass(pf, f)
             if kind is None:
                 continue
         elts = _dataclass_elements(pf, cs.node)
