@@ -579,6 +579,41 @@ def test_prefilter_reads_code_cells_not_outputs_or_markdown():
     assert not prefilter(notebook([("code", "!pip install -q transformers\n%pip install trl")]), ("transformers", "trl"))
 
 
+def _escape_names(text: str, names: tuple[str, ...]) -> str:
+    """The JSON text with the first letter of each of ``names`` written as a ``\\uXXXX``
+    escape (legal JSON, the same notebook once decoded)."""
+    for n in names:
+        text = text.replace(n, f"\\u{ord(n[0]):04x}{n[1:]}")
+    return text
+
+
+def test_prefilter_decodes_a_notebook_whose_names_are_unicode_escapes(tmp_path: Path):
+    from trainlint.sources.notebook import decoded_cells, prefilter
+    from trainlint.workspace import PY_PREFILTER
+
+    code = ("from transformers import TrainingArguments, AdamW\n"
+            "args = TrainingArguments(output_dir='o', evaluation_strategy='steps')\nopt = AdamW([])\n")
+    plain = notebook([("code", code)])
+    escaped = _escape_names(plain, ("transformers", "TrainingArguments", "AdamW", "evaluation_strategy"))
+    assert "transformers" not in escaped and "TrainingArguments" not in escaped and "\\u0074ransformers" in escaped
+    assert decoded_cells(escaped) == decoded_cells(plain)
+    assert prefilter(escaped, PY_PREFILTER) and prefilter(escaped, ("TrainingArguments",))
+    # no escape and no name anywhere: dropped without decoding
+    assert not prefilter(notebook([("code", "x = 1")]), PY_PREFILTER)
+    # walked: the escaped notebook is read, and finds what the plain one finds
+    found = {}
+    for name, text in (("plain", plain), ("escaped", escaped)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "t.ipynb").write_text(text, encoding="utf-8")
+        for select in (None, ["TL611"]):
+            kw = {} if select is None else {"select": select}
+            result = lint([tmp_path / name], load_settings(tmp_path / name, kw))
+            found[name, bool(select)] = sorted((d.code, d.line, d.column) for d in result.diagnostics)
+    assert found["plain", False] and found["plain", True]
+    assert found["escaped", False] == found["plain", False]
+    assert found["escaped", True] == found["plain", True]
+
+
 def test_notebook_that_only_mentions_training_in_outputs_is_not_read(tmp_path: Path):
     nb = notebook([("code", "import numpy as np\nprint(np.ones(3))")]).replace("out 0 é", "TrainingArguments(...)")
     (tmp_path / "a.ipynb").write_text(nb, encoding="utf-8")

@@ -74,7 +74,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "trainlint"
 
 # Each stage imports only the ones before it (or modules of its own stage, without a circle).
 LAYERS = [
-    ("model", ["trainlint", "trainlint.diagnostics", "trainlint.config", "trainlint.rule_index",
+    ("model", ["trainlint", "trainlint.record", "trainlint.diagnostics", "trainlint.config", "trainlint.rule_index",
                "trainlint.knowledge", "trainlint.setup", "trainlint.vcs", "trainlint.stack",
                "trainlint.reads"]),
     ("readers", ["trainlint.sources"]),

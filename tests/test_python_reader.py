@@ -196,3 +196,73 @@ def test_file_indexes_answer_what_a_walk_of_every_node_answers():
                                              if getattr(cs.node.func, "id", getattr(cs.node.func, "attr", None))
                                              in ("T", "Linear")]
     assert pf.imports["c"] == "a.b" and pf.imports["T"] == "transformers.Trainer"
+
+
+def _index_facts(pf):
+    """Everything the index walk gives, by node identity and in order."""
+    def scope(s):
+        return (s.kind, id(s.node), id(s.parent.node) if s.parent else None, sorted(s.globals_),
+                {k: [(id(b.node), id(b.value), b.kind, b.name) for b in v] for k, v in s.bindings.items()})
+    return {
+        "calls": [(id(c.node), id(c.scope.node), id(c.stmt), c.in_lambda, id(c.in_def)) for c in pf.calls],
+        "statements": [(id(s), id(sc.node)) for s, sc in pf.statements],
+        "attributes": [id(n) for n in pf.attribute_nodes()],
+        "scopes": [(id(k), scope(v)) for k, v in pf.scope_of_def.items()],
+        "module": scope(pf.module_scope),
+        "imports": pf.imports, "local_classes": pf.local_classes,
+        "args_calls": [(id(a.site.node), a.class_name, a.bound_to) for a in pf.args_calls],
+        "trainer_calls": [(id(t.site.node), t.class_name, id(t.args_call.site.node) if t.args_call else None)
+                          for t in pf.trainer_calls],
+    }
+
+
+def test_the_index_walk_gives_what_the_recursive_visit_gave():
+    """The single-pass index (an explicit stack) against the recursive visit it replaced
+    (``tests/index_reference.py``): the same calls with their scope, statement, function and
+    lambda, statements, scopes, bindings and attributes, in the same order, on the snippet,
+    this project's own modules, tests and examples and the standard library's ``ast``-heavy
+    modules."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    from index_reference import ReferencePythonFile
+    from trainlint.sources.python import PythonFile, walk_nodes
+
+    root = Path(__file__).resolve().parent.parent
+    texts = [_INDEX_SNIPPET, "f = lambda a=g(b.c), *, k=lambda: h.i: (j := a.k)(l.m)\n"
+             "class C(Base.x, make(y.z), metaclass=M.n):\n    @d.e(f.g)\n    def m(self, x=(w := v.u)): return x\n"]
+    texts += [p.read_text(encoding="utf-8") for d in ("trainlint", "tests", "examples") for p in sorted((root / d).rglob("*.py"))]
+    texts += [inspect.getsource(m) for m in (ast, inspect)]
+    compared = 0
+    for i, text in enumerate(texts):
+        tree = ast.parse(text)
+        new, old = PythonFile(f"{i}.py", text, tree), ReferencePythonFile(f"{i}.py", text, tree)
+        assert _index_facts(new) == _index_facts(old), i
+        # every name once, so that ``name_uses`` counts what a walk of every node counts
+        assert sorted(map(id, new._name_nodes)) == sorted(id(n) for n in walk_nodes(tree) if type(n) is ast.Name), i
+        # the calls of library classes, without asking every call
+        assert new._library_calls() == [(cs, lib) for cs in new.calls if (lib := new.library_class(cs.node.func))]
+        compared += 1
+    assert compared > 300
+
+
+def test_a_file_that_names_no_library_class_is_walked_on_first_question():
+    """A module that names no TrainingArguments-like or Trainer-like class (a helper linking
+    reads to follow an import) is parsed but not walked: no class of it derives from one and
+    no call builds one; the first question that needs the walk gets what an eager walk gives."""
+    import ast
+
+    from index_reference import ReferencePythonFile
+    from trainlint.sources.python import PythonFile
+
+    text = "import torch\nfrom .base import Base\n\nclass Head(Base):\n    def f(self, x=g(h.i)):\n" \
+           "        return (y := torch.zeros(x)).sum(lambda z: z.w)\n"
+    tree = ast.parse(text)
+    pf = PythonFile("helpers.py", text, tree)
+    assert not pf._walked and pf.args_calls == [] and pf.trainer_calls == [] and pf.local_classes == {}
+    assert [n.name for n in pf.of_type(ast.ClassDef)] == ["Head"] and not pf._walked  # statements only
+    assert len(pf.calls) == 2 and pf._walked  # (a default's own call is not one of them, as before)
+    assert _index_facts(pf) == _index_facts(ReferencePythonFile("helpers.py", text, tree))
+    for named in ("from transformers import Trainer\n", "x = trl.SFTConfig()\n", "TrainingArguments\n"):
+        assert PythonFile("x.py", named, ast.parse(named))._walked  # may build or derive from one

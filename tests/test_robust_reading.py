@@ -170,6 +170,27 @@ def test_huge_file_is_reported_not_read(tmp_path, monkeypatch):
     assert d.code == "TL002" and "too large" in d.message
 
 
+def test_file_that_grows_after_its_stat_is_read_whole_or_reported(tmp_path, monkeypatch):
+    # the read asks for the size the stat gave (and one byte more): a file longer by then is
+    # read on to the limit, never cut
+    text = "import transformers\n" + "x = 1\n" * 400
+    (tmp_path / "grown.py").write_text(text)
+    real = os.fstat
+
+    class Shrunk:
+        def __init__(self, st):
+            self.st_mode, self.st_size = st.st_mode, 10
+
+    monkeypatch.setattr(files_mod.os, "fstat", lambda fd: Shrunk(real(fd)))
+    assert files_mod.read_text(str(tmp_path / "grown.py")).text == text
+    real_stat = os.stat
+    monkeypatch.setattr(files_mod.os, "stat", lambda p, *a, **k: Shrunk(real_stat(p, *a, **k)))
+    assert files_mod.read_text(str(tmp_path / "grown.py")).text == text
+    monkeypatch.setattr(files_mod, "MAX_FILE_BYTES", 1000)  # over the limit by the time it is read
+    with pytest.raises(files_mod.ReadProblem, match="too large"):
+        files_mod.read_text(str(tmp_path / "grown.py"))
+
+
 # -- what is not a readable file --------------------------------------------------------------
 
 

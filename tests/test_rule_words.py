@@ -137,3 +137,23 @@ def test_a_rule_is_imported_only_when_its_word_occurs(tmp_path):
     assert "TL201" in codes("from transformers import HfArgumentParser, TrainingArguments\n"
                             "p = HfArgumentParser(TrainingArguments)\n"
                             "(a,) = p.parse_args_into_dataclasses(['--output-dir', 'o', '--logging-steps', '1'])\n")
+
+
+def test_trigger_names_found_as_substring_search_finds_them():
+    """``TriggerNames.found_in`` (a name looked for only where a shorter name or gate it holds
+    is) gives the names a plain substring search gives, on the rules' trigger names and
+    random texts made of them, their pieces and noise."""
+    import random
+
+    from trainlint.checking import RuleSet, TriggerNames
+    from trainlint.config import Settings
+
+    names = RuleSet(Settings())._trigger_names().names
+    assert {"Trainer", "SFTConfig", "TrainingArguments", "Seq2SeqTrainingArguments"} <= names
+    pieces = sorted(names) + ["Config", "Train", "ing", "Arguments", "Seq2Seq", "SFT", "_", " ", "\n", "x"]
+    rng = random.Random(7)
+    for extra in (set(), {"ab", "abc", "b"}):
+        tn = TriggerNames(set(names) | extra)
+        for _ in range(2000):
+            text = "".join(rng.choice(pieces + sorted(extra)) for _ in range(rng.randint(0, 12)))
+            assert tn.found_in(text) == {n for n in tn.names if n in text}, text

@@ -49,6 +49,16 @@ def test_one_file_check_never_imports_pydantic(tmp_path):
     assert "trainlint" in mods and "pydantic" not in mods and "pydantic_core" not in mods
 
 
+def test_plain_pins_are_read_without_packaging(tmp_path):
+    """The repository's pyproject.toml pins plain releases (``transformers>=4.40``): the one-file
+    check reads them with ``trainlint.knowledge.pep440``; a pre-release pin needs ``packaging``."""
+    mods = _probe(REPO_ROOT / "examples" / "bert_imdb" / "train.py", REPO_ROOT)
+    assert "trainlint" in mods and "packaging" not in mods
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "requirements.txt").write_text("transformers>=4.57.0.dev0\n")
+    assert "packaging" in _probe(tmp_path / "train.py", tmp_path)
+
+
 def test_rule_options_import_pydantic_only_when_set(tmp_path):
     (tmp_path / "train.py").write_text(TRAIN)
     (tmp_path / "pyproject.toml").write_text('[tool.trainlint.logging-steps-too-low]\nthreshold = 3\n')
@@ -254,6 +264,31 @@ def test_requirements_read_as_packaging_does(text):
     if got is not None:
         assert [(s.operator, s.version) for s in sorted(got.specifier, key=str)] == \
             [(s.operator, s.version) for s in sorted(expected[1], key=str)]
+
+
+def test_bare_requirements_read_as_the_pattern_reads_them():
+    """``_bare_requirement`` (no spaces, no extras) gives the pattern's name and specifiers
+    whenever it answers, on the list above and on random texts of requirement characters."""
+    import random
+    import re
+
+    from trainlint.knowledge.versions import _SIMPLE_REQUIREMENT, _bare_requirement
+
+    rng = random.Random(18)
+    alphabet = "aZ9._-<>=!~*+,[] ;@"
+    texts = REQUIREMENTS + ["transformers>=4.40,<5", "trl==0.9.6", "peft", "a", "a.", "x>==1", "x=1", "x~=1.0,!=1.0.1",
+                            "x>=1.0.post1", "x===1.0", "x<", "x>=1,", "x>=1,,<2", "-x>=1", "x_>=1"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(20_000)]
+    texts += ["ab" + "".join(rng.choice("<>=!~0123456789.,*+") for _ in range(rng.randint(1, 10))) for _ in range(20_000)]
+    answered = 0
+    for text in texts:
+        bare = _bare_requirement(text)
+        if bare is None:
+            continue
+        answered += 1
+        m = re.fullmatch(_SIMPLE_REQUIREMENT, text)
+        assert m is not None and (m.group("name"), m.group("spec") or "") == bare, text
+    assert answered > 1_000
 
 
 @pytest.mark.parametrize("text", REQUIREMENTS + ["tomli>=2.0; python_version < '3.11'", "transformers-x>=1", "torch"])

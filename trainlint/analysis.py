@@ -8,10 +8,9 @@ tree themselves.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from trainlint.diagnostics import Span
+from trainlint.record import Record, Row
 from trainlint.setup import ArgsSite, Setup, Value
 from trainlint.sources.python import Binding, CallSite, PythonFile, Scope, TrainerCall
 
@@ -22,15 +21,21 @@ TORCH_DTYPES = {
 ACCEL_PREFIXES = ("cuda", "mps", "xpu", "npu", "hpu", "mlu", "musa")
 
 
-class DeviceMove(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class DeviceMove(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """``<receiver>.to(<device>)`` or ``<receiver>.cuda()`` on a model that reaches a Trainer."""
 
+    __slots__ = ()
+    _fields = ("call", "receiver", "stmt", "scope", "only_device", "how")
     call: ast.Call
     receiver: ast.expr
     stmt: ast.stmt
     scope: Scope
     only_device: bool  # no dtype or other argument rides along (safe to remove)
     how: str  # source text of the call, for messages
+
+    def __new__(_cls, call: ast.Call, receiver: ast.expr, stmt: ast.stmt, scope: Scope, only_device: bool,
+                how: str) -> DeviceMove:
+        return tuple.__new__(_cls, (call, receiver, stmt, scope, only_device, how))
 
 
 def _dotted(expr: ast.AST) -> str:
@@ -137,10 +142,13 @@ NON_BNB_QUANT_CONFIGS = {
 }
 
 
-class LoadCall(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class LoadCall(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """``Auto*.from_pretrained(...)`` / ``from_config(...)`` that creates a model reaching a
     Trainer, with its keywords resolved (``**kwargs`` dicts included)."""
 
+    __slots__ = ()
+    _fields = ("site", "cls", "method", "model_id", "kwargs", "nodes", "open_ended", "quant", "quant_span",
+               "adapters", "outer")
     site: CallSite
     cls: str  # the class the method is called on, as written (last part): AutoModelForCausalLM
     method: str  # from_pretrained, from_config
@@ -148,10 +156,17 @@ class LoadCall(NamedTuple):  # a record: cheaper to define than a dataclass (sta
     kwargs: dict[str, Value]
     nodes: dict[str, ast.expr]  # keyword -> its value expression (for dtype/quantization checks)
     open_ended: bool
-    quant: str | None = None  # "4bit" / "8bit" (bitsandbytes), "other" (GPTQ, AWQ, ...), None
-    quant_span: Span | None = None
-    adapters: bool = False  # AutoPeftModel*/PeftModel load: comes with trainable adapters
-    outer: str | None = None  # what wraps it on the way to the Trainer: "peft", "merged", None
+    quant: str | None  # "4bit" / "8bit" (bitsandbytes), "other" (GPTQ, AWQ, ...), None
+    quant_span: Span | None
+    adapters: bool  # AutoPeftModel*/PeftModel load: comes with trainable adapters
+    outer: str | None  # what wraps it on the way to the Trainer: "peft", "merged", None
+
+    def __new__(_cls, site: CallSite, cls: str, method: str, model_id: Value | None,
+                kwargs: dict[str, Value], nodes: dict[str, ast.expr], open_ended: bool,
+                quant: str | None = None, quant_span: Span | None = None, adapters: bool = False,
+                outer: str | None = None) -> LoadCall:
+        return tuple.__new__(_cls, (site, cls, method, model_id, kwargs, nodes, open_ended, quant,
+                                  quant_span, adapters, outer))
 
     @property
     def call(self) -> ast.Call:
@@ -182,42 +197,70 @@ class LoadCall(NamedTuple):  # a record: cheaper to define than a dataclass (sta
         return None
 
 
-class FlowStep(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class FlowStep(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """A call on the model's way to the Trainer: peft (get_peft_model, PeftModel.from_pretrained),
     kbit (prepare_model_for_kbit_training), merge (merge_and_unload), compile (torch.compile),
     cast (.half(), .to(torch.float16)), custom (an ``nn.Module`` class of the file)."""
 
+    __slots__ = ()
+    _fields = ("kind", "call", "scope", "stmt", "detail")
     kind: str
     call: ast.Call
     scope: Scope
     stmt: ast.stmt
-    detail: str = ""  # dtype of a cast, the function name of a wrapper
+    detail: str  # dtype of a cast, the function name of a wrapper
+
+    def __new__(_cls, kind: str, call: ast.Call, scope: Scope, stmt: ast.stmt, detail: str = "") -> FlowStep:
+        return tuple.__new__(_cls, (kind, call, scope, stmt, detail))
 
 
-class ModelCall(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class ModelCall(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """A statement-level call on a model variable (``model.gradient_checkpointing_enable()``,
     ``model.half()``) or a call that takes it first (``prepare_model_for_kbit_training(model)``),
     made before the Trainer is built."""
 
+    __slots__ = ()
+    _fields = ("site", "name", "receiver")
     site: CallSite
     name: str  # the method or function name
     receiver: str  # dotted receiver as written ("model", "model.config"), "" for functions
 
+    def __new__(_cls, site: CallSite, name: str, receiver: str) -> ModelCall:
+        return tuple.__new__(_cls, (site, name, receiver))
 
-@dataclass
-class ModelFlow:
+
+class ModelFlow(Record):
     """Where the model a Trainer receives comes from: its names, loads, device moves and the calls made on it."""
 
+    __slots__ = ("trainer", "names", "bindings", "moves", "loads", "steps", "calls", "attr_sets",
+                 "custom_classes", "unknown_origin", "__dict__")
     trainer: TrainerCall
-    names: set[tuple[int, str]] = field(default_factory=set)  # (id(scope), name)
-    bindings: list[tuple[Binding, Scope]] = field(default_factory=list)
-    moves: list[DeviceMove] = field(default_factory=list)
-    loads: list[LoadCall] = field(default_factory=list)
-    steps: list[FlowStep] = field(default_factory=list)
-    calls: list[ModelCall] = field(default_factory=list)
-    attr_sets: list[tuple[ast.stmt, str, ast.expr]] = field(default_factory=list)  # model.config.use_cache = x
-    custom_classes: list[ast.ClassDef] = field(default_factory=list)
-    unknown_origin: bool = False  # some path ends in something not understood (parameter, call)
+    names: set[tuple[int, str]]  # (id(scope), name)
+    bindings: list[tuple[Binding, Scope]]
+    moves: list[DeviceMove]
+    loads: list[LoadCall]
+    steps: list[FlowStep]
+    calls: list[ModelCall]
+    attr_sets: list[tuple[ast.stmt, str, ast.expr]]  # model.config.use_cache = x
+    custom_classes: list[ast.ClassDef]
+    unknown_origin: bool  # some path ends in something not understood (parameter, call)
+
+    def __init__(self, trainer: TrainerCall, names: set[tuple[int, str]] | None = None,
+                 bindings: list[tuple[Binding, Scope]] | None = None, moves: list[DeviceMove] | None = None,
+                 loads: list[LoadCall] | None = None, steps: list[FlowStep] | None = None,
+                 calls: list[ModelCall] | None = None, attr_sets: list[tuple[ast.stmt, str,
+                 ast.expr]] | None = None, custom_classes: list[ast.ClassDef] | None = None,
+                 unknown_origin: bool = False) -> None:
+        self.trainer = trainer
+        self.names = set() if names is None else names
+        self.bindings = [] if bindings is None else bindings
+        self.moves = [] if moves is None else moves
+        self.loads = [] if loads is None else loads
+        self.steps = [] if steps is None else steps
+        self.calls = [] if calls is None else calls
+        self.attr_sets = [] if attr_sets is None else attr_sets
+        self.custom_classes = [] if custom_classes is None else custom_classes
+        self.unknown_origin = unknown_origin
 
     def step(self, kind: str) -> list[FlowStep]:
         return [s for s in self.steps if s.kind == kind]
@@ -714,13 +757,19 @@ def call_site_of(pf: PythonFile, call: ast.Call) -> CallSite | None:
     return next((c for c in pf.calls if c.node is call), None)
 
 
-class TrainerContext(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class TrainerContext(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """One Trainer call with its file, model flow and TrainingArguments sites."""
 
+    __slots__ = ()
+    _fields = ("pf", "trainer", "flow", "sites")
     pf: PythonFile
     trainer: TrainerCall
     flow: ModelFlow | None
     sites: list[ArgsSite] | None  # None: the arguments are not known
+
+    def __new__(_cls, pf: PythonFile, trainer: TrainerCall, flow: ModelFlow | None,
+                sites: list[ArgsSite] | None) -> TrainerContext:
+        return tuple.__new__(_cls, (pf, trainer, flow, sites))
 
 
 def trainer_contexts(setup: Setup) -> list[TrainerContext]:

@@ -8,13 +8,13 @@ to each other (``partition``); the ``RunContext`` is the run's, resolved once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any
 
 from trainlint import reads
 from trainlint.config import ConfigError, Settings
 from trainlint.consumers import with_assumed, with_consumer
 from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Severity, internal_error
+from trainlint.record import Record, replace
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
 from trainlint.rule_index import can_trigger, is_selected, selected, words_of
 from trainlint.rules.base import Rule
@@ -44,18 +44,37 @@ class RuleSet:
             rule = self._made[entry["code"]] = cls(self.settings, self.settings.options_for(cls))
         return rule
 
+    def _trigger_names(self) -> TriggerNames:
+        names = self.__dict__.get("_names")
+        if names is None:
+            names = self._names = TriggerNames({t for e in self.entries for t in (e["triggers"] or ())})
+        return names
+
     def make_all(self) -> None:
         """Make every selected rule now (before a pool forks its workers)."""
         for e in self.entries:
             self._rule(e)
 
-    def for_workspace(self, ws: Workspace) -> list[Rule]:
+    def for_workspace(self, ws: Workspace, seen: dict[Any, Any] | None = None) -> list[Rule]:
+        """The rules that may report on ``ws``; ``seen`` (``for_setup``'s) keeps each file's
+        trigger names, found here once for both."""
         texts = [_python_text(f) for f in ws.files.values()]
         if any(t is None for t in texts):
             return [self._rule(e) for e in self.entries]
-        texts = [t for f, t in zip(ws.files.values(), texts) if f.doc is not None]
-        names = {t for e in self.entries for t in (e["triggers"] or ())}
-        present = {t for t in names if any(t in text for text in texts)}  # each name searched once
+        if seen is None:
+            seen = {}
+        names = self._trigger_names()
+        present: set[str] = set()
+        texts = []
+        for path, f in ws.files.items():
+            if f.doc is None:
+                continue
+            text = _python_text(f)
+            texts.append(text)
+            found_in = seen.get(path)
+            if found_in is None:
+                found_in = seen[path] = names.found_in(text)
+            present |= found_in
         found: list[set[str]] = []
 
         def tokens() -> set[str]:  # the words of the texts, for rules with words; once
@@ -75,16 +94,16 @@ class RuleSet:
         if any(not k.startswith("_") for k in setup.extra) or not setup.files:
             return rules
         entries = self._by_code
-        names = seen.get(None)  # the workspace's rules' trigger names, gathered once
-        if names is None:
-            names = seen[None] = {t for r in rules for t in (entries[r.code]["triggers"] or ())}
+        names = self._trigger_names()
         present: set[str] = set()
         for path in setup.files:
             found = seen.get(path)
             if found is None:
                 f = ws.files.get(path)
                 text = _python_text(f) if f is not None and f.doc is not None else None
-                found = seen[path] = None if text is None else {t for t in names if t in text}
+                # every selected rule's names: those of rules the workspace does not run meet
+                # none of ``rules``' triggers below
+                found = seen[path] = None if text is None else names.found_in(text)
             if found is None:
                 return rules
             present |= found
@@ -95,6 +114,28 @@ class RuleSet:
             if e.get("python_alone", True) and (triggers is None or not present.isdisjoint(triggers)):
                 out.append(r)
         return out
+
+
+class TriggerNames:
+    """A set of trigger names, and which of them a text holds as substrings (``found_in``): a
+    name that holds another name, or one of the ``GATES``, is looked for only in a text that
+    holds that one (``SFTConfig`` only where ``Config`` is, ``Seq2SeqTrainingArguments`` only
+    where ``TrainingArguments`` is): the same set, with fewer searches."""
+
+    GATES = ("Config", "Trainer")
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = frozenset(names)
+        order = sorted(names | set(self.GATES), key=lambda n: (len(n), n))
+        # (name, the longest shorter name or gate it holds, or None), shortest first
+        self._plan = [(n, next((m for m in reversed(order[:i]) if m in n), None)) for i, n in enumerate(order)]
+
+    def found_in(self, text: str) -> set[str]:
+        hit: set[str] = set()
+        for name, gate in self._plan:
+            if (gate is None or gate in hit) and name in text:
+                hit.add(name)
+        return hit & self.names
 
 
 def _python_text(f: Any) -> str | None:
@@ -137,9 +178,9 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     if linking_error is not None:
         out.append(linking_error)
     rule_set = rules if isinstance(rules, RuleSet) else None
-    if rule_set is not None:
-        rules = rule_set.for_workspace(ws) if setups else []
     seen: dict[Any, Any] = {}
+    if rule_set is not None:
+        rules = rule_set.for_workspace(ws, seen) if setups else []
     for setup in setups:
         if declared is not None:
             declared.update(str(f) for f in setup.files)
@@ -211,15 +252,23 @@ def filter_findings(diagnostics: list[Diagnostic], ws: Workspace, settings: Sett
     return kept
 
 
-@dataclass
-class Outcome:
+class Outcome(Record):
     """What checking one group gave."""
 
+    __slots__ = ("diagnostics", "texts", "kinds", "unparsable", "deps", "__dict__")
     diagnostics: list[Any]
     texts: dict[str, str]  # the files read (with linked configs pulled in from outside)
     kinds: dict[str, str]
     unparsable: list[str]
     deps: list[str]  # files its setups declared besides the group's own, and where linking found none
+
+    def __init__(self, diagnostics: list[Any], texts: dict[str, str], kinds: dict[str, str],
+                 unparsable: list[str], deps: list[str]) -> None:
+        self.diagnostics = diagnostics
+        self.texts = texts
+        self.kinds = kinds
+        self.unparsable = unparsable
+        self.deps = deps
 
 
 def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: dict[str, str],

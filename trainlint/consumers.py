@@ -22,9 +22,9 @@ cached on it:
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field, replace
 
 from trainlint.diagnostics import Severity
+from trainlint.record import Record, replace
 from trainlint.setup import Consumer, library_consumer
 from trainlint.sources.python import PythonFile
 
@@ -32,27 +32,49 @@ PARSER_CLASSES = ("HfArgumentParser", "TrlParser")
 _FILE_METHODS = {"parse_yaml_file": "yaml", "parse_json_file": "json"}
 
 
-@dataclass
-class ParserUse:
+class ParserUse(Record):
     """One ``HfArgumentParser`` / ``TrlParser`` of a script."""
 
+    __slots__ = ("kind", "class_name", "line", "local_classes", "opaque_classes", "library_dataclasses",
+                 "reads_argv", "reads_config", "file_kinds", "argv_file", "literal_files", "reads_dict",
+                 "strict", "project_class", "__dict__")
     kind: str  # HfArgumentParser | TrlParser
     class_name: str  # the library arguments class it parses into
     line: int
-    local_classes: list[str] = field(default_factory=list)  # the file's own dataclasses it parses too
-    opaque_classes: list[str] = field(default_factory=list)  # imported dataclasses (fields not readable)
+    local_classes: list[str]  # the file's own dataclasses it parses too
+    opaque_classes: list[str]  # imported dataclasses (fields not readable)
     # TRL's own parser dataclasses it reads (``trl.ModelConfig``, ``trl.ScriptArguments``), as
     # named in the script, directly or as the base of a project dataclass: their fields come
     # from ``knowledge/data/trl_script_args.json`` at the target TRL version
-    library_dataclasses: list[str] = field(default_factory=list)
-    reads_argv: bool = False  # parse_args_into_dataclasses / parse_args / parse_args_and_config
-    reads_config: bool = False  # TrlParser.parse_args_and_config: --config YAML
-    file_kinds: set[str] = field(default_factory=set)  # "yaml" / "json": parse_*_file
-    argv_file: bool = False  # parse_*_file(sys.argv[...]) or of a command-line value
-    literal_files: list[tuple[str, ast.AST]] = field(default_factory=list)  # parse_*_file("x.yaml")
-    reads_dict: bool = False
-    strict: bool = True  # unknown names are an error
-    project_class: str = ""  # the repository's subclass of the library class, when it is one
+    library_dataclasses: list[str]
+    reads_argv: bool  # parse_args_into_dataclasses / parse_args / parse_args_and_config
+    reads_config: bool  # TrlParser.parse_args_and_config: --config YAML
+    file_kinds: set[str]  # "yaml" / "json": parse_*_file
+    argv_file: bool  # parse_*_file(sys.argv[...]) or of a command-line value
+    literal_files: list[tuple[str, ast.AST]]  # parse_*_file("x.yaml")
+    reads_dict: bool
+    strict: bool  # unknown names are an error
+    project_class: str  # the repository's subclass of the library class, when it is one
+
+    def __init__(self, kind: str, class_name: str, line: int, local_classes: list[str] | None = None,
+                 opaque_classes: list[str] | None = None, library_dataclasses: list[str] | None = None,
+                 reads_argv: bool = False, reads_config: bool = False, file_kinds: set[str] | None = None,
+                 argv_file: bool = False, literal_files: list[tuple[str, ast.AST]] | None = None,
+                 reads_dict: bool = False, strict: bool = True, project_class: str = "") -> None:
+        self.kind = kind
+        self.class_name = class_name
+        self.line = line
+        self.local_classes = [] if local_classes is None else local_classes
+        self.opaque_classes = [] if opaque_classes is None else opaque_classes
+        self.library_dataclasses = [] if library_dataclasses is None else library_dataclasses
+        self.reads_argv = reads_argv
+        self.reads_config = reads_config
+        self.file_kinds = set() if file_kinds is None else file_kinds
+        self.argv_file = argv_file
+        self.literal_files = [] if literal_files is None else literal_files
+        self.reads_dict = reads_dict
+        self.strict = strict
+        self.project_class = project_class
 
     def consumer(self, pf: PythonFile, via: str, extra: frozenset[str] = frozenset()) -> Consumer:
         import os
@@ -158,6 +180,9 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
     if cached is not None:
         return cached
     out: list[ParserUse] = []
+    if not any(name in pf.text for name in PARSER_CLASSES):  # no call of one (and no walk of the file)
+        pf._parser_uses = out  # type: ignore[attr-defined]
+        return out
     local_defs = {n.name for n in pf.of_type(ast.ClassDef)}
     for cs in pf.calls:
         kind = _last_name(cs.node.func)
@@ -404,6 +429,9 @@ def project_readers(pf: PythonFile) -> list[str]:
     if cached is not None:
         return cached
     found: list[str] = []
+    if "load" not in pf.text:  # every reader's name holds it: no such call (and no walk of the file)
+        pf._project_readers = found  # type: ignore[attr-defined]
+        return found
     for cs in pf.calls:
         qn = pf.qualname(cs.node.func) or ""
         if qn in _PROJECT_READERS or qn.endswith(".OmegaConf.load"):

@@ -4,15 +4,17 @@ These are the objects every reader and rule produces and every reporter prints. 
 output is exactly ``Diagnostic.to_json()`` for each finding (the keys the README lists), and
 ``Diagnostic.from_json`` reads it back (the findings cache, the process pool).
 
-Plain frozen dataclasses: a finding is made by trusted code (the rules), so there is nothing
-to validate, and a one-file ``check`` should not pay for building validators.
+Plain frozen records (``trainlint.record``: a frozen dataclass's equality, hash, repr and
+``replace`` without its generated code): a finding is made by trusted code (the rules), so
+there is nothing to validate, and a one-file ``check`` should not pay for building validators.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Literal
+
+from trainlint.record import Record, _set, replace
 
 __all__ = ["Applicability", "Diagnostic", "Edit", "Fix", "Related", "Severity", "Span", "input_problem", "internal_error", "replace"]
 
@@ -38,59 +40,82 @@ class Severity(str, Enum):
 Applicability = Literal["safe", "unsafe"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Edit:
+class Edit(Record, frozen=True):
     """Replace the text between two positions of one file.
 
     Lines are 1-based, columns 1-based and counted in characters (not bytes). ``end`` is
     exclusive. An insertion has start == end; a deletion has ``content == ""``.
     """
 
+    __slots__ = ("path", "line", "column", "end_line", "end_column", "content", "cell")
     path: str
     line: int
     column: int
     end_line: int
     end_column: int
     content: str
-    cell: int | None = None  # notebooks: the cell (1-based, all cells); lines are then within it
+    cell: int | None  # notebooks: the cell (1-based, all cells); lines are then within it
+
+    def __init__(self, *, path: str, line: int, column: int, end_line: int, end_column: int, content: str,
+                 cell: int | None = None) -> None:
+        _set(self, "path", path)
+        _set(self, "line", line)
+        _set(self, "column", column)
+        _set(self, "end_line", end_line)
+        _set(self, "end_column", end_column)
+        _set(self, "content", content)
+        _set(self, "cell", cell)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "cell": self.cell, "line": self.line, "column": self.column,
                 "end_line": self.end_line, "end_column": self.end_column, "content": self.content}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Fix:
+class Fix(Record, frozen=True):
     """The edits that fix one finding, and whether they are safe to apply without review."""
 
+    __slots__ = ("applicability", "message", "edits")
     applicability: Applicability
-    message: str = ""
+    message: str
     edits: list[Edit]
+
+    def __init__(self, *, applicability: Applicability, message: str = "", edits: list[Edit]) -> None:
+        _set(self, "applicability", applicability)
+        _set(self, "message", message)
+        _set(self, "edits", edits)
 
     def to_json(self) -> dict[str, Any]:
         return {"applicability": self.applicability, "message": self.message,
                 "edits": [e.to_json() for e in self.edits]}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Related:
+class Related(Record, frozen=True):
     """A second place that takes part in a finding (the other side of a mismatch)."""
 
+    __slots__ = ("path", "line", "column", "message", "cell")
     path: str
     line: int
     column: int
     message: str
-    cell: int | None = None  # notebooks: the cell (1-based, all cells)
+    cell: int | None  # notebooks: the cell (1-based, all cells)
+
+    def __init__(self, *, path: str, line: int, column: int, message: str, cell: int | None = None) -> None:
+        _set(self, "path", path)
+        _set(self, "line", line)
+        _set(self, "column", column)
+        _set(self, "message", message)
+        _set(self, "cell", cell)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "cell": self.cell, "line": self.line, "column": self.column,
                 "message": self.message}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Diagnostic:
+class Diagnostic(Record, frozen=True):
     """One finding: which rule, where, what and why, with an optional fix and related places."""
 
+    __slots__ = ("code", "name", "severity", "message", "path", "line", "column", "end_line", "end_column",
+                 "fix", "related", "cell")
     code: str
     name: str
     severity: Severity
@@ -100,11 +125,27 @@ class Diagnostic:
     column: int
     end_line: int
     end_column: int
-    fix: Fix | None = None
-    related: list[Related] = field(default_factory=list)
+    fix: Fix | None
+    related: list[Related]
     # notebooks: the cell (1-based, counting every cell, markdown included); ``line`` and
     # ``end_line`` are then lines of that cell's source
-    cell: int | None = None
+    cell: int | None
+
+    def __init__(self, *, code: str, name: str, severity: Severity, message: str, path: str, line: int,
+                 column: int, end_line: int, end_column: int, fix: Fix | None = None,
+                 related: list[Related] | None = None, cell: int | None = None) -> None:
+        _set(self, "code", code)
+        _set(self, "name", name)
+        _set(self, "severity", severity)
+        _set(self, "message", message)
+        _set(self, "path", path)
+        _set(self, "line", line)
+        _set(self, "column", column)
+        _set(self, "end_line", end_line)
+        _set(self, "end_column", end_column)
+        _set(self, "fix", fix)
+        _set(self, "related", [] if related is None else related)
+        _set(self, "cell", cell)
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.code, self.message)
@@ -148,15 +189,22 @@ def _applicability(value: Any) -> Applicability:
     return value
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)  # slots: a large file holds hundreds of thousands
-class Span:
+class Span(Record, frozen=True):  # slots: a large file holds hundreds of thousands
     """A region of a file: where a value, a key or a flag is written."""
 
+    __slots__ = ("path", "line", "column", "end_line", "end_column")
     path: str
     line: int
     column: int
     end_line: int
     end_column: int
+
+    def __init__(self, *, path: str, line: int, column: int, end_line: int, end_column: int) -> None:
+        _set(self, "path", path)
+        _set(self, "line", line)
+        _set(self, "column", column)
+        _set(self, "end_line", end_line)
+        _set(self, "end_column", end_column)
 
     def edit(self, content: str) -> Edit:
         return Edit(

@@ -19,11 +19,11 @@ import threading
 import time
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from trainlint.diagnostics import Diagnostic, internal_error  # noqa: F401 - internal_error re-exported
+from trainlint.record import Record
 from trainlint.stack import with_deep_stack
 
 if TYPE_CHECKING:
@@ -42,17 +42,29 @@ MIN_POOL_BYTES = 2_000_000
 MIN_POOL_GAIN = 1.4
 
 
-@dataclass
-class LintResult:
+class LintResult(Record):
     """What ``lint`` found, with the texts it read (reporters show source lines from them)."""
 
+    __slots__ = ("diagnostics", "files", "texts", "unparsable", "kinds", "cache_stats", "whole_run_cached",
+                 "__dict__")
     diagnostics: list[Diagnostic]
     files: list[str]
-    texts: dict[str, str] = field(default_factory=dict)
-    unparsable: set[str] = field(default_factory=set)  # never edited by fix
-    kinds: dict[str, str] = field(default_factory=dict)  # path -> reader kind
-    cache_stats: tuple[int, int] | None = None  # (hits, misses) when the cache was used
-    whole_run_cached: bool = False  # answered by the cache's entry for the whole run
+    texts: dict[str, str]
+    unparsable: set[str]  # never edited by fix
+    kinds: dict[str, str]  # path -> reader kind
+    cache_stats: tuple[int, int] | None  # (hits, misses) when the cache was used
+    whole_run_cached: bool  # answered by the cache's entry for the whole run
+
+    def __init__(self, diagnostics: list[Diagnostic], files: list[str], texts: dict[str, str] | None = None,
+                 unparsable: set[str] | None = None, kinds: dict[str, str] | None = None,
+                 cache_stats: tuple[int, int] | None = None, whole_run_cached: bool = False) -> None:
+        self.diagnostics = diagnostics
+        self.files = files
+        self.texts = {} if texts is None else texts
+        self.unparsable = set() if unparsable is None else unparsable
+        self.kinds = {} if kinds is None else kinds
+        self.cache_stats = cache_stats
+        self.whole_run_cached = whole_run_cached
 
     @property
     def internal_errors(self) -> list[Diagnostic]:
@@ -383,18 +395,30 @@ def _default_jobs() -> int:
     return default_jobs()
 
 
-@dataclass
-class FixOutcome:
+class FixOutcome(Record):
     """What ``fix`` would write: texts before and after, the fixes applied, reverted and left."""
 
+    __slots__ = ("original", "fixed", "applied", "reverted", "remaining", "outside", "first", "__dict__")
     original: dict[str, str]  # path -> text before
     fixed: dict[str, str]  # path -> text after, only files that change
     applied: list[Diagnostic]
     reverted: list[tuple[Diagnostic, str]]
     remaining: list[Diagnostic]  # what is still reported after fixing
     # fixes left alone because they edit a file outside the given paths: (finding, that file)
-    outside: list[tuple[Diagnostic, str]] = field(default_factory=list)
-    first: LintResult | None = None  # the check before any fix (what `nothing_checked` reads)
+    outside: list[tuple[Diagnostic, str]]
+    first: LintResult | None  # the check before any fix (what `nothing_checked` reads)
+
+    def __init__(self, original: dict[str, str], fixed: dict[str, str], applied: list[Diagnostic],
+                 reverted: list[tuple[Diagnostic, str]], remaining: list[Diagnostic],
+                 outside: list[tuple[Diagnostic, str]] | None = None,
+                 first: LintResult | None = None) -> None:
+        self.original = original
+        self.fixed = fixed
+        self.applied = applied
+        self.reverted = reverted
+        self.remaining = remaining
+        self.outside = [] if outside is None else outside
+        self.first = first
 
 
 def fix_outcome(paths: list[Path], settings: Settings, *, unsafe: bool = False,

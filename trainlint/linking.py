@@ -31,13 +31,13 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainlint import reads
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.record import Record, replace
 from trainlint.setup import (
     ACCELERATE,
     ARGSFILE,
@@ -111,19 +111,28 @@ FOUND, GENERATED, MISSING, ELSEWHERE, UNRESOLVED = "found", "generated", "missin
 _LEADING_VARS = re.compile(r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}?/)+")
 
 
-@dataclass
-class Located:
+class Located(Record):
     """Where a path written in a file is: ``verdict`` is FOUND (``path`` is the file),
     GENERATED (the script writes it itself, ``cat > ds.json <<EOF``), MISSING (it should be in
     the repository: ``severity`` says how likely), ELSEWHERE (clearly run from another place:
     ``why``), or UNRESOLVED (a shell variable that cannot be resolved)."""
 
+    __slots__ = ("verdict", "path", "folders", "severity", "why", "note", "__dict__")
     verdict: str
-    path: str | None = None
-    folders: list[str] = field(default_factory=list)
-    severity: Severity = Severity.ERROR
-    why: str = ""
-    note: str = ""  # how it was found, when not plainly (a leading $VAR taken as the root)
+    path: str | None
+    folders: list[str]
+    severity: Severity
+    why: str
+    note: str  # how it was found, when not plainly (a leading $VAR taken as the root)
+
+    def __init__(self, verdict: str, path: str | None = None, folders: list[str] | None = None,
+                 severity: Severity = Severity.ERROR, why: str = "", note: str = "") -> None:
+        self.verdict = verdict
+        self.path = path
+        self.folders = [] if folders is None else folders
+        self.severity = severity
+        self.why = why
+        self.note = note
 
 
 def _start_folders(base_file: str, launch: LaunchCommand | None) -> tuple[list[str] | None, str]:
@@ -1081,6 +1090,8 @@ def _local_dataclass_fields(pf: PythonFile, parser) -> set[str]:
 def _initialize_configs(pf: PythonFile) -> list[tuple[Value | None, str]]:
     """``deepspeed.initialize(..., config="ds.json")`` (or ``config_params=``) with a path."""
     out: list[tuple[Value | None, str]] = []
+    if "initialize" not in pf.text or "deepspeed" not in pf.text:  # no such call (and no walk of the file)
+        return out
     for cs in pf.calls:
         if pf.qualname(cs.node.func) != "deepspeed.initialize":
             continue

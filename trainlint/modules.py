@@ -44,8 +44,17 @@ class Modules:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._cache: dict[tuple[str, str, int], PythonFile | None] = {}
+        self._roots_of: dict[str, list[str]] = {}  # by folder: where an absolute import may start
+        self._not_files: set[str] = set()  # paths looked at that are no file
 
     def _roots(self, from_file: str) -> list[str]:
+        folder = os.path.dirname(from_file)  # ``reference_folders`` depends on the folder alone
+        found = self._roots_of.get(folder)
+        if found is None:
+            found = self._roots_of[folder] = self._roots_in(from_file)
+        return found
+
+    def _roots_in(self, from_file: str) -> list[str]:
         from trainlint.workspace import reference_folders
 
         folders = reference_folders(from_file)
@@ -91,7 +100,10 @@ class Modules:
         path = norm(path)
         f = self.ws.files.get(path)
         if f is None:
-            if path in self.ws.unparsable or not os.path.isfile(path):
+            if path in self.ws.unparsable or path in self._not_files:
+                return None
+            if not os.path.isfile(path):
+                self._not_files.add(path)
                 return None
             f = read_file(self.ws, path, explicit=True)
         if f is None or f.kind != "python":
@@ -385,7 +397,7 @@ def _called_site(pf: PythonFile, call: ast.Call, scope, owner: PythonFile, fn: a
                  tac: TrainingArgsCall) -> TrainingArgsCall:
     """``tac`` (the call ``fn`` returns, in ``owner``) as configured by this ``call`` of ``fn``."""
     import os
-    from dataclasses import replace
+    from trainlint.record import replace
 
     from trainlint.setup import ArgsSite
 

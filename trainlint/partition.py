@@ -20,37 +20,55 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainlint.linking import SAME_FOLDER_NAMES
+from trainlint.record import Record
 from trainlint.sources.files import ReadProblem, read_text, walk
 from trainlint.workspace import norm, wanted_python
 
 
-@dataclass
-class Unit:
+class Unit(Record):
     """One stand-alone Python file, with its text."""
 
+    __slots__ = ("path", "explicit", "text", "__dict__")
     path: str
     explicit: bool
     text: str
 
+    def __init__(self, path: str, explicit: bool, text: str) -> None:
+        self.path = path
+        self.explicit = explicit
+        self.text = text
 
-@dataclass
-class Plan:
+
+class Plan(Record):
     """The groups of one run: the stand-alone units and the rest (in walk order)."""
 
+    __slots__ = ("units", "rest", "texts", "groups", "sizes", "group_texts", "walked", "dropped", "__dict__")
     units: list[Unit]
     rest: list[tuple[str, bool]]
-    texts: dict[str, str] = field(default_factory=dict)  # the units' texts
+    texts: dict[str, str]  # the units' texts
     # the rest as groups that name no file of another group (each in walk order)
-    groups: list[list[tuple[str, bool]]] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)  # bytes of each group's text
-    group_texts: dict[str, str] = field(default_factory=dict)  # the texts of the groups' files read
-    walked: list[tuple[str, bool]] = field(default_factory=list)  # every walked path, in walk order
-    dropped: dict[str, str] = field(default_factory=dict)  # walked scripts the pre-filter rules out
+    groups: list[list[tuple[str, bool]]]
+    sizes: list[int]  # bytes of each group's text
+    group_texts: dict[str, str]  # the texts of the groups' files read
+    walked: list[tuple[str, bool]]  # every walked path, in walk order
+    dropped: dict[str, str]  # walked scripts the pre-filter rules out
+
+    def __init__(self, units: list[Unit], rest: list[tuple[str, bool]], texts: dict[str, str] | None = None,
+                 groups: list[list[tuple[str, bool]]] | None = None, sizes: list[int] | None = None,
+                 group_texts: dict[str, str] | None = None, walked: list[tuple[str, bool]] | None = None,
+                 dropped: dict[str, str] | None = None) -> None:
+        self.units = units
+        self.rest = rest
+        self.texts = {} if texts is None else texts
+        self.groups = [] if groups is None else groups
+        self.sizes = [] if sizes is None else sizes
+        self.group_texts = {} if group_texts is None else group_texts
+        self.walked = [] if walked is None else walked
+        self.dropped = {} if dropped is None else dropped
 
 
 # Which files of a run name each other, answered by set lookups. The stand-alone test asks two

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainlint.config import ConfigError, Settings
+from trainlint.record import Record, _set
 from trainlint.setup import OPTION, Setup, Value
 from trainlint.sources.python import PythonFile
 from trainlint.workspace import (  # noqa: F401 - re-exported
@@ -31,18 +31,29 @@ from trainlint.workspace import (  # noqa: F401 - re-exported
 )
 
 
-@dataclass(frozen=True)
-class RunContext:
+class RunContext(Record, frozen=True):
     """What every setup of one run shares, resolved once (``run_context``)."""
 
+    # root: the run's project folder; sub_targets: the targets of its sub-projects that declare
+    # their own transformers (``subproject_targets``), found once per folder with what was read
+    # (a cache: not compared, not shown)
+    __slots__ = ("gpu", "transformers_version", "trl_version", "world_size", "root", "sub_targets")
+    _hidden = ("sub_targets",)
     gpu: Any
     transformers_version: Value
     trl_version: Value
     world_size: Value | None
-    # the run's project folder, and the targets of its sub-projects that declare their own
-    # transformers (``subproject_targets``), found once per folder with what was read
-    root: Path | None = None
-    sub_targets: dict = field(default_factory=dict, compare=False, repr=False)
+    root: Path | None
+    sub_targets: dict
+
+    def __init__(self, gpu: Any, transformers_version: Value, trl_version: Value,
+                 world_size: Value | None, root: Path | None = None, sub_targets: dict | None = None) -> None:
+        _set(self, "gpu", gpu)
+        _set(self, "transformers_version", transformers_version)
+        _set(self, "trl_version", trl_version)
+        _set(self, "world_size", world_size)
+        _set(self, "root", root)
+        _set(self, "sub_targets", {} if sub_targets is None else sub_targets)
 
 
 def run_context(settings: Settings, root: Path | None) -> RunContext:

@@ -7,11 +7,11 @@ DeepSpeed/accelerate configs. Rules read a setup; they never re-read files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainlint.diagnostics import Span
+from trainlint.record import Record, _set
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.knowledge.gpus import Gpu
@@ -48,22 +48,35 @@ DEFAULT = "default"  # the library's default for an unset field
 OPTION = "option"  # a trainlint option (--gpus, [tool.trainlint])
 
 
-@dataclass(frozen=True, slots=True)  # slots: one per keyword of every call of a file
-class Value:
+class Value(Record, frozen=True):  # slots: one per keyword of every call of a file
     """One effective setting and its provenance."""
 
+    __slots__ = ("value", "origin", "span", "key_span", "note", "name", "use_span", "shared", "key_text")
     value: Any
     origin: str
-    span: Span | None = None  # where the value is written
-    key_span: Span | None = None  # where its name is written (keyword, flag, key)
-    note: str = ""  # e.g. "default of transformers 5.24"
-    name: str = ""  # the field name as written (keyword, flag or key)
+    span: Span | None  # where the value is written
+    key_span: Span | None  # where its name is written (keyword, flag, key)
+    note: str  # e.g. "default of transformers 5.24"
+    name: str  # the field name as written (keyword, flag or key)
     # Python only: when the literal lives elsewhere (a constant, a dict entry), ``use_span`` is
     # the expression at the call site, and ``shared`` says the literal also feeds other uses,
     # so a fix must edit the use site rather than the shared literal.
-    use_span: Span | None = None
-    shared: bool = False
-    key_text: str = ""  # the key exactly as written: fp16, "fp16", --fp16
+    use_span: Span | None
+    shared: bool
+    key_text: str  # the key exactly as written: fp16, "fp16", --fp16
+
+    def __init__(self, value: Any, origin: str, span: Span | None = None, key_span: Span | None = None,
+                 note: str = "", name: str = "", use_span: Span | None = None, shared: bool = False,
+                 key_text: str = "") -> None:
+        _set(self, "value", value)
+        _set(self, "origin", origin)
+        _set(self, "span", span)
+        _set(self, "key_span", key_span)
+        _set(self, "note", note)
+        _set(self, "name", name)
+        _set(self, "use_span", use_span)
+        _set(self, "shared", shared)
+        _set(self, "key_text", key_text)
 
     def rename_edit(self, new_name: str):
         """An edit that renames the key/keyword/flag in place, keeping its quoting."""
@@ -104,8 +117,7 @@ PROJECT = "project"  # the repository's own dataclass, loop or config reader
 UNKNOWN_CONSUMER = "unknown"  # nothing in the repository says who reads it
 
 
-@dataclass(frozen=True)
-class Consumer:
+class Consumer(Record, frozen=True):
     """Who consumes the values of one site.
 
     ``kind`` is LIBRARY, PROJECT or UNKNOWN_CONSUMER. For LIBRARY, ``class_name`` is the
@@ -121,19 +133,37 @@ class Consumer:
     unknown keys (``return_remaining_strings=True``, ``parse_known_args``,
     ``allow_extra_keys=True``)."""
 
+    __slots__ = ("kind", "class_name", "package", "via", "where", "frameworks", "extra_fields",
+                 "extra_fields_known", "strict", "subclass", "requires")
     kind: str
-    class_name: str = ""
-    package: str = ""
-    via: str = ""
-    where: str = ""
-    frameworks: tuple[str, ...] = ()
-    extra_fields: frozenset[str] = frozenset()
-    extra_fields_known: bool = True
-    strict: bool = True
-    subclass: str = ""  # the repository's own subclass of ``class_name`` that is instantiated
+    class_name: str
+    package: str
+    via: str
+    where: str
+    frameworks: tuple[str, ...]
+    extra_fields: frozenset[str]
+    extra_fields_known: bool
+    strict: bool
+    subclass: str  # the repository's own subclass of ``class_name`` that is instantiated
     # version guards of the code that builds the site (``require_version("trl>=0.8.6,<=0.9.6")``
     # before it): the site is judged only when the target versions satisfy them
-    requires: tuple[str, ...] = ()
+    requires: tuple[str, ...]
+
+    def __init__(self, kind: str, class_name: str = "", package: str = "", via: str = "", where: str = "",
+                 frameworks: tuple[str, ...] = (), extra_fields: frozenset[str] = frozenset(),
+                 extra_fields_known: bool = True, strict: bool = True, subclass: str = "",
+                 requires: tuple[str, ...] = ()) -> None:
+        _set(self, "kind", kind)
+        _set(self, "class_name", class_name)
+        _set(self, "package", package)
+        _set(self, "via", via)
+        _set(self, "where", where)
+        _set(self, "frameworks", frameworks)
+        _set(self, "extra_fields", extra_fields)
+        _set(self, "extra_fields_known", extra_fields_known)
+        _set(self, "strict", strict)
+        _set(self, "subclass", subclass)
+        _set(self, "requires", requires)
 
     @property
     def judged(self) -> bool:
@@ -173,28 +203,42 @@ def unknown_consumer(via: str = "") -> Consumer:
     return Consumer(kind=UNKNOWN_CONSUMER, via=via)
 
 
-@dataclass
-class ArgsSite:
+class ArgsSite(Record):
     """One place that builds TrainingArguments: a Python call, or flags/args file fed to an
     HfArgumentParser script. ``values`` holds what is written there; ``open_ended`` says an
     unresolved ``**kwargs`` (or unknown CLI) may set any other field."""
 
+    __slots__ = ("path", "class_name", "values", "open_ended", "span", "call", "assumed", "assumed_certain",
+                 "consumer", "__dict__")
     path: str
     class_name: str  # TrainingArguments, Seq2SeqTrainingArguments, SFTConfig, ...
-    values: dict[str, Value] = field(default_factory=dict)
-    open_ended: bool = False
-    span: Span | None = None
-    call: TrainingArgsCall | None = None  # the Python call, when it is one
+    values: dict[str, Value]
+    open_ended: bool
+    span: Span | None
+    call: TrainingArgsCall | None  # the Python call, when it is one
     # Set when the consumer is not seen but assumed: the script is not in this repository
     # ("script not in this repository: read as HfArgumentParser would"), or a framework CLI
     # parses the values ("llamafactory-cli train: read as its HfArgumentParser would").
     # Findings on the site say so; ``assumed_certain`` False caps them at warning (the
     # parser is a guess from the flags), True keeps the rule's severity (a known parser).
-    assumed: str = ""
-    assumed_certain: bool = False
+    assumed: str
+    assumed_certain: bool
     # who reads the values; None means the library class ``class_name`` itself (a direct
     # call, or flags/a file fed to an HfArgumentParser built with it)
-    consumer: Consumer | None = None
+    consumer: Consumer | None
+
+    def __init__(self, path: str, class_name: str, values: dict[str, Value] | None = None, open_ended: bool = False,
+                 span: Span | None = None, call: TrainingArgsCall | None = None, assumed: str = "",
+                 assumed_certain: bool = False, consumer: Consumer | None = None) -> None:
+        self.path = path
+        self.class_name = class_name
+        self.values = {} if values is None else values
+        self.open_ended = open_ended
+        self.span = span
+        self.call = call
+        self.assumed = assumed
+        self.assumed_certain = assumed_certain
+        self.consumer = consumer
 
     @property
     def reader(self) -> Consumer:
@@ -222,8 +266,7 @@ class ArgsSite:
         return "Seq2Seq" in self.class_name
 
 
-@dataclass(init=False)
-class Setup:
+class Setup(Record):
     """Everything one training run is configured by.
 
     ``sites`` are the TrainingArguments-like sites whose consumer is a Hugging Face/TRL class
@@ -231,18 +274,20 @@ class Setup:
     consumer policy holds in this one place. ``all_sites`` also holds the sites read by the
     project's own code or by nothing known (for messages that say so)."""
 
+    __slots__ = ("root", "scripts", "all_sites", "world_size", "gpu", "files", "extra", "transformers_version",
+                 "trl_version", "versions", "__dict__")
     root: Path
-    scripts: list[PythonFile] = field(default_factory=list)
-    all_sites: list[ArgsSite] = field(default_factory=list)
-    world_size: Value | None = None
-    gpu: Gpu | None = None
-    files: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)  # linked configs by kind
+    scripts: list[PythonFile]
+    all_sites: list[ArgsSite]
+    world_size: Value | None
+    gpu: Gpu | None
+    files: list[str]
+    extra: dict[str, Any]  # linked configs by kind
     # The target library versions (``value`` is the version string, ``note`` where it came
     # from: "installed", "--transformers-version", "requirements.txt:3", "newest known", ...).
-    transformers_version: Value | None = None
-    trl_version: Value | None = None
-    versions: dict[str, Value | None] = field(default_factory=dict)  # resolved targets by package (None: unknown)
+    transformers_version: Value | None
+    trl_version: Value | None
+    versions: dict[str, Value | None]  # resolved targets by package (None: unknown)
 
     def __init__(self, root: Path, scripts: list[PythonFile] | None = None, sites: list[ArgsSite] | None = None,
                  world_size: Value | None = None, gpu: Gpu | None = None, files: list[str] | None = None,
@@ -290,8 +335,7 @@ class Setup:
         return v.value if v is not None else None
 
     def _satisfied(self, requires: tuple[str, ...]) -> bool:
-        from packaging.version import InvalidVersion, Version
-
+        from trainlint.knowledge.pep440 import InvalidVersion, Version
         from trainlint.knowledge.versions import parse_requirement
 
         for text in requires:

@@ -23,8 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainlint.workspace import Workspace
 
 _DISABLE = re.compile(r"#\s*trainlint:\s*disable=([\w\-, ]+)", re.IGNORECASE)
-_DISABLE_FILE = re.compile(r"#\s*trainlint:\s*disable-file=([\w\-, ]+)", re.IGNORECASE)
-_DISABLE_NEXT = re.compile(r"^\s*#\s*trainlint:\s*disable-next=([\w\-, ]+)", re.IGNORECASE)
+# compiled on first use (re's cache): a text is searched only when it holds the word
+_DISABLE_FILE = r"#\s*trainlint:\s*disable-file=([\w\-, ]+)"
+_DISABLE_NEXT = r"^\s*#\s*trainlint:\s*disable-next=([\w\-, ]+)"
 _NOQA = re.compile(r"#\s*noqa(?::\s*([\w\-, ]+))?", re.IGNORECASE)
 
 
@@ -57,7 +58,7 @@ class Suppressions:
             codes: list[str] = []
             f = self.ws.files.get(path)
             if f is not None and "disable-file" in _source(f):
-                for m in _DISABLE_FILE.finditer(_source(f)):
+                for m in re.finditer(_DISABLE_FILE, _source(f), re.IGNORECASE):
                     codes.extend(_codes(m.group(1)))
             self._file_codes[path] = codes
         return self._file_codes[path]
@@ -69,7 +70,7 @@ class Suppressions:
             f = self.ws.files.get(path)
             lines = self._lines(path) if f is not None and "disable-next" in f.text.text else None
             for i, text in enumerate(lines or []):
-                m = _DISABLE_NEXT.match(text)
+                m = re.match(_DISABLE_NEXT, text, re.IGNORECASE)
                 if not m:
                     continue
                 codes = _codes(m.group(1))

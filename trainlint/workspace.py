@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_error  # noqa: F401
+from trainlint.record import Record
 from trainlint.sources.files import ParsedFile, ReadProblem, TextFile, read_text, walk  # noqa: F401
 from trainlint.sources import pruning
 from trainlint.sources.python import PythonFile, parse_python
@@ -38,26 +38,41 @@ def wanted_python(text: str, settings: Settings | None = None) -> bool:
     return any(tok in text for tok in PY_PREFILTER)
 
 
-@dataclass
-class Workspace:
+class Workspace(Record):
     """Every file of a run, parsed once, with the input problems found while reading them."""
 
+    __slots__ = ("settings", "overlay", "files", "problems", "unparsable", "deferred_problems", "absent",
+                 "reads", "__dict__")
     settings: Settings
     overlay: dict[str, str]
-    files: dict[str, ParsedFile] = field(default_factory=dict)
-    problems: list[Diagnostic] = field(default_factory=list)
+    files: dict[str, ParsedFile]
+    problems: list[Diagnostic]
     # files that could not be read or parsed (TL001-TL003, TL000 in a reader): no rule sees
     # their content and ``fix`` never edits them
-    unparsable: set[str] = field(default_factory=set)
+    unparsable: set[str]
     # problems of walked generic JSON/YAML files, reported only if something references them
-    deferred_problems: dict[str, list[Diagnostic]] = field(default_factory=dict)
-    absent: set[str] = field(default_factory=set)  # where linking looked for a file and found none
+    deferred_problems: dict[str, list[Diagnostic]]
+    absent: set[str]  # where linking looked for a file and found none
     # What reading each file gave, kept across the passes of one ``fix`` (``checking.Reuse``):
     # (path, explicit, text, encoding, BOM) -> the ParsedFile (None: not kept) and what the
     # read added to ``problems``, ``unparsable`` and ``deferred_problems``. Only a process
     # that never links or checks the files it read may keep them (their documents must stay
     # as the reader made them); None: every file is read afresh.
-    reads: dict[tuple, tuple] | None = None
+    reads: dict[tuple, tuple] | None
+
+    def __init__(self, settings: Settings, overlay: dict[str, str], files: dict[str,
+                 ParsedFile] | None = None, problems: list[Diagnostic] | None = None,
+                 unparsable: set[str] | None = None, deferred_problems: dict[str,
+                 list[Diagnostic]] | None = None, absent: set[str] | None = None, reads: dict[tuple,
+                 tuple] | None = None) -> None:
+        self.settings = settings
+        self.overlay = overlay
+        self.files = {} if files is None else files
+        self.problems = [] if problems is None else problems
+        self.unparsable = set() if unparsable is None else unparsable
+        self.deferred_problems = {} if deferred_problems is None else deferred_problems
+        self.absent = set() if absent is None else absent
+        self.reads = reads
 
     @property
     def python_files(self) -> list[PythonFile]:
@@ -207,14 +222,14 @@ def _wanted_notebook(ws: Workspace, path: str, text: str) -> bool:
     pre-filter's names is read only when its program does not parse (TL001), as a script's
     syntax is checked."""
     from trainlint.rule_index import prefilter as selected
-    from trainlint.sources.notebook import prefilter, program_parses, program_text
+    from trainlint.sources.notebook import prefilter, program_parses, program_text, raw_may_name
 
     found = selected(ws.settings)
     names = found.names
     if prefilter(text, PY_PREFILTER if names is None else names):
         return True
     # rules with words (TL611: a removed name beside its package) as for a script
-    if names is not None and any(t in text for t, _ in found.worded) and found.wanted(program_text(text)):
+    if names is not None and raw_may_name(text, [t for t, _ in found.worded]) and found.wanted(program_text(text)):
         return True
     return names is not None and prefilter(text, PY_PREFILTER) and not program_parses(path, text)
 

@@ -18,14 +18,13 @@ import os
 import re
 import stat
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from trainlint.diagnostics import Diagnostic, Edit
-
-
 from trainlint.fixing.text_edits import _line_starts, apply_edits, offset  # noqa: F401 - used here and re-exported
+from trainlint.record import replace
 
 
 def _ranges(text: str, edits: list[Edit], starts: list[int] | None = None) -> list[tuple[int, int]]:

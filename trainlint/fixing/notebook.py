@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import replace
+from trainlint.record import replace
 from typing import Any
 
 from trainlint.diagnostics import Diagnostic, Edit

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
 
 from trainlint.knowledge.training_args import run_value as _at
 from trainlint.knowledge.training_args import version_index
+from trainlint.record import Row
 
 __all__ = ["Method", "Forward", "Loader", "known_versions", "method", "method_history", "forward", "forward_classes",
            "forward_names", "loader", "keyword_window"]
@@ -24,11 +24,13 @@ DATA = Path(__file__).parent / "data" / "model_api.json"
 FORWARD = Path(__file__).parent / "data" / "model_forward.json"
 
 
-class Method(NamedTuple):
+class Method(Row):
     """A public method (or property) of ``PreTrainedModel`` in one version. ``deprecated``: the
     deprecation warning its body gives, or None; ``alias_of``: the method a deprecated one
     forwards to."""
 
+    __slots__ = ()
+    _fields = ("name", "version", "kind", "params", "varkw", "deprecated", "alias_of")
     name: str
     version: str
     kind: str
@@ -37,11 +39,17 @@ class Method(NamedTuple):
     deprecated: str | None
     alias_of: str | None
 
+    def __new__(_cls, name: str, version: str, kind: str, params: tuple[str, ...], varkw: bool,
+                deprecated: str | None, alias_of: str | None) -> Method:
+        return tuple.__new__(_cls, (name, version, kind, params, varkw, deprecated, alias_of))
 
-class Forward(NamedTuple):
+
+class Forward(Row):
     """``forward`` of a model class in one version. ``varkw``: it takes ``**kwargs`` (an
     unknown keyword then does not raise at the call); ``aliases``: old keyword -> new."""
 
+    __slots__ = ()
+    _fields = ("cls", "version", "model_type", "params", "varkw", "aliases")
     cls: str
     version: str
     model_type: str
@@ -49,23 +57,33 @@ class Forward(NamedTuple):
     varkw: bool
     aliases: dict
 
+    def __new__(_cls, cls: str, version: str, model_type: str, params: tuple[str, ...], varkw: bool,
+                aliases: dict) -> Forward:
+        return tuple.__new__(_cls, (cls, version, model_type, params, varkw, aliases))
+
     def accepts(self, keyword: str) -> bool:
         return self.varkw or keyword in self.params or keyword in self.aliases
 
 
-class Loader(NamedTuple):
+class Loader(Row):
     """A loader or hub method (``PreTrainedTokenizerBase.from_pretrained``,
     ``Trainer.push_to_hub``) in one version: its parameters, the keys it reads out of
     ``**kwargs`` (itself or the same class's helpers it hands them to) and the methods it
     passes ``**kwargs`` on to."""
 
+    __slots__ = ()
+    _fields = ("key", "version", "params", "varkw", "kwargs_keys", "forwards", "aliases")
     key: str
     version: str
     params: tuple[str, ...]
     varkw: bool
     kwargs_keys: tuple[str, ...]
     forwards: tuple[str, ...]
-    aliases: dict = {}  # keywords a decorator accepts besides the parameters: {"tokenizer": "processing_class"}
+    aliases: dict  # keywords a decorator accepts besides the parameters: {"tokenizer": "processing_class"}
+
+    def __new__(_cls, key: str, version: str, params: tuple[str, ...], varkw: bool,
+                kwargs_keys: tuple[str, ...], forwards: tuple[str, ...], aliases: dict = {}) -> Loader:
+        return tuple.__new__(_cls, (key, version, params, varkw, kwargs_keys, forwards, aliases))
 
     def handles(self, keyword: str) -> bool:
         """Whether the keyword is a parameter or a key it reads (not: only swallowed by

@@ -24,10 +24,11 @@ bound there, which is the safe side for a memory estimate.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from trainlint.record import Record, Row
 
 __all__ = [
     "ModelInfo",
@@ -40,10 +41,15 @@ __all__ = [
 ]
 
 
-class ModelInfo(NamedTuple):
+class ModelInfo(Row):
     """What the model table knows of one hub model: sizes and architecture numbers (a row of
-    the table: a NamedTuple, immutable and cheap to define)."""
+    the table: a tuple, immutable and cheap to define: ``trainlint.record.Row``)."""
 
+    __slots__ = ()
+    _fields = ("hub_id", "model_type", "params", "backbone_params", "largest_layer_params", "num_layers",
+               "hidden_size", "intermediate_size", "num_heads", "num_kv_heads", "vocab_size",
+               "max_positions", "torch_dtype", "tied_embeddings", "encoder_decoder", "aliases", "source",
+               "published", "from_config")
     hub_id: str
     model_type: str
     params: int | None  # None: architecture not supported, size unknown
@@ -57,25 +63,42 @@ class ModelInfo(NamedTuple):
     vocab_size: int | None
     max_positions: int | None
     torch_dtype: str | None  # the checkpoint's dtype per its config ("float32" when unset)
-    tied_embeddings: bool | None = None
-    encoder_decoder: bool = False
-    aliases: tuple[str, ...] = ()
-    source: str = ""
-    published: str = ""  # a published count the table was checked against
-    from_config: str = ""  # path of the config.json it was read from, for a local folder
+    tied_embeddings: bool | None
+    encoder_decoder: bool
+    aliases: tuple[str, ...]
+    source: str
+    published: str  # a published count the table was checked against
+    from_config: str  # path of the config.json it was read from, for a local folder
+
+    def __new__(_cls, hub_id: str, model_type: str, params: int | None, backbone_params: int | None,
+                largest_layer_params: int | None, num_layers: int | None, hidden_size: int | None,
+                intermediate_size: int | None, num_heads: int | None, num_kv_heads: int | None,
+                vocab_size: int | None, max_positions: int | None, torch_dtype: str | None,
+                tied_embeddings: bool | None = None, encoder_decoder: bool = False,
+                aliases: tuple[str, ...] = (), source: str = "", published: str = "",
+                from_config: str = "") -> ModelInfo:
+        return tuple.__new__(_cls, (hub_id, model_type, params, backbone_params, largest_layer_params,
+                                  num_layers, hidden_size, intermediate_size, num_heads, num_kv_heads,
+                                  vocab_size, max_positions, torch_dtype, tied_embeddings, encoder_decoder,
+                                  aliases, source, published, from_config))
 
     @property
     def known(self) -> bool:
         return self.params is not None
 
 
-@dataclass
-class ParamCount:
+class ParamCount(Record):
     """Parameter counts computed from a config: total, backbone and the largest layer."""
 
+    __slots__ = ("params", "backbone_params", "largest_layer_params", "__dict__")
     params: int
     backbone_params: int
     largest_layer_params: int
+
+    def __init__(self, params: int, backbone_params: int, largest_layer_params: int) -> None:
+        self.params = params
+        self.backbone_params = backbone_params
+        self.largest_layer_params = largest_layer_params
 
 
 class _Acc:

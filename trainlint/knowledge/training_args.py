@@ -22,7 +22,9 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from trainlint.record import Row
 
 __all__ = [
     "FieldInfo",
@@ -54,9 +56,9 @@ class UnknownClassError(KeyError):
     """The class is not a known TrainingArguments-like class (in that version)."""
 
 
-class FieldInfo(NamedTuple):
+class FieldInfo(Row):
     """One dataclass field of an arguments class in one version (a row of the data: a
-    NamedTuple, immutable and cheap to define).
+    tuple, immutable and cheap to define: ``trainlint.record.Row``).
 
     ``default`` is the literal default value (``None``, a bool, number, string, list or dict)
     when ``default_is_literal``; otherwise the default's source expression as text (for
@@ -65,19 +67,28 @@ class FieldInfo(NamedTuple):
     ``deprecated`` is the deprecation message that names the field, or None.
     """
 
+    __slots__ = ()
+    _fields = ("name", "type", "default", "help", "choices", "deprecated", "default_is_literal", "required",
+               "init", "owner")
     name: str
     type: str
     default: Any
     help: str | None
     choices: tuple | None
     deprecated: str | None
-    default_is_literal: bool = True
-    required: bool = False
-    init: bool = True
-    owner: str = "TrainingArguments"
+    default_is_literal: bool
+    required: bool
+    init: bool
+    owner: str
+
+    def __new__(_cls, name: str, type: str, default: Any, help: str | None, choices: tuple | None,
+                deprecated: str | None, default_is_literal: bool = True, required: bool = False,
+                init: bool = True, owner: str = "TrainingArguments") -> FieldInfo:
+        return tuple.__new__(_cls, (name, type, default, help, choices, deprecated, default_is_literal,
+                                  required, init, owner))
 
 
-class FieldHistory(NamedTuple):
+class FieldHistory(Row):
     """The life of one field over the known versions of its package.
 
     ``package`` is "transformers" or "trl" (whose versions the other attributes are).
@@ -87,6 +98,9 @@ class FieldHistory(NamedTuple):
     (defaults that are not literals are given as their expression text).
     """
 
+    __slots__ = ()
+    _fields = ("cls", "name", "package", "first", "last", "removed_in", "deprecated_in", "deprecation",
+               "default_changes", "present")
     cls: str
     name: str
     package: str
@@ -98,6 +112,13 @@ class FieldHistory(NamedTuple):
     default_changes: tuple[tuple[str, Any], ...]
     present: tuple[tuple[str, str], ...]  # (first, last) version ranges with the field
 
+    def __new__(_cls, cls: str, name: str, package: str, first: str | None, last: str | None,
+                removed_in: str | None, deprecated_in: str | None, deprecation: str | None,
+                default_changes: tuple[tuple[str, Any], ...],
+                present: tuple[tuple[str, str], ...]) -> FieldHistory:
+        return tuple.__new__(_cls, (cls, name, package, first, last, removed_in, deprecated_in, deprecation,
+                                  default_changes, present))
+
     @property
     def known(self) -> bool:
         return self.first is not None
@@ -107,7 +128,7 @@ class FieldHistory(NamedTuple):
         return any(vkey(a) <= vkey(version) <= vkey(b) for a, b in self.present)
 
 
-class Rename(NamedTuple):
+class Rename(Row):
     """A replacement for an old argument. ``kind``: "field" (same value under ``new``),
     "value" (set field ``new`` to ``value``), "dict-key" (move into dict field ``new`` under
     ``key``), "env" (export the environment variable ``new``), "none" (delete).
@@ -119,18 +140,28 @@ class Rename(NamedTuple):
     ``ref`` is the pitfalls-catalog entry.
     """
 
+    __slots__ = ()
+    _fields = ("old", "new", "kind", "package", "classes", "ref", "value", "key", "note", "deprecated_in",
+               "removed_in", "new_since")
     old: str
     new: str | None
     kind: str
     package: str
     classes: tuple[str, ...]
     ref: str
-    value: Any = None
-    key: str | None = None
-    note: str | None = None
-    deprecated_in: str | None = None
-    removed_in: str | None = None
-    new_since: str | None = None  # first known version with the field ``new`` (field kinds)
+    value: Any
+    key: str | None
+    note: str | None
+    deprecated_in: str | None
+    removed_in: str | None
+    new_since: str | None  # first known version with the field ``new`` (field kinds)
+
+    def __new__(_cls, old: str, new: str | None, kind: str, package: str, classes: tuple[str, ...], ref: str,
+                value: Any = None, key: str | None = None, note: str | None = None,
+                deprecated_in: str | None = None, removed_in: str | None = None,
+                new_since: str | None = None) -> Rename:
+        return tuple.__new__(_cls, (old, new, kind, package, classes, ref, value, key, note, deprecated_in,
+                                  removed_in, new_since))
 
 
 # ---------------------------------------------------------------------------------------------

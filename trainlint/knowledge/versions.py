@@ -39,14 +39,15 @@ import re
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable
 
 from trainlint import reads
 from trainlint.diagnostics import OLDER_THAN_DATA
 from trainlint.knowledge import training_args
+from trainlint.record import Row
 
 if TYPE_CHECKING:  # pragma: no cover
-    from packaging.specifiers import SpecifierSet
+    from trainlint.knowledge.pep440 import SpecifierSet
 
 # ``packaging`` (~50 ms to import its requirement parser) is imported only when a project pin
 # has to be read, never when the version is given or installed.
@@ -68,9 +69,14 @@ __all__ = [
 ]
 
 
-class ResolvedVersion(NamedTuple):
+class ResolvedVersion(Row):
+    __slots__ = ()
+    _fields = ("version", "source")
     version: str
     source: str
+
+    def __new__(_cls, version: str, source: str) -> ResolvedVersion:
+        return tuple.__new__(_cls, (version, source))
 
 
 def resolve_transformers_version(
@@ -175,8 +181,7 @@ def trl_for_transformers(transformers: str, trl: str) -> ResolvedVersion | None:
     when ``trl``'s own requirement admits that transformers (or either is not known). When no
     known trl release admits it, the oldest known, said to be an assumption (the project runs
     an older trl than the data knows)."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidSpecifier, InvalidVersion, SpecifierSet, Version
 
     requires = _trl_requires()
     try:
@@ -218,7 +223,7 @@ def known_releases(package: str) -> list[str]:
 
 
 def _satisfies(spec: SpecifierSet, version: str) -> bool:
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidVersion, Version
 
     try:
         return spec.contains(Version(version), prereleases=True)
@@ -281,10 +286,10 @@ def _read_toml(path: Path) -> dict | None:
 
 def version_from_specifier(spec: str | SpecifierSet, known: list[str]) -> str | None:
     """One version for a specifier set (see the module docstring); None if it has none."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from trainlint.knowledge.pep440 import InvalidSpecifier, SpecifierSet
 
     try:
-        sset = spec if isinstance(spec, SpecifierSet) else SpecifierSet(spec)
+        sset = SpecifierSet(spec) if isinstance(spec, str) else spec
     except InvalidSpecifier:
         return None
     specs = list(sset)
@@ -318,42 +323,75 @@ def _requirement_line(line: str) -> str:
     return re.split(r"\s+--?\w", line, maxsplit=1)[0].strip()
 
 
-class Req(NamedTuple):
+class Req(Row):
     """A requirement's project name and version specifier (what the pins need of
     ``packaging.requirements.Requirement``)."""
 
+    __slots__ = ()
+    _fields = ("name", "specifier")
     name: str
     specifier: SpecifierSet
 
+    def __new__(_cls, name: str, specifier: SpecifierSet) -> Req:
+        return tuple.__new__(_cls, (name, specifier))
+
 
 _SPEC = r"(?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+"
-_SIMPLE_REQUIREMENT = re.compile(
+# compiled on first use (re's cache, ~1 ms): ``_bare_requirement`` reads the usual forms
+_SIMPLE_REQUIREMENT = (
     r"\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
     r"(?:\[\s*(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*"
     r"(?:,\s*[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\s*)*)?\])?\s*"
     rf"(?P<spec>{_SPEC}(?:\s*,\s*{_SPEC})*)?\s*")
 
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_CHARS = _ALNUM | frozenset("._-")
+_VERSION_CHARS = _ALNUM | frozenset(".*+!_-")
+_SPEC_OPERATORS = ("~=", "===", "==", "!=", "<=", ">=", "<", ">")  # the order of ``_SPEC``
+
+
+def _bare_requirement(text: str) -> tuple[str, str] | None:
+    """``(name, specifiers)`` of a requirement written without spaces or extras
+    (``transformers>=4.40,<5``), as ``_SIMPLE_REQUIREMENT`` reads it; None for any other form
+    (which the pattern then reads)."""
+    i, n = 0, len(text)
+    while i < n and text[i] in _NAME_CHARS:
+        i += 1
+    name, rest = text[:i], text[i:]
+    if not name or name[0] not in _ALNUM or name[-1] not in _ALNUM:
+        return None
+    for piece in rest.split(",") if rest else ():
+        op = next((o for o in _SPEC_OPERATORS if piece.startswith(o)), None)
+        version = piece[len(op):] if op is not None else ""
+        if not version or not _VERSION_CHARS.issuperset(version):
+            return None
+    return name, rest
+
 
 def parse_requirement(text: str) -> Req | None:
     """The name and specifier of a PEP 508 requirement; None when it is not one. A plain
-    ``name[extras] specifiers`` is read here with ``packaging.specifiers`` alone; anything else
+    ``name[extras] specifiers`` is read here with ``pep440.SpecifierSet`` alone; anything else
     (markers, URLs, parentheses) goes to ``packaging.requirements``, whose import brings
     ``packaging.markers``, ``packaging.tags``, logging and subprocess (~40 ms)."""
-    m = _SIMPLE_REQUIREMENT.fullmatch(text)
-    if m is not None:
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    bare = _bare_requirement(text)
+    m = re.fullmatch(_SIMPLE_REQUIREMENT, text) if bare is None else None
+    if bare is not None or m is not None:
+        from trainlint.knowledge.pep440 import InvalidSpecifier, SpecifierSet
 
+        name, spec = bare if bare is not None else (m.group("name"), m.group("spec") or "")  # type: ignore[union-attr]
         try:
-            return Req(m.group("name"), SpecifierSet(m.group("spec") or ""))
+            return Req(name, SpecifierSet(spec))
         except InvalidSpecifier:
             return None
     from packaging.requirements import InvalidRequirement, Requirement
+
+    from trainlint.knowledge.pep440 import wrap
 
     try:
         req = Requirement(text)
     except InvalidRequirement:
         return None
-    return Req(req.name, req.specifier)
+    return Req(req.name, wrap(req.specifier))
 
 
 _LEADING_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
@@ -616,7 +654,8 @@ def _from_environment_yml(package: str, root: Path, main: bool = False) -> tuple
     return None
 
 
-_PIP_INSTALL = re.compile(r"\bpip3?\s+install\b(?P<args>[^&|;]*)")
+# compiled on first use (re's cache): only notebooks, shell scripts and Dockerfiles install
+_PIP_INSTALL = r"\bpip3?\s+install\b(?P<args>[^&|;]*)"
 
 
 def _joined_lines(lines: list[str]):
@@ -643,7 +682,7 @@ def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[Spe
     for path in paths[:20]:
         reads.note(path)
         for start, text in _joined_lines(path.read_text(encoding="utf-8").splitlines()):
-            for m in _PIP_INSTALL.finditer(text):
+            for m in re.finditer(_PIP_INSTALL, text):
                 for word in m.group("args").split():
                     word = word.strip("'\"")
                     if not word or word.startswith("-"):
@@ -735,7 +774,7 @@ def _old_find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion
 
 
 def _pyproject_specs(data: dict, package: str, main: bool = False, unpinned: bool = False) -> list[SpecifierSet]:
-    from packaging.specifiers import SpecifierSet
+    from trainlint.knowledge.pep440 import SpecifierSet
 
     out: list[SpecifierSet] = []
     project = data.get("project", {})
@@ -769,7 +808,7 @@ def _pyproject_specs(data: dict, package: str, main: bool = False, unpinned: boo
 
 def _poetry_spec(constraint: str) -> SpecifierSet | None:
     """Poetry constraint -> PEP 440 specifier set (``^4.46`` -> ``>=4.46,<5``)."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from trainlint.knowledge.pep440 import InvalidSpecifier, SpecifierSet
 
     parts = []
     for c in constraint.split(","):
@@ -830,8 +869,7 @@ def _oldest_scanned(package: str, root: Path, known: list[str]) -> ResolvedVersi
     with where its lower bound is written; None when nothing is declared. A fix that writes a
     name newer than this breaks the project on versions it says it supports, whatever version
     is installed."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidVersion, SpecifierSet, Version
 
     specs: list[tuple[SpecifierSet, str]] = []
     for path in _requirement_files(root):
@@ -884,9 +922,9 @@ def _oldest_scanned(package: str, root: Path, known: list[str]) -> ResolvedVersi
 
 
 def allowed_versions(spec, known) -> list:
-    """The ``known`` versions (as ``packaging`` Versions) that ``spec`` admits, pre-releases
+    """The ``known`` versions (as ``pep440`` Versions) that ``spec`` admits, pre-releases
     excluded; unparsable version strings are skipped."""
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidVersion, Version
 
     out = []
     for v in known:
@@ -900,8 +938,8 @@ def allowed_versions(spec, known) -> list:
 
 # -- what a notebook or shell script installs itself ------------------------------------------
 
-_MAGIC_PIP = re.compile(r"^\s*(?:!|%)\s*(?:%\s*)?(?:pip3?|python3?\s+-m\s+pip|uv\s+pip|conda)\b")
-_SHELL_CELL = re.compile(r"^\s*%%(?:bash|sh|script\s+\S*sh|capture)\b")
+_MAGIC_PIP = r"^\s*(?:!|%)\s*(?:%\s*)?(?:pip3?|python3?\s+-m\s+pip|uv\s+pip|conda)\b"  # compiled on first use
+_SHELL_CELL = r"^\s*%%(?:bash|sh|script\s+\S*sh|capture)\b"
 
 
 def _install_lines(path: Path) -> list[tuple[str, str]]:
@@ -922,7 +960,7 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
             if "install" not in src:  # no line of it can be kept (a continuation joins with a space)
                 continue
             lines = src.splitlines()
-            shell = bool(lines) and bool(_SHELL_CELL.match(lines[0]))
+            shell = bool(lines) and bool(re.match(_SHELL_CELL, lines[0]))
             chunks.append((lines, f"{path.name}:cell {n}", shell))
     elif suffix in (".sh", ".bash"):
         chunks.append((text.splitlines(), path.name, True))
@@ -932,7 +970,7 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
             stripped = line.lstrip()
             if stripped.startswith("#"):
                 continue
-            if (shell or _MAGIC_PIP.match(line)) and "install" in line:
+            if (shell or re.match(_MAGIC_PIP, line)) and "install" in line:
                 out.append((line, f"{where}" + (f" line {start + 1}" if where.endswith(".sh") or
                                                    where.endswith(".bash") else "")))
     return out
@@ -974,7 +1012,7 @@ def _install_lines_of(path_text: str, _stamp: tuple) -> tuple[tuple[str, str], .
 @reads.memo(maxsize=256)
 def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, str] | None:
     for line, where in _install_lines_of(path_text, _stamp):
-        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+        for m in re.finditer(_PIP_INSTALL, line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")
                 if not word or word.startswith("-") or "://" in word:
@@ -988,7 +1026,7 @@ def _file_installs(package: str, path_text: str, _stamp: tuple) -> tuple[str, st
 @reads.memo(maxsize=256)
 def _installs_checkout(package: str, path_text: str, _stamp: tuple) -> str | None:
     for line, where in _install_lines_of(path_text, _stamp):
-        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+        for m in re.finditer(_PIP_INSTALL, line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"").rstrip("/")
                 if word.startswith(("./", "../", "/", "~")) and word.rsplit("/", 1)[-1].lower() == package.lower():
@@ -1016,7 +1054,7 @@ def installs_checkout(package: str, path: str | Path) -> str | None:
 @reads.memo(maxsize=256)
 def _installs_unpinned(package: str, path_text: str, _stamp: tuple) -> bool:
     for line, _where in _install_lines_of(path_text, _stamp):
-        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+        for m in re.finditer(_PIP_INSTALL, line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")
                 if "://" in word:  # git+https://github.com/huggingface/transformers.git: the main branch
@@ -1058,7 +1096,7 @@ def file_installs(package: str, path: str | Path) -> tuple[SpecifierSet, str] | 
     found = _file_installs(package, str(p), (st.st_mtime_ns, st.st_size))
     if found is None:
         return None
-    from packaging.specifiers import SpecifierSet
+    from trainlint.knowledge.pep440 import SpecifierSet
 
     return SpecifierSet(found[0]), found[1]
 
@@ -1068,7 +1106,7 @@ def lowest_allowed(spec: SpecifierSet, known: list[str]) -> str | None:
     ``==``/``>=``/``~=`` clause names (a pin older than the data)."""
     allowed = allowed_versions(spec, known)
     named = [s.version for s in spec if s.operator in ("==", "===", ">=", "~=") and "*" not in s.version]
-    from packaging.version import InvalidVersion, Version
+    from trainlint.knowledge.pep440 import InvalidVersion, Version
 
     candidates = list(allowed)
     for v in named:

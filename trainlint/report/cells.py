@@ -71,7 +71,7 @@ def as_raw(d: Any, texts: dict[str, str]) -> Any:
     """A notebook finding with the positions of its notebook's JSON text (``cell`` None, the
     cell named in the message, fix edits as replacements of the JSON text): for consumers that
     see the ``.ipynb`` file as text (an editor through the language server)."""
-    from dataclasses import replace
+    from trainlint.record import replace
 
     if d.cell is None and not any(r.cell is not None for r in d.related) and not (
             d.fix is not None and any(e.cell is not None for e in d.fix.edits)):

@@ -9,10 +9,11 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from trainlint import reads
 from trainlint.diagnostics import Span
+from trainlint.record import Row
 from trainlint.setup import Setup
 
 NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "ImageProcessor", "Peft", "Adapter")
@@ -35,14 +36,20 @@ def layer_classes(model_type: str) -> list[str] | None:
     return model_facts()["layer_classes"].get(norm_type(model_type))
 
 
-class SetupModel(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class SetupModel(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """The model a setup trains, as named in its script, with what is known about it."""
 
+    __slots__ = ()
+    _fields = ("model_id", "span", "info", "local_config", "base_dir")
     model_id: str
     span: Span
     info: Any  # trainlint.knowledge.models.ModelInfo or None
     local_config: dict | None  # the parsed config.json when the id is a local folder
     base_dir: str
+
+    def __new__(_cls, model_id: str, span: Span, info: Any, local_config: dict | None,
+                base_dir: str) -> SetupModel:
+        return tuple.__new__(_cls, (model_id, span, info, local_config, base_dir))
 
 
 def _local_config(model_id: str, base_dir: str) -> dict | None:

@@ -12,10 +12,11 @@ import os
 import re
 import stat
 import tokenize
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
+
+from trainlint.record import Record
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are reported, not read
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024  # notebooks carry their outputs (images, logs)
@@ -38,14 +39,20 @@ class ReadProblem(Exception):
         self.column = column
 
 
-@dataclass
-class TextFile:
+class TextFile(Record):
     """A file's decoded text with the encoding and BOM to write it back the same way."""
 
+    __slots__ = ("path", "text", "encoding", "bom", "__dict__")
     path: str
     text: str
-    encoding: str = "utf-8"
-    bom: bool = False
+    encoding: str
+    bom: bool
+
+    def __init__(self, path: str, text: str, encoding: str = "utf-8", bom: bool = False) -> None:
+        self.path = path
+        self.text = text
+        self.encoding = encoding
+        self.bom = bom
 
     def encode(self, text: str | None = None) -> bytes:
         data = (self.text if text is None else text).encode(self.encoding)
@@ -57,15 +64,22 @@ class TextFile:
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
-@dataclass
-class ParsedFile:
+class ParsedFile(Record):
     """A file read for the run, with its kind and parsed document."""
 
+    __slots__ = ("path", "kind", "text", "doc", "explicit", "__dict__")
     path: str
     kind: str  # python, shell, markdown, deepspeed, accelerate, hf_args, json, yaml, unknown
     text: TextFile
-    doc: Any = None  # PythonFile, or the reader's document for other kinds
-    explicit: bool = False
+    doc: Any  # PythonFile, or the reader's document for other kinds
+    explicit: bool
+
+    def __init__(self, path: str, kind: str, text: TextFile, doc: Any = None, explicit: bool = False) -> None:
+        self.path = path
+        self.kind = kind
+        self.text = text
+        self.doc = doc
+        self.explicit = explicit
 
 
 
@@ -137,9 +151,15 @@ def read_text(path: str, overlay: dict[str, str] | None = None) -> TextFile:
         # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not hang
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
                 raise ReadProblem("cannot read file: not a regular file (a FIFO, socket or device)")
-            data = f.read(limit + 1)
+            # asked for its size (and one byte more), not for the limit: a buffer of the limit
+            # (64 MB for a notebook) is fresh memory at every read, its pages faulted in anew
+            want = min(st.st_size, limit) + 1
+            data = f.read(want)
+            if len(data) == want <= limit:  # it grew since: on to the limit
+                data += f.read(limit + 1 - want)
         if len(data) > limit:
             raise ReadProblem(f"file too large to check (> {limit} bytes)")
     except ReadProblem:

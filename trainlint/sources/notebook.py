@@ -28,10 +28,11 @@ import json
 import os
 import re
 import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Related
+from trainlint.record import replace
 from trainlint.sources.errors import ReadError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -93,18 +94,29 @@ def prefilter(text: str, markers: Iterable[str]) -> bool:
     """Whether a walked notebook is worth reading: a marker in one of its code cells.
 
     First a search of the raw JSON text (no decoding): a notebook that names no marker anywhere
-    is dropped here. This cannot miss a marker: the markers are ASCII names without ``"`` or
-    ``\\``, which a JSON writer never escapes, and an escape before a name (``\\ntrl``) leaves
-    the name's own characters in the text. Then the same search over the code cells' sources
-    only (``code_text``): outputs and markdown that mention ``Trainer`` make no training setup."""
+    is dropped here. This cannot miss a marker: the markers are ASCII names and magics without
+    ``"``, ``\\``, ``/`` or control characters (the only characters JSON writes as two-character
+    escapes), and an escape before a name (``\\ntrl``) leaves the name's own characters in the
+    text; a ``\\uXXXX`` escape may stand for any character (``\\u0054rainer`` is ``Trainer``),
+    so a text that holds one is decoded and its code searched. Then the same
+    search over the code cells' sources only (``code_text``): outputs and markdown that mention
+    ``Trainer`` make no training setup."""
     markers = tuple(markers)
     entry = _entry(text)
     got = entry.wanted.get(markers)
     if got is None:
         # the raw search only before the JSON is decoded (once decoded, the code is searched)
-        got = entry.wanted[markers] = (entry.decoded or _any_marker(text, markers)) and (
+        got = entry.wanted[markers] = (entry.decoded or _any_marker(text, markers) or "\\u" in text) and (
             any(tok in entry.code() for tok in NOTEBOOK_MARKERS) or _any_marker(entry.program(), markers))
     return got
+
+
+def raw_may_name(text: str, words: Iterable[str]) -> bool:
+    """Whether a notebook's raw JSON text may hold one of ``words`` (ASCII names without ``"``,
+    ``\\``, ``/`` or control characters) once decoded: one of them is in the text, or a ``\\u``
+    escape is (it may write any character of a name). False is exact: no string of the
+    decoded notebook holds any of them."""
+    return any(w in text for w in words) or "\\u" in text
 
 
 # Searched first when they are markers: the names most notebooks that name any marker name
@@ -171,22 +183,35 @@ class _Decoded:
         return self._program
 
 
-# text -> its _Decoded, bounded by the characters held. Keyed by the text itself, not by its
+# text -> its _Decoded, bounded by the characters held. Found by the text's content, not by its
 # object: a notebook read again (a group's workspace, the install lines of ``knowledge.versions``)
-# finds its decoded cells (a str caches its hash; a lookup of the same object is an identity test)
-_DECODED: dict[str, _Decoded] = {}
+# finds its decoded cells. Not keyed by the text itself: hashing a whole notebook (outputs and
+# all, four bytes a character once an output holds an emoji) cost more than its raw search; the
+# key is its length and ends, and the text is compared (an identity test for the same object,
+# else a memory comparison that stops at the first difference)
+_DECODED: dict[tuple[int, str, str], list[_Decoded]] = {}
 _DECODED_CHARS = [0]
 _DECODED_MAX_CHARS = 512 * 1024 * 1024
+_KEY_ENDS = 256
 
 
 def _entry(text: str) -> _Decoded:
-    entry = _DECODED.get(text)
-    if entry is None:
-        if _DECODED_CHARS[0] + len(text) > _DECODED_MAX_CHARS:
-            _DECODED.clear()
-            _DECODED_CHARS[0] = 0
-        entry = _DECODED[text] = _Decoded(text)
-        _DECODED_CHARS[0] += len(text)
+    key = (len(text), text[:_KEY_ENDS], text[-_KEY_ENDS:])
+    same = _DECODED.get(key)
+    if same is not None:
+        for entry in same:
+            if entry.text is text or entry.text == text:
+                return entry
+    if _DECODED_CHARS[0] + len(text) > _DECODED_MAX_CHARS:
+        _DECODED.clear()
+        _DECODED_CHARS[0] = 0
+        same = None
+    entry = _Decoded(text)
+    if same is None:
+        _DECODED[key] = [entry]
+    else:
+        same.append(entry)
+    _DECODED_CHARS[0] += len(text)
     return entry
 
 

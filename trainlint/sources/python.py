@@ -18,11 +18,12 @@ A value that cannot be resolved is ``UNKNOWN``: never guessed.
 from __future__ import annotations
 
 import ast
+import operator
 import re
-from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator
 
 from trainlint.diagnostics import Span
+from trainlint.record import Record, Row
 from trainlint.sources import pruning
 from trainlint.setup import PYTHON, UNKNOWN, ArgsSite, Value
 
@@ -135,24 +136,122 @@ def statement_nodes(root: ast.AST) -> list[ast.AST]:
     return out
 
 
-class Binding(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+# What the index walk (``PythonFile._walk_index``) does with a node, by its exact type.
+_K_LEAF, _K_NAME, _K_CTX, _K_CALL, _K_ATTR, _K_STMT, _K_DEF, _K_CLASS, _K_ENTER, _K_LAMBDA, _K_NAMED, _K_NODE = range(12)
+_INDEX_KIND: dict[type, int] = {}
+# The fields the index walk looks under, by type: every field but names, numbers, strings and
+# the Load/Store/operator leaves (``child_nodes``'s children, without the ones that never hold
+# what the index notes: aliases, the names of ``global``).
+_NOT_UNDER = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
+                        "conversion", "is_async", "simple", "tag", "lineno", "kwd_attrs", "rest"})
+_INDEX_FIELDS: dict[type, Any] = {}
+
+
+def _note_header(nodes: list[ast.AST], attrs: list[ast.Attribute], names: list[ast.Name]) -> None:
+    """The ``x.y`` and names among ``nodes`` (the top of a decorator, a default, a base; every
+    node of an annotation), which the index walk does not visit."""
+    for n in nodes:
+        t = type(n)
+        if t is ast.Attribute:
+            attrs.append(n)  # type: ignore[arg-type]
+        elif t is _Name:
+            names.append(n)  # type: ignore[arg-type]
+
+
+class _Enter:
+    """On the index walk's stack: the body of a function or class, entered after its header."""
+
+    __slots__ = ("node", "kind")
+
+    def __init__(self, node: ast.AST, kind: str) -> None:
+        self.node = node
+        self.kind = kind
+
+
+def _index_kind(t: type) -> int:
+    if t is tuple:
+        k = _K_CTX
+    elif t is _Enter:
+        k = _K_ENTER
+    elif t is _Name:
+        k = _K_NAME
+    elif not issubclass(t, _AST) or t is _Constant or t in _LEAF_TYPES:
+        k = _K_LEAF
+    elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+        k = _K_DEF
+    elif t is ast.ClassDef:
+        k = _K_CLASS
+    elif issubclass(t, ast.stmt):
+        k = _K_STMT
+    else:
+        k = {ast.Call: _K_CALL, ast.Attribute: _K_ATTR, ast.Lambda: _K_LAMBDA,
+             ast.NamedExpr: _K_NAMED}.get(t, _K_NODE)
+    _INDEX_KIND[t] = k
+    return k
+
+
+def _fields_under(t: type) -> tuple[str, ...]:
+    """The fields of ``t`` the index walk looks under, last to first (pushed in that order, so
+    that the first field's nodes are visited first)."""
+    if t in (ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.MatchSingleton):
+        return ()
+    return tuple(f for f in t._fields if f not in _NOT_UNDER)[::-1]
+
+
+def _index_fields(t: type) -> Any:
+    """What gives the values of ``_fields_under(t)`` of a node, as a tuple, in one call."""
+    fields = _fields_under(t)
+    if len(fields) >= 2:
+        get = operator.attrgetter(*fields)
+    elif fields:
+        one = operator.attrgetter(fields[0])
+        get = lambda node: (one(node),)  # noqa: E731
+    else:
+        get = lambda node: ()  # noqa: E731
+    _INDEX_FIELDS[t] = get
+    return get
+
+
+# The statements that bind names (``PythonFile._bind_stmt``), by exact type.
+_BINDS: dict[type, str] = {
+    ast.Assign: "assign", ast.AnnAssign: "annassign", ast.AugAssign: "augassign", ast.For: "for",
+    ast.AsyncFor: "for", ast.With: "with", ast.AsyncWith: "with", ast.FunctionDef: "def",
+    ast.AsyncFunctionDef: "def", ast.ClassDef: "class", ast.Import: "import", ast.ImportFrom: "import",
+    ast.Global: "global", ast.Try: "try",
+}
+
+
+class Binding(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """One place where a name is bound in a scope."""
 
+    __slots__ = ()
+    _fields = ("name", "node", "value", "kind")
     name: str
     node: ast.AST  # the statement or target that binds
     value: ast.expr | None  # the assigned expression, when it is a plain ``name = value``
     kind: str  # assign, annassign, augassign, for, with, import, def, class, param, other
 
+    def __new__(_cls, name: str, node: ast.AST, value: ast.expr | None, kind: str) -> Binding:
+        return tuple.__new__(_cls, (name, node, value, kind))
 
-@dataclass
-class Scope:
+
+class Scope(Record):
     """A module, function, class, lambda or comprehension scope and its bindings."""
 
+    __slots__ = ("node", "parent", "kind", "bindings", "globals_", "__dict__")
     node: ast.AST
     parent: Scope | None
     kind: str  # module, function, class, lambda, comprehension
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
-    globals_: set[str] = field(default_factory=set)
+    bindings: dict[str, list[Binding]]
+    globals_: set[str]
+
+    def __init__(self, node: ast.AST, parent: Scope | None, kind: str, bindings: dict[str, list[Binding]] | None = None,
+                 globals_: set[str] | None = None) -> None:
+        self.node = node
+        self.parent = parent
+        self.kind = kind
+        self.bindings = {} if bindings is None else bindings
+        self.globals_ = set() if globals_ is None else globals_
 
     def bind(self, b: Binding) -> None:
         if b.name in self.globals_ and self.parent is not None:
@@ -178,50 +277,79 @@ class Scope:
         return None
 
 
-class CallSite(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class CallSite(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """A call expression with where it sits: its scope and the statement that contains it."""
 
+    __slots__ = ()
+    _fields = ("node", "scope", "stmt", "in_lambda", "in_def")
     node: ast.Call
     scope: Scope
     stmt: ast.stmt
-    in_lambda: bool = False
-    in_def: ast.AST | None = None  # the innermost function containing it
+    in_lambda: bool
+    in_def: ast.AST | None  # the innermost function containing it
+
+    def __new__(_cls, node: ast.Call, scope: Scope, stmt: ast.stmt, in_lambda: bool = False,
+                in_def: ast.AST | None = None) -> CallSite:
+        return tuple.__new__(_cls, (node, scope, stmt, in_lambda, in_def))
 
 
-@dataclass
-class TrainingArgsCall:
+class TrainingArgsCall(Record):
     """``TrainingArguments(...)`` (or a subclass, Seq2Seq, TRL config) in the script."""
 
+    __slots__ = ("site", "class_name", "args", "bound_to", "__dict__")
     site: CallSite
     class_name: str
     args: ArgsSite
-    bound_to: str | None = None  # the name it is assigned to, if any
+    bound_to: str | None  # the name it is assigned to, if any
+
+    def __init__(self, site: CallSite, class_name: str, args: ArgsSite, bound_to: str | None = None) -> None:
+        self.site = site
+        self.class_name = class_name
+        self.args = args
+        self.bound_to = bound_to
 
 
-@dataclass
-class TrainerCall:
+class TrainerCall(Record):
     """A Trainer (or TRL trainer) construction and the arguments it receives."""
 
+    __slots__ = ("site", "class_name", "keywords", "args_call", "__dict__")
     site: CallSite
     class_name: str
     keywords: dict[str, ast.expr]  # keyword (or positional mapped to its name) -> expression
-    args_call: TrainingArgsCall | None = None
+    args_call: TrainingArgsCall | None
+
+    def __init__(self, site: CallSite, class_name: str, keywords: dict[str, ast.expr],
+                 args_call: TrainingArgsCall | None = None) -> None:
+        self.site = site
+        self.class_name = class_name
+        self.keywords = keywords
+        self.args_call = args_call
 
 
 _TRAINER_POSITIONAL = ("model", "args", "data_collator", "train_dataset", "eval_dataset")
 
 
-@dataclass
-class CliOption:
+class CliOption(Record):
     """One ``parser.add_argument(...)`` of an argparse parser."""
 
+    __slots__ = ("dest", "names", "default", "call", "parser", "has_no_default", "action", "__dict__")
     dest: str
     names: list[str]  # option strings as written: ["--deepspeed"]
     default: ast.expr | None  # the default expression (a synthetic constant for store_true/false)
     call: ast.Call
     parser: str  # the parser variable's name
-    has_no_default: bool = False  # no default= and not a store_true/false: argparse gives None
-    action: str | None = None
+    has_no_default: bool  # no default= and not a store_true/false: argparse gives None
+    action: str | None
+
+    def __init__(self, dest: str, names: list[str], default: ast.expr | None, call: ast.Call, parser: str,
+                 has_no_default: bool = False, action: str | None = None) -> None:
+        self.dest = dest
+        self.names = names
+        self.default = default
+        self.call = call
+        self.parser = parser
+        self.has_no_default = has_no_default
+        self.action = action
 
 
 class _Resolved:
@@ -245,14 +373,19 @@ class PythonFile:
         self._load_counts: dict[str, int] | None = None
         self._all_nodes: list[ast.AST] | None = None  # ``nodes``, walked on first use
         self._statement_nodes: list[ast.AST] = []
-        self._attribute_nodes: list[ast.Attribute] = []  # every ``x.y``, in the order the index walk meets them
+        # What the index walk gives (``_walk_index``), walked on first use of any of them (the
+        # properties below): a file that names no library class and that no rule asks about (a
+        # repository module linking read to follow an import) is never walked.
+        self._walked = False
+        self._attrs: list[ast.Attribute] = []  # every ``x.y``, in the order the index walk meets them
+        self._names: list[ast.Name] = []  # every name (any context), in the order the index walk meets them
+        self._module_scope = Scope(tree, None, "module")
+        self._calls: list[CallSite] = []
+        self._statements: list[tuple[ast.stmt, Scope]] = []
+        self._scope_of_def: dict[ast.AST, Scope] = {}
         self._mutated_in: dict[int, set[str]] = {}
         self.imports: dict[str, str] = {}  # local name -> qualified name
         self.local_classes: dict[str, tuple[str, str]] = {}  # name -> (kind, base library class)
-        self.module_scope = Scope(tree, None, "module")
-        self.calls: list[CallSite] = []
-        self.statements: list[tuple[ast.stmt, Scope]] = []
-        self.scope_of_def: dict[ast.AST, Scope] = {}
         self._cli_options: dict[str, CliOption] | None = None
         # Filled by ``trainlint.modules`` from the repository's other modules (never installed
         # packages): local name -> (class defined elsewhere, its file); qualified name of an
@@ -398,6 +531,58 @@ class PythonFile:
 
     # -- indexing -----------------------------------------------------------------------
 
+    def _walk(self) -> None:
+        if not self._walked:
+            self._walked = True
+            self._walk_index()
+
+    @property
+    def module_scope(self) -> Scope:
+        if not self._walked:
+            self._walk()
+        return self._module_scope
+
+    @property
+    def calls(self) -> list[CallSite]:
+        """Every call of the file with where it sits, in the order of a recursive visit (do
+        not mutate)."""
+        if not self._walked:
+            self._walk()
+        return self._calls
+
+    @property
+    def statements(self) -> list[tuple[ast.stmt, Scope]]:
+        """Every statement with its scope, in the order of a recursive visit (do not mutate)."""
+        if not self._walked:
+            self._walk()
+        return self._statements
+
+    @property
+    def scope_of_def(self) -> dict[ast.AST, Scope]:
+        if not self._walked:
+            self._walk()
+        return self._scope_of_def
+
+    @property
+    def _attribute_nodes(self) -> list[ast.Attribute]:
+        if not self._walked:
+            self._walk()
+        return self._attrs
+
+    @property
+    def _name_nodes(self) -> list[ast.Name]:
+        if not self._walked:
+            self._walk()
+        return self._names
+
+    def _may_name_library_class(self) -> bool:
+        """Whether the text holds the name of a TrainingArguments-like or Trainer-like class
+        (every TRL config's name holds ``Config``, every trainer's ``Trainer``): without one, no
+        class of the file derives from one and no call builds one (before ``link_repository``)."""
+        text = self.text
+        return "Trainer" in text or "TrainingArguments" in text or \
+            ("Config" in text and any(n in text for n in TRL_CONFIG_CLASSES))
+
     def _index(self) -> None:
         # the statements in ``nodes`` order (imports and classes: the first binding of a name wins)
         self._statement_nodes = statement_nodes(self.tree)
@@ -413,7 +598,9 @@ class PythonFile:
                 for a in node.names:
                     if a.name != "*":
                         self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
-        self._walk_body(self.tree.body, self.module_scope, None, False)
+        if not self._may_name_library_class():
+            return  # no class derives from a library class; the walk waits for a question
+        self._walk()
         # classes in the file that subclass a library class (to a fixed point: A(B), B(TA))
         class_defs = [n for n in self._statement_nodes if isinstance(n, ast.ClassDef)]
         changed = True
@@ -429,39 +616,118 @@ class PythonFile:
                         changed = True
                         break
 
-    def _walk_body(self, body: list[ast.stmt], scope: Scope, fn: ast.AST | None, lam: bool) -> None:
-        for stmt in body:
-            self._visit_stmt(stmt, scope, fn, lam)
-
-    def _visit_stmt(self, stmt: ast.stmt, scope: Scope, fn: ast.AST | None, lam: bool) -> None:
-        self.statements.append((stmt, scope))
-        self._bind_stmt(stmt, scope)
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = stmt.args
-            # the walk below reaches what is under these, not the expressions themselves, nor the
-            # annotations: their attributes are noted here
-            self._note_attributes(stmt.decorator_list + a.defaults + [d for d in a.kw_defaults if d is not None])
-            for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
-                if p.annotation is not None:
-                    self._note_attributes(walk_nodes(p.annotation))
-            if stmt.returns is not None:
-                self._note_attributes(walk_nodes(stmt.returns))
-            for d in stmt.decorator_list:
-                self._walk_node(d, scope, stmt, fn, lam)
-            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
-                self._walk_node(default, scope, stmt, fn, lam)
-            inner = self._new_scope(stmt, scope, "function")
-            for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
-                inner.bind(Binding(p.arg, p, None, "param"))
-            self._walk_body(stmt.body, inner, stmt, False)
-        elif isinstance(stmt, ast.ClassDef):
-            self._note_attributes(stmt.bases + stmt.decorator_list + [k.value for k in stmt.keywords])
-            for b in stmt.bases + stmt.decorator_list + [k.value for k in stmt.keywords]:
-                self._walk_node(b, scope, stmt, fn, lam)
-            inner = self._new_scope(stmt, scope, "class")
-            self._walk_body(stmt.body, inner, fn, lam)
-        else:
-            self._walk_node(stmt, scope, stmt, fn, lam)
+    def _walk_index(self) -> None:
+        """One pass over the file, in the order of a recursive visit (each node before what is
+        under it, children in field order): the statements with their scopes, the bindings,
+        the scopes of functions, classes and lambdas, every call with where it sits and every
+        ``x.y``. An explicit stack instead of three Python calls per node; a tuple on the
+        stack sets the context (scope, statement, function, in a lambda) back when what is
+        under a node is done. What a function's or class's header holds is visited as the
+        recursive visit did: decorators, defaults, bases and keywords below their top node
+        (their top-level ``x.y`` noted), annotations only noted."""
+        calls = self._calls
+        attrs = self._attrs
+        names = self._names
+        statements = self._statements
+        bind_stmt = self._bind_stmt
+        kinds = _INDEX_KIND
+        fields_of = _INDEX_FIELDS
+        scope: Scope = self._module_scope
+        stmt: Any = None
+        fn: Any = None
+        lam = False
+        stack: list[Any] = self.tree.body[::-1]
+        pop = stack.pop
+        push = stack.append
+        while stack:
+            node = pop()
+            t = type(node)
+            k = kinds.get(t)
+            if k is None:
+                k = _index_kind(t)
+            if k == _K_NAME:
+                names.append(node)
+                continue
+            if k == _K_LEAF:
+                continue
+            if k == _K_CTX:
+                scope, stmt, fn, lam = node
+                continue
+            if k == _K_CALL:
+                calls.append(CallSite(node, scope, stmt, lam, fn))
+            elif k == _K_ATTR:
+                attrs.append(node)
+            elif k == _K_STMT:
+                statements.append((node, scope))
+                bind_stmt(node, scope)
+                push((scope, stmt, fn, lam))
+                stmt = node
+            elif k == _K_DEF:
+                statements.append((node, scope))
+                bind_stmt(node, scope)
+                a = node.args
+                defaults = a.defaults + [d for d in a.kw_defaults if d is not None]
+                _note_header(node.decorator_list + defaults, attrs, names)
+                for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                    if p.annotation is not None:
+                        _note_header(walk_nodes(p.annotation), attrs, names)
+                if node.returns is not None:
+                    _note_header(walk_nodes(node.returns), attrs, names)
+                push((scope, stmt, fn, lam))
+                push(_Enter(node, "function"))
+                for d in reversed(node.decorator_list + defaults):
+                    stack.extend(child_nodes(d)[::-1])
+                stmt = node
+                continue
+            elif k == _K_CLASS:
+                statements.append((node, scope))
+                bind_stmt(node, scope)
+                header = node.bases + node.decorator_list + [kw.value for kw in node.keywords]
+                _note_header(header, attrs, names)
+                push((scope, stmt, fn, lam))
+                push(_Enter(node, "class"))
+                for b in reversed(header):
+                    stack.extend(child_nodes(b)[::-1])
+                stmt = node
+                continue
+            elif k == _K_ENTER:  # the body of a function or class, after its header
+                owner = node.node
+                inner = Scope(owner, scope, node.kind)
+                self._scope_of_def[owner] = inner
+                if node.kind == "function":
+                    a = owner.args
+                    for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                        inner.bind(Binding(p.arg, p, None, "param"))
+                    fn = owner
+                    lam = False
+                scope = inner
+                stack.extend(owner.body[::-1])
+                continue
+            elif k == _K_LAMBDA:
+                inner = Scope(node, scope, "lambda")
+                self._scope_of_def[node] = inner
+                a = node.args
+                for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                    inner.bind(Binding(p.arg, p, None, "param"))
+                push((scope, stmt, fn, lam))
+                push(node.body)
+                push((inner, stmt, node, True))
+                stack.extend([d for d in a.defaults + a.kw_defaults if d is not None][::-1])
+                continue
+            elif k == _K_NAMED:
+                self._bind_target(node.target, scope, stmt, node.value, "assign")
+            get = fields_of.get(t)
+            if get is None:
+                get = _index_fields(t)
+            try:
+                values = get(node)
+            except AttributeError:  # a node made without some field (never one ``ast.parse`` gives)
+                values = tuple(getattr(node, f, None) for f in _fields_under(t))
+            for value in values:
+                if type(value) is list:
+                    stack.extend(value[::-1])
+                elif value is not None:
+                    push(value)
 
     def _bind_target(self, target: ast.expr, scope: Scope, stmt: ast.AST, value: ast.expr | None, kind: str) -> None:
         if isinstance(target, ast.Name):
@@ -474,70 +740,38 @@ class PythonFile:
             self._bind_target(target.value, scope, stmt, None, "other")
 
     def _bind_stmt(self, stmt: ast.stmt, scope: Scope) -> None:
-        if isinstance(stmt, ast.Assign):
-            for t in stmt.targets:
-                self._bind_target(t, scope, stmt, stmt.value if len(stmt.targets) == 1 else None,
-                                  "assign" if len(stmt.targets) == 1 else "other")
-        elif isinstance(stmt, ast.AnnAssign):
-            self._bind_target(stmt.target, scope, stmt, stmt.value, "annassign" if stmt.value else "other")
-        elif isinstance(stmt, ast.AugAssign):
-            self._bind_target(stmt.target, scope, stmt, None, "augassign")
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self._bind_target(stmt.target, scope, stmt, None, "for")
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
+        k = _BINDS.get(type(stmt))
+        if k is None:  # binds nothing (most statements)
+            return
+        if k == "assign":
+            targets = stmt.targets  # type: ignore[attr-defined]
+            for t in targets:
+                self._bind_target(t, scope, stmt, stmt.value if len(targets) == 1 else None,  # type: ignore[attr-defined]
+                                  "assign" if len(targets) == 1 else "other")
+        elif k == "annassign":
+            self._bind_target(stmt.target, scope, stmt, stmt.value,  # type: ignore[attr-defined]
+                              "annassign" if stmt.value else "other")  # type: ignore[attr-defined]
+        elif k == "augassign":
+            self._bind_target(stmt.target, scope, stmt, None, "augassign")  # type: ignore[attr-defined]
+        elif k == "for":
+            self._bind_target(stmt.target, scope, stmt, None, "for")  # type: ignore[attr-defined]
+        elif k == "with":
+            for item in stmt.items:  # type: ignore[attr-defined]
                 if item.optional_vars is not None:
                     self._bind_target(item.optional_vars, scope, stmt, None, "with")
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            scope.bind(Binding(stmt.name, stmt, None, "def"))
-        elif isinstance(stmt, ast.ClassDef):
-            scope.bind(Binding(stmt.name, stmt, None, "class"))
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for a in stmt.names:
+        elif k == "def" or k == "class":
+            scope.bind(Binding(stmt.name, stmt, None, k))  # type: ignore[attr-defined]
+        elif k == "import":
+            for a in stmt.names:  # type: ignore[attr-defined]
                 name = a.asname or a.name.split(".", 1)[0]
                 if name != "*":
                     scope.bind(Binding(name, stmt, None, "import"))
-        elif isinstance(stmt, ast.Global):
-            scope.globals_.update(stmt.names)
-        elif isinstance(stmt, ast.Try):
-            for h in stmt.handlers:
+        elif k == "global":
+            scope.globals_.update(stmt.names)  # type: ignore[attr-defined]
+        else:  # try
+            for h in stmt.handlers:  # type: ignore[attr-defined]
                 if h.name:
                     scope.bind(Binding(h.name, h, None, "other"))
-
-    def _new_scope(self, node: ast.AST, scope: Scope, kind: str) -> Scope:
-        s = Scope(node, scope, kind)
-        self.scope_of_def[node] = s
-        return s
-
-    def _walk_node(self, node: ast.AST, scope: Scope, stmt: ast.stmt, fn: ast.AST | None, lam: bool) -> None:
-        """Visit what is under ``node``: nested statements, lambdas and calls."""
-        for child in child_nodes(node):
-            if isinstance(child, ast.stmt):
-                self._visit_stmt(child, scope, fn, lam)
-            else:
-                self._visit_expr(child, scope, stmt, fn, lam)
-
-    def _visit_expr(self, node: ast.AST, scope: Scope, stmt: ast.stmt, fn: ast.AST | None, lam: bool) -> None:
-        if isinstance(node, ast.Lambda):
-            inner = self._new_scope(node, scope, "lambda")
-            a = node.args
-            for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
-                inner.bind(Binding(p.arg, p, None, "param"))
-            for default in a.defaults + [d for d in a.kw_defaults if d is not None]:
-                self._visit_expr(default, scope, stmt, fn, lam)
-            self._visit_expr(node.body, inner, stmt, node, True)
-            return
-        t = type(node)
-        if t is ast.Attribute:
-            self._attribute_nodes.append(node)  # type: ignore[arg-type]
-        elif t is ast.NamedExpr:
-            self._bind_target(node.target, scope, stmt, node.value, "assign")  # type: ignore[attr-defined]
-        elif t is ast.Call:
-            self.calls.append(CallSite(node, scope, stmt, lam, fn))  # type: ignore[arg-type]
-        self._walk_node(node, scope, stmt, fn, lam)
-
-    def _note_attributes(self, nodes: list[ast.AST]) -> None:
-        self._attribute_nodes.extend(n for n in nodes if type(n) is ast.Attribute)  # type: ignore[misc]
 
     # -- names --------------------------------------------------------------------------
 
@@ -620,7 +854,7 @@ class PythonFile:
         """How often ``name`` is read anywhere in the file (cheap over-approximation)."""
         if self._load_counts is None:
             counts: dict[str, int] = {}
-            for n in self.of_type(ast.Name):
+            for n in self._name_nodes:  # every name of the file, without a walk of every node
                 if isinstance(n.ctx, ast.Load):
                     counts[n.id] = counts.get(n.id, 0) + 1
             self._load_counts = counts
@@ -924,12 +1158,36 @@ class PythonFile:
 
     # -- training calls -----------------------------------------------------------------
 
-    def _find_training_calls(self) -> None:
-        by_name: dict[tuple[int, str], TrainingArgsCall] = {}
+    def _library_calls(self) -> list[tuple[CallSite, tuple[str, str]]]:
+        """The calls of a TrainingArguments-like or Trainer-like class (``library_class`` of
+        the function), in ``calls`` order; a call whose function cannot name one (a name that
+        is no such class, imported or local, nor one of the libraries' names; ``x.y`` without
+        a library name and with no repository classes) is not asked."""
+        names = set(self.local_classes) | _CANONICAL_UNBOUND
+        external = self.external_qualified
+        for local, qualified in self.imports.items():
+            if qualified in external or qualified.rpartition(".")[2] in _CANONICAL_UNBOUND:
+                names.add(local)
+        out = []
         for cs in self.calls:
-            lib = self.library_class(cs.node.func)
-            if lib is None:
+            f = cs.node.func
+            t = type(f)
+            if t is _Name:
+                if f.id not in names:  # type: ignore[attr-defined]
+                    continue
+            elif t is not ast.Attribute or (not external and f.attr not in _CANONICAL_UNBOUND):  # type: ignore[attr-defined]
                 continue
+            lib = self.library_class(f)
+            if lib is not None:
+                out.append((cs, lib))
+        return out
+
+    def _find_training_calls(self) -> None:
+        if not self.local_classes and not self.external_qualified and not self._may_name_library_class():
+            return  # no call can build a library class (``_library_calls`` would find none)
+        by_name: dict[tuple[int, str], TrainingArgsCall] = {}
+        found = self._library_calls()
+        for cs, lib in found:
             kind, cls = lib
             if kind == "args":
                 # parsed dataclasses' defaults count for TrainingArguments values only (a
@@ -952,9 +1210,8 @@ class PythonFile:
                         tac.bound_to = targets[0].id
                         by_name[(id(cs.scope), targets[0].id)] = tac
                 self.args_calls.append(tac)
-        for cs in self.calls:
-            lib = self.library_class(cs.node.func)
-            if lib is None or lib[0] != "trainer":
+        for cs, lib in found:
+            if lib[0] != "trainer":
                 continue
             kws: dict[str, ast.expr] = {}
             for i, a in enumerate(cs.node.args):

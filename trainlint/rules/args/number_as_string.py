@@ -13,9 +13,10 @@ from trainlint.setup import ARGSFILE, PYTHON, ArgsSite, Setup, Value
 
 # A decimal number as people write it: 5e-5, 1E3, 2.5e3, .5, 1_000, -0.1.
 _NUMBER = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?$")
-_JSON_NUMBER = re.compile(r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$")
-_PYTHON_NUMBER = re.compile(r"^(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?$")
-_SCIENTIFIC = re.compile(r"^([-+]?)([0-9]+)(?:\.([0-9]*))?([eE])([-+]?)([0-9]+)$")
+# compiled on first use (re's cache): only a fix writes a number
+_JSON_NUMBER = r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$"
+_PYTHON_NUMBER = r"^(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?$"
+_SCIENTIFIC = r"^([-+]?)([0-9]+)(?:\.([0-9]*))?([eE])([-+]?)([0-9]+)$"
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 HF_SCRIPT = ("import sys\nfrom transformers import HfArgumentParser, TrainingArguments\n"
@@ -192,7 +193,7 @@ def _literal(number: float, kinds: set[str], syntax: str, written: str) -> str |
     if syntax == "yaml":
         from trainlint.sources.yamldoc import resolve_plain, yaml_scalar_text
 
-        m = _SCIENTIFIC.match(written)
+        m = re.match(_SCIENTIFIC, written)
         if m:  # keep the digits as written: 1e-5 -> 1.0e-5, 2.5e3 -> 2.5e+3
             sign, whole, frac, e, esign, exp = m.groups()
             out = f"{sign}{whole}.{frac or '0'}{e}{esign or '+'}{exp}"
@@ -201,5 +202,5 @@ def _literal(number: float, kinds: set[str], syntax: str, written: str) -> str |
         out = yaml_scalar_text(number)
         return out if isinstance(resolve_plain(out), float) else None
     if syntax == "json":
-        return written if _JSON_NUMBER.match(written) else json.dumps(number)
-    return written if _PYTHON_NUMBER.match(written) else repr(number)
+        return written if re.match(_JSON_NUMBER, written) else json.dumps(number)
+    return written if re.match(_PYTHON_NUMBER, written) else repr(number)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, Literal, NamedTuple
+from typing import Iterable, Literal
 
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword, python_literal
+from trainlint.record import Row
 from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule, RuleOptions, option
 from trainlint.setup import ArgsSite, Setup
@@ -31,14 +32,19 @@ class LrScalingOptions(RuleOptions):
     tolerance: float = option(0.01, ge=0, description="relative difference under which two learning rates are equal")
 
 
-class BatchLr(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class BatchLr(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """The batch size terms and learning rate of one TrainingArguments site."""
 
+    __slots__ = ()
+    _fields = ("per_device", "accum", "world", "lr", "where")
     per_device: int
     accum: int
     world: int
     lr: float
     where: str
+
+    def __new__(_cls, per_device: int, accum: int, world: int, lr: float, where: str) -> BatchLr:
+        return tuple.__new__(_cls, (per_device, accum, world, lr, where))
 
     @property
     def effective(self) -> int:

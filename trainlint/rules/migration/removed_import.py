@@ -32,7 +32,15 @@ def _target_version(setup: Setup, package: str) -> tuple[str, str]:
     """(version, words) of the target ``package``: transformers and trl from the setup's target;
     peft (no target setting) as ``Setup.target_of`` resolves it: the project's declaration
     (the installed version when it satisfies it), else the installed version; else the newest
-    the data knows."""
+    the data knows. Worked out once per setup and package (every import asks)."""
+    key = "_tl611_target_" + package
+    found = setup.extra.get(key)
+    if found is None:
+        found = setup.extra[key] = _find_target_version(setup, package)
+    return found
+
+
+def _find_target_version(setup: Setup, package: str) -> tuple[str, str]:
     tf, _, trl, _ = target(setup)
     if package == "transformers":
         return tf, target_text(setup)

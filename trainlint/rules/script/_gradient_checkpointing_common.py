@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
-from typing import Any, NamedTuple
+from typing import Any
 
 from trainlint.analysis import (
     KBIT_PREPARE,
@@ -15,6 +15,7 @@ from trainlint.analysis import (
 )
 from trainlint.diagnostics import Edit, Span
 from trainlint.fixing.python_edits import add_keyword
+from trainlint.record import Row
 from trainlint.setup import PYTHON, UNKNOWN, ArgsSite
 
 GC_ARGS = ("gradient_checkpointing", "activation_checkpointing")
@@ -33,15 +34,21 @@ CHECKPOINTING_WORDS = tuple(sorted(set(GC_ARGS + GC_METHODS) | KBIT_PREPARE))
 PLAIN_TRAINERS = ("Trainer", "Seq2SeqTrainer")
 
 
-class Source(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class Source(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """One place that turns gradient checkpointing on."""
 
+    __slots__ = ()
+    _fields = ("span", "via", "reentrant", "site", "call", "kwargs_written")
     span: Span
     via: str  # args, call, kbit
     reentrant: Any  # True/False written, None when not written, UNKNOWN when not resolvable
-    site: ArgsSite | None = None
-    call: ast.Call | None = None
-    kwargs_written: bool = False
+    site: ArgsSite | None
+    call: ast.Call | None
+    kwargs_written: bool
+
+    def __new__(_cls, span: Span, via: str, reentrant: Any, site: ArgsSite | None = None,
+                call: ast.Call | None = None, kwargs_written: bool = False) -> Source:
+        return tuple.__new__(_cls, (span, via, reentrant, site, call, kwargs_written))
 
 
 def _reentrant_from_node(ctx: TrainerContext, node: ast.AST | None, scope) -> Any:

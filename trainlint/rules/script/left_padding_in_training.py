@@ -93,15 +93,15 @@ class LeftPaddingInTraining(Rule):
         for pf in setup.scripts:
             if "padding_side" not in pf.text or ".generate(" in pf.text:
                 continue
-            node = _left_padding(pf)
-            if node is None:
-                continue
-            contexts = [ctx for ctx in trainer_contexts(setup) if ctx.pf is pf]
+            contexts = [ctx for ctx in trainer_contexts(setup) if ctx.pf is pf]  # before the walk: cheaper
             if any(base_trainer_class(pf, ctx.trainer) not in OFFLINE for ctx in contexts):
                 continue  # online RL trainers (PPO, GRPO, online DPO...) generate: they need left padding
             causal = any(ctx.flow is not None and any("CausalLM" in ld.cls for ld in ctx.flow.loads)
                          for ctx in contexts)
             if not causal:
+                continue
+            node = _left_padding(pf)
+            if node is None:
                 continue
             yield self.diagnostic(pf.span(node), 'padding_side="left" for training a causal LM: left padding is for '
                                                  "batched generation; training collators and chat templates expect "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.fixing.python_edits import (
@@ -14,6 +14,7 @@ from trainlint.fixing.python_edits import (
     remove_dict_entry,
     replace,
 )
+from trainlint.record import Row
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._context import is_test_path, run_context
 from trainlint.rules.base import Case, Rule
@@ -36,14 +37,20 @@ PADDING_COLLATORS = {
 NON_PADDING_COLLATORS = {"default_data_collator", "DefaultDataCollator"}
 
 
-class PaddingUse(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class PaddingUse(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """One tokenizer call that pads to max_length, with what the fix needs."""
 
+    __slots__ = ()
+    _fields = ("call", "tokenizer", "value_node", "remove", "in_map")
     call: CallSite
     tokenizer: ast.expr  # the tokenizer expression (for the collator the fix adds)
     value_node: ast.AST  # where "max_length" is written
     remove: tuple[str, ast.AST, ast.AST] | None  # ("arg", call, keyword) or ("dict", dict, key)
     in_map: bool
+
+    def __new__(_cls, call: CallSite, tokenizer: ast.expr, value_node: ast.AST,
+                remove: tuple[str, ast.AST, ast.AST] | None, in_map: bool) -> PaddingUse:
+        return tuple.__new__(_cls, (call, tokenizer, value_node, remove, in_map))
 
 
 def _dotted(expr: ast.AST) -> str:
@@ -188,14 +195,19 @@ def model_kind(pf: PythonFile, tc: TrainerCall) -> str | None:
     return kinds.pop() if len(kinds) == 1 else None
 
 
-class Labels(NamedTuple):  # a record: cheaper to define than a dataclass (start-up)
+class Labels(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple
     """What the tokenizing function makes the labels: ``none`` (it writes none: they come from
     a dataset column, or there are none), ``copied`` (token sequences copied from the inputs),
     ``targets`` (separately tokenized target sequences), ``values`` (something else: class ids
     or per-token tags), ``unknown``; ``masked``: pad positions are set to -100 in it."""
 
+    __slots__ = ()
+    _fields = ("kind", "masked")
     kind: str
-    masked: bool = False
+    masked: bool
+
+    def __new__(_cls, kind: str, masked: bool = False) -> Labels:
+        return tuple.__new__(_cls, (kind, masked))
 
 
 def _mentions_input_ids(node: ast.AST) -> list[ast.AST]:
