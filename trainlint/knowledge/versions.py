@@ -1121,7 +1121,7 @@ def lowest_allowed(spec: SpecifierSet, known: list[str]) -> str | None:
 @reads.memo(maxsize=256)
 def _installs_named(package: str, path_text: str, _stamp: tuple) -> str | None:
     for line, where in _install_lines_of(path_text, _stamp):
-        for m in _PIP_INSTALL.finditer(line.replace("%pip", "pip").replace("!pip", "pip")):
+        for m in re.finditer(_PIP_INSTALL, line.replace("%pip", "pip").replace("!pip", "pip")):
             for word in m.group("args").split():
                 word = word.strip("'\"")
                 if word and not word.startswith("-") and "://" not in word and _matches(word, package) is not None:
@@ -1129,13 +1129,14 @@ def _installs_named(package: str, path_text: str, _stamp: tuple) -> str | None:
     return None
 
 
-_INLINE_METADATA = re.compile(r"(?m)^# /// script\s*$\n((?:^#(?:[ \t].*)?\n)*?)^# ///\s*$")
+# compiled on first use (re's cache): only scripts with inline metadata need it
+_INLINE_METADATA = r"(?m)^# /// script\s*$\n((?:^#(?:[ \t].*)?\n)*?)^# ///\s*$"
 
 
 def inline_dependencies(text: str) -> list[str] | None:
     """The ``dependencies`` of a script's inline metadata (PEP 723: a ``# /// script`` comment
     block, what ``uv run``/``pipx run`` and marimo install before running it); None without one."""
-    m = _INLINE_METADATA.search(text)
+    m = re.search(_INLINE_METADATA, text)
     if m is None:
         return None
     body = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in m.group(1).splitlines())
