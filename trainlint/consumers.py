@@ -180,7 +180,9 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
     if cached is not None:
         return cached
     out: list[ParserUse] = []
-    if not any(name in pf.text for name in PARSER_CLASSES):  # no call of one (and no walk of the file)
+    # no call of one (and no walk of the file); "Parser" also finds the repository's subclasses
+    # (H4ArgumentParser), and an imported one is among the external classes
+    if "Parser" not in pf.text and not pf.external_defs:
         pf._parser_uses = out  # type: ignore[attr-defined]
         return out
     local_defs = {n.name for n in pf.of_type(ast.ClassDef)}
