@@ -23,6 +23,10 @@ What it does:
    * for a package that is not a ``_LazyModule`` (peft): names bound at module level of
      ``__init__.py`` (imports, classes, functions, assignments; ``from .m import *`` expanded
      with ``m``'s ``__all__`` or public names);
+   * the names the lazy module's ``__getattr__`` serves on access without listing them
+     (transformers 5: ``XTokenizerFast`` -> ``XTokenizer``, ``XImageProcessorFast`` ->
+     ``XImageProcessor``, a tokenizer of ``SLOW_TO_FAST_CONVERTERS`` -> its converter's
+     tokenizer: ``lazy_fallbacks``);
    * the package's top-level submodules (a ``from X import submodule`` imports it);
    * ``__version__``.
 3. Writes ``trainlint/knowledge/data/public_names.json``: per package ``versions`` (oldest
@@ -213,8 +217,47 @@ def public_names(wheel_path: Path, package: str) -> set[str]:
         parts = mod.split(".")
         if len(parts) == 2 and parts[0] == package:
             names.add(parts[1])
+    names |= lazy_fallbacks(wheel, package, names)
     names.add("__version__")
     return {n for n in names if not n.startswith("_") or n == "__version__"}
+
+
+def _converters(wheel: Wheel, package: str) -> dict[str, str]:
+    """``SLOW_TO_FAST_CONVERTERS`` of ``<package>.convert_slow_tokenizer``: {tokenizer name:
+    converter class name}, from the dict literal."""
+    tree = wheel.tree(f"{package}.convert_slow_tokenizer")
+    out: dict[str, str] = {}
+    for node in module_level(tree.body) if tree is not None else []:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and any(
+                isinstance(t, ast.Name) and t.id == "SLOW_TO_FAST_CONVERTERS" for t in node.targets):
+            for k, v in zip(node.value.keys, node.value.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(v, ast.Name):
+                    out[k.value] = v.id
+    return out
+
+
+def lazy_fallbacks(wheel: Wheel, package: str, names: set[str]) -> set[str]:
+    """The names the lazy module's ``__getattr__`` serves without listing them (transformers
+    5, ``utils/import_utils.py``): ``XTokenizerFast`` falls back to ``XTokenizer``,
+    ``XImageProcessorFast`` to ``XImageProcessor`` (with a deprecation warning), and a
+    tokenizer that ``SLOW_TO_FAST_CONVERTERS`` maps to a converter resolves to the tokenizer of
+    that converter (``LayoutLMTokenizer`` -> ``BertTokenizer``: ``BertConverter``) or to
+    another tokenizer of the same converter, when that one is listed. Each fallback counts only
+    in a version whose ``import_utils`` has it."""
+    src = wheel.source(f"{package}.utils.import_utils") or ""
+    out: set[str] = set()
+    if 'name.endswith("TokenizerFast")' in src:
+        out |= {n + "Fast" for n in names if n.endswith("Tokenizer")}
+    if 'name.endswith("ImageProcessorFast")' in src:
+        out |= {n + "Fast" for n in names if n.endswith("ImageProcessor")}
+    if "SLOW_TO_FAST_CONVERTERS" in src:
+        conv = _converters(wheel, package)
+        for tok, c in conv.items():
+            candidates = [c.removesuffix("Converter") + "Tokenizer"] + [t for t, c2 in conv.items()
+                                                                        if c2 == c and t != tok]
+            if any(x in names or x in out for x in candidates):
+                out |= {tok, tok + "Fast"} if 'name.endswith("TokenizerFast")' in src else {tok}
+    return out
 
 
 def _exporters(wheel_path: Path, package: str, wanted: set[str]) -> dict[str, str]:

@@ -161,6 +161,22 @@ def test_walked_generic_json_is_not_judged_unless_referenced(tmp_path):
     assert [(Path(d["path"]).name, d["code"]) for d in out if d["code"] == "TL003"] == [("tsconfig.json", "TL003")]
 
 
+def test_walked_sed_template_json_is_not_judged_unless_referenced(tmp_path):
+    # DeepSpeedExamples: a script fills ds_config_TEMPLATE.json with sed before launching
+    (tmp_path / "ds_config_TEMPLATE.json").write_text(
+        '{\n  "train_batch_size": 32,\n  "train_micro_batch_size_per_gpu": BATCH_SIZE_PER_GPU,\n'
+        '  "zero_optimization": {"stage": 0}\n}\n')
+    (tmp_path / "broken.json").write_text('{\n  "zero_optimization": {"stage": 0,}\n}\n')
+    (tmp_path / "accelerate.yaml").write_text("distributed_type: MULTI_GPU\nnum_processes: [2\n")  # broken YAML
+    out = json.loads(run_cli("check", str(tmp_path), "--format", "json", "--no-cache").stdout)
+    assert sorted((Path(d["path"]).name, d["code"]) for d in out) == [("accelerate.yaml", "TL003"),
+                                                                        ("broken.json", "TL003")]
+    (tmp_path / "run.sh").write_text("deepspeed --num_gpus 2 train.py --deepspeed ds_config_TEMPLATE.json\n")
+    (tmp_path / "train.py").write_text("from transformers import Trainer\nTrainer(model=m)\n")
+    out = json.loads(run_cli("check", str(tmp_path), "--format", "json", "--no-cache").stdout)
+    assert ("ds_config_TEMPLATE.json", "TL003") in [(Path(d["path"]).name, d["code"]) for d in out]
+
+
 def test_info_findings_are_shown_but_do_not_fail_by_default(tmp_path):
     p = _write(tmp_path, "from transformers import Trainer, TrainingArguments\n"
                          "Trainer(model=m, args=TrainingArguments(output_dir='o')).train()\n")

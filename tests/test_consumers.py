@@ -182,6 +182,30 @@ def test_unsloth_script_patched_trl_accepts_tokenizer_and_max_seq_length(tmp_pat
     assert _found(r, "TL605") and _found(r, "TL601")
 
 
+UNSLOTH_GRPO = """\
+from unsloth import FastLanguageModel
+from vllm import SamplingParams
+from trl import GRPOConfig, GRPOTrainer, SFTConfig, SFTTrainer
+
+args = GRPOConfig(output_dir="o", vllm_sampling_params=SamplingParams(min_p=0.1), unsloth_num_chunks=4)
+trainer = SFTTrainer(model=model, train_dataset=ds, dataset_text_field="text", max_seq_length=2048,
+                     packing=False, args=SFTConfig(output_dir="o"))
+"""
+
+
+def test_unsloth_config_fields_and_moved_trainer_keywords(tmp_path):
+    # unsloth's generated Unsloth<Name>Config adds vllm_sampling_params and unsloth_num_chunks;
+    # its _backwards_compatible_trainer moves config fields given to the trainer into args=
+    write_files(tmp_path, {"train.py": UNSLOTH_GRPO})
+    r = lint_folder(tmp_path, options={"trl_version": "0.22.2"})
+    assert not _found(r, "TL602") and not _found(r, "TL610")
+    write_files(tmp_path, {"train.py": UNSLOTH_GRPO.replace("from unsloth import FastLanguageModel\n", "")})
+    r = lint_folder(tmp_path, options={"trl_version": "0.22.2"})
+    assert {d.message.split(" has no argument ")[1].split(" ")[0] for d in _found(r, "TL602")} \
+        == {"vllm_sampling_params", "unsloth_num_chunks"}
+    assert len(_found(r, "TL610")) == 3
+
+
 def test_unsloth_imported_after_trl_does_not_patch_the_config(tmp_path):
     text = "from trl import SFTConfig\nimport unsloth\nargs = SFTConfig(output_dir='o', max_seq_length=8)\n"
     write_files(tmp_path, {"train.py": text})
@@ -489,3 +513,23 @@ def test_an_argparse_flag_that_names_the_args_file_hf_reads(tmp_path):
     assert not [d for d in found if d.path.endswith("run.sh") or d.code == "TL602"], [d.message for d in found]
     assert {d.code for d in found if d.path.endswith("args/b.json")} >= {"TL201", "TL233"}
     assert any(d.code == "TL201" and "on 8 GPUs" in d.message for d in found if d.path.endswith("args/b.json"))
+
+
+def test_repository_subclass_of_hf_argument_parser_reads_the_args_file(tmp_path):
+    # SimPO / alignment-handbook: H4ArgumentParser(HfArgumentParser), imported from the project's
+    # package, with its own parse() that reads sys.argv[1] as a YAML
+    write_files(tmp_path, {
+        "pyproject.toml": "[project]\nname = 'recipes'\n",  # the repository root: imports resolve from it
+        "alignment/__init__.py": "from .configs import H4ArgumentParser\n",
+        "alignment/configs.py": "import sys\nfrom transformers import HfArgumentParser\n"
+                                "class H4ArgumentParser(HfArgumentParser):\n"
+                                "    def parse(self):\n        return self.parse_yaml_file(sys.argv[1])\n",
+        "scripts/run.py": "from alignment import H4ArgumentParser\nfrom transformers import TrainingArguments\n"
+                          "parser = H4ArgumentParser((TrainingArguments,))\nargs = parser.parse()\n",
+        "recipes/config.yaml": "output_dir: o\nevaluation_strategy: steps\n",
+        "run.sh": "accelerate launch --num_processes 4 scripts/run.py recipes/config.yaml\n"})
+    (d,) = _found(lint_folder(tmp_path, options={"transformers_version": "4.46.0"}), "TL603")
+    assert d.path.endswith("recipes/config.yaml") and "HfArgumentParser in run.py" in d.message
+    # a class of the same name that is not a parser: the file is not read as its args
+    write_files(tmp_path, {"alignment/configs.py": "class H4ArgumentParser:\n    def parse(self):\n        pass\n"})
+    assert not _found(lint_folder(tmp_path, options={"transformers_version": "4.46.0"}), "TL603")

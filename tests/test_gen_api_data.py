@@ -76,6 +76,37 @@ else:
     assert "NotExported" not in got and "sys" not in got and "TYPE_CHECKING" not in got
 
 
+LAZY_GETATTR = '''
+class _LazyModule:
+    def __getattr__(self, name):
+        if name.endswith("TokenizerFast"):
+            fallback_name = name[:-4]
+        if name.endswith("ImageProcessorFast"):
+            fallback_name = name[:-4]
+        from ..convert_slow_tokenizer import SLOW_TO_FAST_CONVERTERS
+'''
+
+
+def test_public_names_with_the_lazy_module_fallbacks(tmp_path):
+    init = ('_import_structure = {"models.bert": ["BertTokenizer"], "models.vit": ["ViTImageProcessor"]}\n'
+            'sys.modules[__name__] = _LazyModule(__name__, globals()["__file__"], _import_structure)\n')
+    files = {
+        "pkg/__init__.py": init,
+        "pkg/convert_slow_tokenizer.py": "SLOW_TO_FAST_CONVERTERS = {\n    'BertTokenizer': BertConverter,\n"
+                                         "    'LayoutLMTokenizer': BertConverter,\n    'XLMTokenizer': XLMConverter,\n}\n",
+        "pkg/utils/import_utils.py": LAZY_GETATTR,
+    }
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    got = names_gen.public_names(make_wheel(tmp_path / "a", "pkg", files), "pkg")
+    assert {"BertTokenizerFast", "ViTImageProcessorFast", "LayoutLMTokenizer", "LayoutLMTokenizerFast"} <= got
+    assert "XLMTokenizer" not in got  # its converter's tokenizer (XLMTokenizer) is not listed
+    # a version without the fallbacks (transformers 4): only what is listed
+    files["pkg/utils/import_utils.py"] = "class _LazyModule:\n    pass\n"
+    got = names_gen.public_names(make_wheel(tmp_path / "b", "pkg", files), "pkg")
+    assert "BertTokenizerFast" not in got and "LayoutLMTokenizer" not in got and "BertTokenizer" in got
+
+
 def test_public_names_of_a_plain_package_and_where_names_moved(tmp_path):
     files = {
         "pkg/__init__.py": "from .utils import prepare, _private\nfrom .tuners import *\nVERSION = 1\n",

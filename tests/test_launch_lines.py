@@ -330,6 +330,16 @@ def test_comment_line_inside_a_command(tmp_path):
     assert p.span.line == 4
 
 
+def test_missing_backslash_is_named_as_the_cause(tmp_path):
+    # DeepSpeedExamples' autotuning test_tune.sh: the line before the orphan lacks its backslash
+    run = 'python train.py \\\n  --save_strategy "no"\n  --sharded_ddp zero_dp_2\n'
+    (p,) = [p for p in parse_shell(run, "run.sh").problems if p.kind == "broken-continuation"]
+    assert p.span.line == 3 and "the missing backslash at the end of line 2" in p.message
+    (p,) = [p for p in parse_shell("python train.py \\\n  --bf16 \\\n#  --fp16 \\\n  --logging_steps 5\n",
+                                   "run.sh").problems if p.kind == "broken-continuation"]
+    assert "a comment or blank line inside the command" in p.message
+
+
 def test_unterminated_quote_is_a_finding(tmp_path):
     root = _repo(tmp_path, {"train.py": TRAIN_PY,
                             "run.sh": "python train.py --run_name 'exp 1 --bf16\necho done\n"})

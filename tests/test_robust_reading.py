@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -375,3 +376,21 @@ def test_cli_internal_error_is_one_line_and_exit_2(tmp_path):
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert "internal error" in out.stderr and "reporter exploded" in out.stderr and "report it" in out.stderr
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the interpreter parses PEP 701 f-strings itself")
+def test_python_312_fstring_is_info_not_a_broken_file(tmp_path):
+    """unslothai/notebooks: `f"{row["question"]}"` is valid from Python 3.12 (PEP 701); on an
+    older interpreter trainlint cannot analyse it, and says so as info, not as an error."""
+    import json
+
+    (tmp_path / "new.py").write_text('from transformers import Trainer\nq = f"{row["question"]}, think"\n')
+    (tmp_path / "broken.py").write_text('from transformers import Trainer\nq = f"{row["question"}"\n')
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": ['from trl import SFTTrainer\n', 'instruction = f"{dataset[100]["question"]}, reason"\n']}
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                                                   "cells": [cell]}))
+    by = {Path(d.path).name: d for d in _lint(tmp_path).diagnostics if d.code == "TL001"}
+    assert by["new.py"].severity.value == "info" and "valid from Python 3.12" in by["new.py"].message
+    assert by["nb.ipynb"].severity.value == "info"
+    assert by["broken.py"].severity.value == "error" and "cannot parse Python: " in by["broken.py"].message

@@ -59,3 +59,23 @@ def test_zero3_linked_json_next_to_script(tmp_path):
     })
     hits = [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL119"]
     assert len(hits) == 1 and hits[0].line == 3
+
+
+def _notebook(*cells: str) -> str:
+    import json
+
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                       "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                  "source": c.splitlines(keepends=True)} for c in cells]})
+
+
+def test_optim_package_installed_by_the_notebook_itself(tmp_path):
+    # unslothai/notebooks: the cell installs bitsandbytes; requirements.txt does not list it
+    install = ('%%capture\nimport os\nif "COLAB_" not in "".join(os.environ.keys()):\n    !pip install unsloth\n'
+               'else:\n    !pip install --no-deps unsloth_zoo bitsandbytes accelerate peft trl\n')
+    train = 'from trl import SFTConfig\nargs = SFTConfig(output_dir="o", optim="adamw_8bit")\n'
+    write_files(tmp_path, {"requirements.txt": "torch\ntransformers\ntrl\n", "nb.ipynb": _notebook(install, train)})
+    assert not [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL121"]
+    write_files(tmp_path, {"nb.ipynb": _notebook(install.replace("bitsandbytes ", ""), train)})
+    (d,) = [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL121"]
+    assert "bitsandbytes" in d.message

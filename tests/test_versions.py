@@ -262,3 +262,32 @@ def test_trl_requires_matches_the_installed_trl():
     plain = [r for r in reqs if re.match(r"^transformers\b", r) and ";" not in r]
     spec = re.sub(r"^transformers\s*(\[[^\]]*\])?\s*", "", plain[0]).strip("() ") if plain else ""
     assert data[installed] == spec
+
+
+def test_a_sub_project_with_its_own_transformers_pin_is_checked_on_it(tmp_path):
+    """DeepSpeedExamples: each example folder pins its own transformers; checking the repository
+    from its top judges each example on its own pin (also through the cache, which must see an
+    edit of the sub-project's requirements.txt)."""
+    import json
+
+    from helpers import run_cli, write_files
+
+    old = "from transformers import AdamW, Trainer\nTrainer(model=m, tokenizer=tok)\n"
+    write_files(tmp_path, {
+        "README.md": "examples\n",
+        "apps/chat/requirements.txt": "datasets\ntransformers==4.33.3\n",
+        "apps/chat/training/main.py": old,
+        "other/main.py": old,
+    })
+
+    def found():
+        out = run_cli("check", ".", "--format", "json", "--exit-zero", cwd=tmp_path)
+        return sorted((d["path"], d["code"]) for d in json.loads(out.stdout) if d["code"] in ("TL605", "TL611"))
+
+    assert found() == [("other/main.py", "TL605"), ("other/main.py", "TL611")]
+    (tmp_path / "apps/chat/requirements.txt").write_text("datasets\ntransformers==5.0.0\n")
+    got = found()
+    assert ("apps/chat/training/main.py", "TL611") in got and ("other/main.py", "TL611") in got
+    out = run_cli("check", ".", "--format", "json", "--exit-zero", "--no-cache", cwd=tmp_path)
+    msgs = [d["message"] for d in json.loads(out.stdout) if d["path"] == "apps/chat/training/main.py"]
+    assert msgs and all("apps/chat/requirements.txt:2" in m for m in msgs), msgs

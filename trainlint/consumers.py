@@ -154,19 +154,47 @@ def _kw_true(call: ast.Call, name: str, value: bool = True) -> bool:
     return any(k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is value for k in call.keywords)
 
 
+def _parser_subclass(pf: PythonFile, func: ast.expr, depth: int = 0) -> str | None:
+    """The library parser (``HfArgumentParser``/``TrlParser``) that the repository class
+    ``func`` names derives from (``H4ArgumentParser(HfArgumentParser)``, defined in the file or
+    imported from another module of the repository), or None."""
+    if not isinstance(func, ast.Name) or depth > 5:
+        return None
+    found = pf.class_def(func.id)
+    if found is None:
+        return None
+    owner, cd = found
+    for b in cd.bases:
+        qn = owner.qualname(b) or ""
+        head, _, last = qn.rpartition(".")
+        if last in PARSER_CLASSES and head.split(".", 1)[0] in ("transformers", "trl"):
+            return last
+        inner = _parser_subclass(owner, b, depth + 1)
+        if inner is not None:
+            return inner
+    return None
+
+
 def parser_uses(pf: PythonFile) -> list[ParserUse]:
     cached = getattr(pf, "_parser_uses", None)
     if cached is not None:
         return cached
     out: list[ParserUse] = []
-    if not any(name in pf.text for name in PARSER_CLASSES):  # no call of one (and no walk of the file)
+    # no call of one (and no walk of the file); "Parser" also finds the repository's subclasses
+    # (H4ArgumentParser), and an imported one is among the external classes
+    if "Parser" not in pf.text and not pf.external_defs:
         pf._parser_uses = out  # type: ignore[attr-defined]
         return out
     local_defs = {n.name for n in pf.of_type(ast.ClassDef)}
     for cs in pf.calls:
         kind = _last_name(cs.node.func)
         if kind not in PARSER_CLASSES:
-            continue
+            f = cs.node.func
+            if not isinstance(f, ast.Name) or (f.id not in local_defs and f.id not in pf.external_defs):
+                continue  # only a class of the repository can be a parser subclass
+            kind = _parser_subclass(pf, f)
+            if kind is None:
+                continue
         elts = _dataclass_elements(pf, cs.node)
         if not elts:
             continue
@@ -329,6 +357,19 @@ def patched_trainer_keyword(pf: PythonFile, trainer_class: str, keyword: str) ->
         return None
     for p in patchers_of(pf):
         if keyword in p.trainer_keywords:
+            return p.name
+    return None
+
+
+def patched_config_keywords(pf: PythonFile, trainer_class: str) -> str | None:
+    """The framework that moves the config fields given to a TRL trainer into its config in
+    this file (unsloth's ``_backwards_compatible_trainer``, when ``args=`` is a keyword), or None."""
+    from trainlint.knowledge import training_args as ta
+
+    if not (trainer_class.endswith("Trainer") and ta.is_trl_class(trainer_class[: -len("Trainer")] + "Config")):
+        return None
+    for p in patchers_of(pf):
+        if p.moves_config_keywords:
             return p.name
     return None
 

@@ -174,6 +174,23 @@ class Modules:
                     return lib
         return None
 
+    def parser_base(self, pf: PythonFile, cd: ast.ClassDef, depth: int = 0) -> str | None:
+        """``HfArgumentParser`` / ``TrlParser`` when ``cd`` derives from one (alignment-handbook's
+        and SimPO's ``H4ArgumentParser(HfArgumentParser)``), through repository bases."""
+        if depth > MAX_DEPTH:
+            return None
+        for base in cd.bases:
+            qn = pf.qualname(base) or ""
+            head, _, last = qn.rpartition(".")
+            if last in _PARSERS and head.split(".", 1)[0] in ("transformers", "trl"):
+                return last
+            target = self.class_in(pf, base.id, depth + 1) if isinstance(base, ast.Name) else None
+            if target is not None:
+                found = self.parser_base(target[0], target[1], depth + 1)
+                if found is not None:
+                    return found
+        return None
+
     def args_function(self, pf: PythonFile, name: str, depth: int = 0
                       ) -> tuple[PythonFile, ast.FunctionDef, TrainingArgsCall] | None:
         """The module-level ``def name(...)`` of ``pf`` (or imported there from another
@@ -215,6 +232,8 @@ def _might_import_repository(pf: PythonFile) -> bool:
                 return True
     return False
 
+
+_PARSERS = ("HfArgumentParser", "TrlParser")
 
 # Top-level names that are never the repository's own modules (checked first, cheaply).
 _THIRD_PARTY = frozenset({
@@ -260,8 +279,9 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
                         if lib is not None:
                             classes[local] = (lib, found[0], found[1])
                             used.append(found[0].path)
-                        elif _is_dataclass(found[1]):
-                            pf.external_defs.setdefault(local, found)  # parsed by HfArgumentParser
+                        elif _is_dataclass(found[1]) or mods.parser_base(found[0], found[1]) is not None:
+                            # parsed by HfArgumentParser, or the repository's subclass of the parser
+                            pf.external_defs.setdefault(local, found)
                             used.append(found[0].path)
                         continue
                     obj = mods.args_object(other, a.name)

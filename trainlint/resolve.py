@@ -10,6 +10,8 @@ run (in this process or in a worker) gets the same context, so that ``-j 1`` and
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +34,26 @@ from trainlint.workspace import (  # noqa: F401 - re-exported
 class RunContext(Record, frozen=True):
     """What every setup of one run shares, resolved once (``run_context``)."""
 
-    __slots__ = ("gpu", "transformers_version", "trl_version", "world_size")
+    # root: the run's project folder; sub_targets: the targets of its sub-projects that declare
+    # their own transformers (``subproject_targets``), found once per folder with what was read
+    # (a cache: not compared, not shown)
+    __slots__ = ("gpu", "transformers_version", "trl_version", "world_size", "root", "sub_targets")
+    _hidden = ("sub_targets",)
     gpu: Any
     transformers_version: Value
     trl_version: Value
     world_size: Value | None
+    root: Path | None
+    sub_targets: dict
 
     def __init__(self, gpu: Any, transformers_version: Value, trl_version: Value,
-                 world_size: Value | None) -> None:
+                 world_size: Value | None, root: Path | None = None, sub_targets: dict | None = None) -> None:
         _set(self, "gpu", gpu)
         _set(self, "transformers_version", transformers_version)
         _set(self, "trl_version", trl_version)
         _set(self, "world_size", world_size)
+        _set(self, "root", root)
+        _set(self, "sub_targets", {} if sub_targets is None else sub_targets)
 
 
 def run_context(settings: Settings, root: Path | None) -> RunContext:
@@ -57,7 +67,80 @@ def run_context(settings: Settings, root: Path | None) -> RunContext:
     tf_version, trl_version = _target_versions(settings, root)
     world = Value(value=settings.gpus, origin=OPTION, name="--gpus", note="--gpus") if settings.gpus else None
     return RunContext(gpu=target_gpu(settings), transformers_version=tf_version, trl_version=trl_version,
-                      world_size=world)
+                      world_size=world, root=Path(root) if root is not None else None)
+
+
+def subproject_targets(ctx: RunContext, settings: Settings, folder: str | Path) -> tuple[Value, Value] | None:
+    """The transformers and TRL targets of the sub-project ``folder`` belongs to, when it is not
+    the run's: the nearest folder between ``folder`` and the run's project (that one excluded)
+    whose own requirements/pyproject/setup files declare a transformers version
+    (DeepSpeedExamples' ``applications/DeepSpeed-VisualChat/requirements.txt``:
+    ``transformers==4.33.3``: its scripts run on that, not on what the repository's top says).
+    None when no such folder is there, or the versions are given (``--transformers-version``)."""
+    if ctx.root is None or settings.transformers_version:
+        return None
+    from trainlint import reads
+
+    start = os.path.abspath(folder)
+    root = os.path.abspath(ctx.root)
+    if start == root or not start.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    hit = ctx.sub_targets.get(start)
+    if hit is not None:
+        reads.replay(hit[1])
+        return hit[0]
+    from trainlint.knowledge.versions import declared_requirement
+
+    found = None
+    with reads.recording() as seen:
+        d = start
+        while d != root and d.startswith(root.rstrip(os.sep) + os.sep):
+            key = ("declares", d)  # a folder above several scripts is looked at once
+            declares = ctx.sub_targets.get(key)
+            if declares is None:
+                with reads.recording() as own:
+                    value = _may_declare(d) and declared_requirement("transformers", Path(d)) is not None
+                declares = ctx.sub_targets[key] = (value, frozenset(own))
+            else:
+                reads.replay(declares[1])
+            if declares[0]:
+                tf, trl = _target_versions(settings, Path(d))
+                prefix = os.path.relpath(d, root).replace(os.sep, "/")
+                found = (_rebased(tf, prefix), _rebased(trl, prefix))
+                break
+            d = os.path.dirname(d)
+    ctx.sub_targets[start] = (found, frozenset(seen))
+    return found
+
+
+_DECLARATION_NAMES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", "requirements")
+
+
+def _may_declare(folder: str) -> bool:
+    """Whether ``folder`` holds a file a declaration is read from (one listing, noted for the
+    cache, instead of looking for each kind of file)."""
+    from trainlint import reads
+
+    reads.note(folder)  # its listing
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(n.startswith(_DECLARATION_NAMES) or n.startswith("Dockerfile") for n in names)
+
+
+_WHERE = re.compile(r"^(?P<lead>installed, within )?(?P<path>[^\s:;,]+):(?P<line>\d+)$")
+
+
+def _rebased(v: Value, prefix: str) -> Value:
+    """``v`` with the declaration it names made relative to the run's project."""
+    import posixpath
+
+    m = _WHERE.match(v.note or "")
+    if m is None:
+        return v
+    where = posixpath.normpath(f"{prefix}/{m.group('path')}")
+    return Value(value=v.value, origin=v.origin, name=v.name, note=f"{m.group('lead') or ''}{where}:{m.group('line')}")
 
 
 def workspace_context(ws: Workspace, settings: Settings) -> RunContext:
@@ -180,7 +263,9 @@ def build_setups(ws: Workspace, settings: Settings, ctx: RunContext | None = Non
     linked: set[str] = set()
     for s in linking.link_setups(ws, settings):
         s.gpu = ctx.gpu
-        s.transformers_version, s.trl_version = ctx.transformers_version, ctx.trl_version
+        anchor = os.path.dirname(s.scripts[0].path) if s.scripts else str(s.root)
+        s.transformers_version, s.trl_version = subproject_targets(ctx, settings, anchor) \
+            or (ctx.transformers_version, ctx.trl_version)
         if s.world_size is None:
             s.world_size = ctx.world_size
         setups.append(s)
@@ -188,11 +273,13 @@ def build_setups(ws: Workspace, settings: Settings, ctx: RunContext | None = Non
     for f in ws.files.values():
         if f.kind != "python" or f.doc is None or f.path in linked:
             continue
-        setups.append(single_file_setup(f.path, f.doc, ctx))
+        setups.append(single_file_setup(f.path, f.doc, ctx, settings))
     return setups
 
 
-def single_file_setup(path: str, pf: PythonFile, ctx: RunContext) -> Setup:
+def single_file_setup(path: str, pf: PythonFile, ctx: RunContext, settings: Settings | None = None) -> Setup:
     """The setup of a script nothing links: the script alone."""
+    tf, trl = (subproject_targets(ctx, settings, os.path.dirname(path)) if settings is not None else None) \
+        or (ctx.transformers_version, ctx.trl_version)
     return Setup(root=Path(path).parent, scripts=[pf], sites=pf.sites, world_size=ctx.world_size, gpu=ctx.gpu,
-                 files=[path], transformers_version=ctx.transformers_version, trl_version=ctx.trl_version)
+                 files=[path], transformers_version=tf, trl_version=trl)

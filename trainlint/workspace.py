@@ -116,8 +116,15 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
     except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
         line = e.lineno or 1
         column = e.offset or 1
-        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
-                                         line, column))
+        from trainlint.sources import newer_syntax
+
+        newer = newer_syntax.valid_on_newer_python(text, e)
+        if newer is not None:  # valid on a newer Python than the one running trainlint: not broken
+            ws.problems.append(input_problem("TL001", "syntax-error", path, newer_syntax.message(e, newer),
+                                             line, column, severity=Severity.INFO))
+        else:
+            ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
+                                             line, column))
     except (RecursionError, MemoryError) as e:
         # the parser's own stack limit (MemoryError "Parser stack overflowed") or the depth of
         # ast construction/analysis: Python itself would refuse to compile this

@@ -1116,3 +1116,58 @@ def lowest_allowed(spec: SpecifierSet, known: list[str]) -> str | None:
             continue
     candidates = [v for v in candidates if spec.contains(v, prereleases=True)]
     return str(min(candidates)) if candidates else None
+
+
+@reads.memo(maxsize=256)
+def _installs_named(package: str, path_text: str, _stamp: tuple) -> str | None:
+    for line, where in _install_lines_of(path_text, _stamp):
+        for m in re.finditer(_PIP_INSTALL, line.replace("%pip", "pip").replace("!pip", "pip")):
+            for word in m.group("args").split():
+                word = word.strip("'\"")
+                if word and not word.startswith("-") and "://" not in word and _matches(word, package) is not None:
+                    return where
+    return None
+
+
+# compiled on first use (re's cache): only scripts with inline metadata need it
+_INLINE_METADATA = r"(?m)^# /// script\s*$\n((?:^#(?:[ \t].*)?\n)*?)^# ///\s*$"
+
+
+def inline_dependencies(text: str) -> list[str] | None:
+    """The ``dependencies`` of a script's inline metadata (PEP 723: a ``# /// script`` comment
+    block, what ``uv run``/``pipx run`` and marimo install before running it); None without one."""
+    m = re.search(_INLINE_METADATA, text)
+    if m is None:
+        return None
+    body = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in m.group(1).splitlines())
+    try:
+        deps = tomllib.loads(body).get("dependencies", [])
+    except (ValueError, TypeError):
+        return None
+    return [d for d in deps if isinstance(d, str)] if isinstance(deps, list) else None
+
+
+def installs_named(package: str, path: str | Path, text: str | None = None) -> str | None:
+    """Where a file makes ``package`` available itself, any version: a notebook's or shell
+    script's ``pip install`` line (``nb.ipynb:cell 2``), or a Python script's inline metadata
+    (PEP 723 ``# /// script`` dependencies: ``train.py inline metadata``); else None."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".py":
+        if text is None:
+            reads.note(p)
+            try:
+                text = p.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+        if "# /// script" not in text:
+            return None
+        deps = inline_dependencies(text) or []
+        return f"{p.name} inline metadata" if any(_matches(d, package) is not None for d in deps) else None
+    if suffix not in (".ipynb", ".sh", ".bash"):
+        return None
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return _installs_named(package, str(p), (st.st_mtime_ns, st.st_size))

@@ -950,10 +950,16 @@ def python_program(path: str, text: str) -> str:
     return layout(path, load_cells(path, text)[1]).python_text
 
 
-def _syntax_finding(path: str, e: BaseException, line_base: int = 0) -> Diagnostic:
-    from trainlint.diagnostics import input_problem
+def _syntax_finding(path: str, e: BaseException, line_base: int = 0, text: str | None = None) -> Diagnostic:
+    from trainlint.diagnostics import Severity, input_problem
 
     if isinstance(e, SyntaxError):
+        from trainlint.sources import newer_syntax
+
+        newer = newer_syntax.valid_on_newer_python(text, e) if text is not None else None
+        if newer is not None:  # valid on a newer Python than the one running trainlint
+            return input_problem("TL001", "syntax-error", path, newer_syntax.message(e, newer),
+                                 line_base + (e.lineno or 1), e.offset or 1, severity=Severity.INFO)
         return input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
                              line_base + (e.lineno or 1), e.offset or 1)
     return input_problem("TL001", "syntax-error", path,
@@ -985,7 +991,7 @@ def _parse_python(nb: Notebook) -> None:
                     compile_program(part, nb.path)
                 except _PARSE_ERRORS as e:
                     bad += 1
-                    nb.findings.append(_syntax_finding(nb.path, e, first - 1))
+                    nb.findings.append(_syntax_finding(nb.path, e, first - 1, part))
                     for j in range(first - 1, first - 1 + count):
                         py[j] = ""
             nb.broken = True
@@ -996,7 +1002,7 @@ def _parse_python(nb: Notebook) -> None:
                 tree = None
             if tree is None:
                 if not bad:
-                    nb.findings.append(_syntax_finding(nb.path, whole_error))
+                    nb.findings.append(_syntax_finding(nb.path, whole_error, 0, nb.python_text))
                 nb.python = None
                 tree = None
             nb.python_text = text

@@ -176,6 +176,9 @@ def read_document(kind: str, path: str, text: str, explicit: bool) -> ReadResult
     # a file broken in no known dialect (not JSON with comments, not a template) is reported
     # even when walked: it is not data that merely looks odd to a config reader
     broken_sink = sink if not generic or _other_dialect(text) else out.problems
+    if not explicit and kind in _TEMPLATED_KINDS and _template(text):
+        # a walked template (a DeepSpeed JSON with a sed placeholder) is not broken until used
+        broken_sink = out.deferred
     if kind == "json" and not explicit and len(text) > MAX_WALKED_GENERIC_JSON:
         _check_json_quickly(out, broken_sink, path, text)
         return out
@@ -200,11 +203,25 @@ def read_document(kind: str, path: str, text: str, explicit: bool) -> ReadResult
 
 
 _JSONC = re.compile(r"^\s*(//|/\*)", re.MULTILINE)
+# a bare upper-case word as a value: the placeholder of a template that a script fills with
+# sed (DeepSpeedExamples' ds_config_TEMPLATE.json: "train_micro_batch_size_per_gpu": BATCH_SIZE);
+# JSON's own words (true, false, null) are lower-case
+_SED_PLACEHOLDER = re.compile(r"[:\[,]\s*[A-Z][A-Z0-9_]{2,}\s*[,}\]\n]")
+
+
+_TEMPLATED_KINDS = frozenset({"json", "yaml", "deepspeed", "accelerate", "hf_args"})
+
+
+def _template(text: str) -> bool:
+    """A template (``{{ ... }}``, ``{% ... %}``, or JSON with a bare ``PLACEHOLDER`` value:
+    in YAML a bare upper-case word is a plain string, ``distributed_type: MULTI_GPU``)."""
+    return "{{" in text or "{%" in text or (text.lstrip().startswith(("{", "["))
+                                            and bool(_SED_PLACEHOLDER.search(text)))
 
 
 def _other_dialect(text: str) -> bool:
-    """JSON with comments (JSONC) or a template (``{{ ... }}``, ``{% ... %}``)."""
-    return bool(_JSONC.search(text)) or "{{" in text or "{%" in text
+    """JSON with comments (JSONC) or a template."""
+    return bool(_JSONC.search(text)) or _template(text)
 
 
 def _check_json_quickly(out: ReadResult, sink: list[Diagnostic], path: str, text: str) -> None:

@@ -953,6 +953,8 @@ class _Builder:
             why = "a space after the backslash"
         elif "#" in last_line and last_line.rstrip().endswith("\\"):
             why = "a comment before the backslash"
+        elif cmd.span.line == end.end_line + 1 and not last_line.rstrip().endswith("\\"):
+            why = f"the missing backslash at the end of line {end.end_line}"
         else:
             why = "a comment or blank line inside the command"
         flags = " ".join(w.text for w in cmd.words[:3]) + (" ..." if len(cmd.words) > 3 else "")

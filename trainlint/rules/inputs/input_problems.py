@@ -43,7 +43,10 @@ class SyntaxErrorRule(Rule):
     ## What it does
     Reports a Python file that does not parse; in a Jupyter notebook, a code cell that does
     not parse (IPython syntax such as `!pip install`, `%time` or `%%bash` is read as IPython
-    runs it, not reported), at that cell: the other cells are still checked.
+    runs it, not reported), at that cell: the other cells are still checked. Code that only a
+    newer Python than the one running trainlint parses (Python 3.12 f-strings, PEP 701:
+    `f"{row["question"]}"`, on Python 3.11) is not broken: it is reported as info (not
+    checked; run trainlint on Python 3.12 or newer).
 
     ## Why is this bad?
     The script will fail at start-up, before any training happens; and trainlint cannot read

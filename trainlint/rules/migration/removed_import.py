@@ -100,7 +100,8 @@ class RemovedImport(Rule):
     a TRL trainer whose top-level import is a deprecation stub in the target release. Imports in
     a `try` that catches `ImportError`, or under an `if` on a version or an `is_*_available()`
     helper, are left alone. The names of every release are read from the released wheels (the
-    lazy `_import_structure` included); the target transformers/TRL version is the usual one, the
+    lazy `_import_structure` included, and what transformers 5's lazy module serves on access:
+    `BertTokenizerFast` as `BertTokenizer`, `LayoutLMTokenizer` through its converter); the target transformers/TRL version is the usual one, the
     peft version the installed one, else the newest known.
 
     ## Why is this bad?
@@ -206,6 +207,11 @@ class RemovedImport(Rule):
         Case("""
             from transformers import AdamW
             """, options={"transformers_version": "4.49.0"}, flags=False),
+        Case("""
+            from transformers import AutoTokenizer, GPTNeoXTokenizerFast, LayoutLMTokenizer
+            """, options={"transformers_version": "5.4.0"}, flags=False,
+             note="transformers 5's lazy module serves XTokenizerFast as XTokenizer, and LayoutLMTokenizer "
+                  "as BertTokenizer (SLOW_TO_FAST_CONVERTERS)"),
         Case("""
             try:
                 from transformers import AdamW

@@ -6,6 +6,7 @@ import ast
 import builtins
 from typing import TYPE_CHECKING, Iterable
 
+from trainlint.consumers import patched_config_keywords
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import local_class_accepts_anything, target, target_text
@@ -77,7 +78,10 @@ class TrainerKeywordMoved(Rule):
     packing=, max_seq_length=, dataset_num_proc=, neftune_noise_alpha=, ...)`,
     `DPOTrainer(beta=, max_length=, loss_type=, ...)`, `RewardTrainer(max_length=)`. Keywords
     written directly, through a constant or in an unpacked `**dict` are read. Which keywords a
-    trainer takes, and where each went, is read from the released TRL wheels.
+    trainer takes, and where each went, is read from the released TRL wheels. A trainer in a
+    file that imports a framework that moves them (unsloth, imported before `trl`, passes the
+    config fields given to a TRL trainer on to its `args=` config; see
+    `trainlint/knowledge/data/frameworks.json`) is not flagged when `args=` is a keyword.
 
     ## Why is this bad?
     From the release that removed it the keyword is a `TypeError: __init__() got an unexpected
@@ -165,6 +169,11 @@ class TrainerKeywordMoved(Rule):
              fixed='from trl import RewardConfig, RewardTrainer\n'
                    'trainer = RewardTrainer(model=m, args=RewardConfig(output_dir="o", max_length=512))\n'),
         Case("""
+            from unsloth import FastLanguageModel
+            from trl import SFTConfig, SFTTrainer
+            trainer = SFTTrainer(model, SFTConfig(output_dir="o"), packing=True)
+            """, options={"trl_version": "0.22.2"}, note="args passed by position: unsloth moves nothing"),
+        Case("""
             from trl import SFTConfig, SFTTrainer
             trainer = SFTTrainer(model=m, args=SFTConfig(output_dir="o"), packing=True)
             """, options={"trl_version": "0.12.2"}, note="deprecated in 0.12 (a warning)",
@@ -179,6 +188,14 @@ class TrainerKeywordMoved(Rule):
             from mylib import SFTTrainer
             trainer = SFTTrainer(model=m, packing=True)
             """, options={"trl_version": "1.16.0"}, flags=False, note="not TRL's"),
+        Case("""
+            from unsloth import FastLanguageModel
+            from trl import SFTConfig, SFTTrainer
+            model, tok = FastLanguageModel.from_pretrained("unsloth/llama-3-8b-bnb-4bit")
+            trainer = SFTTrainer(model=model, tokenizer=tok, train_dataset=ds, dataset_text_field="text",
+                                 max_seq_length=2048, packing=False, args=SFTConfig(output_dir="o"))
+            """, options={"trl_version": "0.22.2"}, flags=False,
+             note="unsloth, imported first, moves config fields given to a TRL trainer into args="),
         Case("""
             from trl import SFTTrainer
             class MyTrainer(SFTTrainer):
@@ -198,6 +215,9 @@ class TrainerKeywordMoved(Rule):
                     continue
                 if local_class_accepts_anything(pf, tc.site.node.func):
                     continue
+                if any(k.arg == "args" for k in tc.site.node.keywords) \
+                        and patched_config_keywords(pf, tc.class_name) is not None:
+                    continue  # a framework imported first (unsloth) moves them into args=
                 values, _ = pf.call_keywords(tc.site.node, tc.site.scope)
                 if not values:
                     continue

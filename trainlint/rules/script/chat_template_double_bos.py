@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
@@ -34,20 +35,48 @@ def _template_text(pf: PythonFile, expr: ast.AST, scope, depth: int = 0) -> ast.
     return None
 
 
-def _tokenizer_type(pf: PythonFile, name: str, scope) -> str | None:
-    """The model type of ``name = AutoTokenizer.from_pretrained("<known id>")``."""
-    if "." in name:
+# hub families whose tokenizers add no BOS whatever the size or release (Qwen's tokenizer_config
+# has "bos_token": null, Qwen1 to Qwen3 and QwQ): the org "Qwen" or a name that starts so
+_NO_BOS_NAME = re.compile(r"(?i)^(?:qwen|qwq)")
+_ID_KEYWORDS = ("pretrained_model_name_or_path", "model_name", "model_id")
+
+
+def _model_id(pf: PythonFile, call: ast.Call, scope) -> str | None:
+    """The model id a ``X.from_pretrained(...)`` call loads (its first argument, or
+    ``model_name=`` as unsloth's ``FastLanguageModel.from_pretrained`` takes it)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "from_pretrained"):
         return None
-    b = pf.binding_of(name, scope)
-    if b is None or not isinstance(b.value, ast.Call) or not b.value.args:
+    arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in _ID_KEYWORDS), None)
+    if arg is None:
         return None
-    mid = pf.resolve(b.value.args[0], scope).value
-    if not isinstance(mid, str):
-        return None
+    mid = pf.resolve(arg, scope).value
+    return mid if isinstance(mid, str) else None
+
+
+def _adds_no_bos(mid: str) -> bool:
     from trainlint.knowledge.models import lookup_model
 
     info = lookup_model(mid)
-    return getattr(info, "model_type", None) if info is not None else None
+    if info is not None and getattr(info, "model_type", None) in NO_BOS_TYPES:
+        return True
+    org, _, name = mid.rpartition("/")
+    return org.lower() == "qwen" or bool(_NO_BOS_NAME.match(name))
+
+
+def _tokenizer_adds_no_bos(pf: PythonFile, name: str, scope) -> bool:
+    """``name`` comes from ``from_pretrained("<id>")`` of a model whose tokenizer adds no BOS
+    (``tok = AutoTokenizer.from_pretrained(...)``, ``model, tok = FastLanguageModel
+    .from_pretrained(model_name=...)``); when the tokenizer cannot be traced to its loading (a
+    parameter of a notebook's cell function, ``get_chat_template(tokenizer)``), every hub model
+    the file loads is such a model."""
+    b = pf.binding_of(name, scope) if "." not in name else None
+    if b is not None and isinstance(b.value, ast.Call):
+        mid = _model_id(pf, b.value, scope)
+        if mid is not None:
+            return _adds_no_bos(mid)
+    ids = [mid for cs in pf.calls if (mid := _model_id(pf, cs.node, cs.scope)) is not None
+           and ("/" in mid and not mid.startswith((".", "/", "~")))]
+    return bool(ids) and all(_adds_no_bos(mid) for mid in ids)
 
 
 def _receiver(expr: ast.AST) -> str:
@@ -66,7 +95,10 @@ class ChatTemplateDoubleBos(Rule):
     the text; tokenizing it with the default `add_special_tokens=True` prepends a second one on
     tokenizers that add BOS (Llama, Mistral, Gemma). Every training sample starts with two BOS
     tokens, a distribution shift the model never saw in pre-training, and nothing fails.
-    Tokenizers that add no BOS (Qwen, GPT-2) are unaffected, so this is a warning.
+    Tokenizers that add no BOS (Qwen, GPT-2) are unaffected, so this is a warning, and a
+    tokenizer loaded for such a model (`from_pretrained("Qwen/...")`, unsloth's `model, tokenizer
+    = FastLanguageModel.from_pretrained(model_name=...)`; when the tokenizer is a parameter, every
+    hub model the file loads) is not flagged.
 
     ## Example
     ```python
@@ -107,6 +139,24 @@ class ChatTemplateDoubleBos(Rule):
              "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n", flags=False,
              note="Qwen's tokenizer adds no BOS"),
         Case(HEAD + "text = tok.apply_chat_template(msgs, tokenize=False)\nprint(text)\n", flags=False),
+        Case("from unsloth import FastLanguageModel\n"
+             "model, tok = FastLanguageModel.from_pretrained(model_name='unsloth/Qwen3-14B', load_in_4bit=True)\n"
+             "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n", flags=False,
+             note="unsloth's loader returns (model, tokenizer); a Qwen3 tokenizer adds no BOS"),
+        Case("from unsloth import FastLanguageModel\n"
+             "model, tok = FastLanguageModel.from_pretrained(model_name='unsloth/Qwen3-14B')\n"
+             "def generate(tokenizer):\n    text = tokenizer.apply_chat_template(msgs, tokenize=False)\n"
+             "    return tokenizer(text)\n", flags=False,
+             note="the tokenizer is a parameter: every hub model the file loads is a Qwen"),
+        Case("from unsloth import FastLanguageModel\n"
+             "model, tok = FastLanguageModel.from_pretrained(model_name='unsloth/Llama-3.2-3B-Instruct')\n"
+             "def generate(tokenizer):\n    text = tokenizer.apply_chat_template(msgs, tokenize=False)\n"
+             "    return tokenizer(text)\n", unsafe=True,
+             fixed="from unsloth import FastLanguageModel\n"
+                   "model, tok = FastLanguageModel.from_pretrained(model_name='unsloth/Llama-3.2-3B-Instruct')\n"
+                   "def generate(tokenizer):\n    text = tokenizer.apply_chat_template(msgs, tokenize=False)\n"
+                   "    return tokenizer(text, add_special_tokens=False)\n",
+             note="a Llama model: its tokenizer adds BOS"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -129,7 +179,7 @@ class ChatTemplateDoubleBos(Rule):
                     continue
                 if _receiver(tmpl.func.value) != tok:  # type: ignore[attr-defined]
                     continue
-                if _tokenizer_type(pf, tok, cs.scope) in NO_BOS_TYPES:
+                if _tokenizer_adds_no_bos(pf, tok, cs.scope):
                     continue
                 yield self.diagnostic(pf.span(call),
                                       "the chat template's text already contains the BOS token; tokenizing it again "

@@ -78,6 +78,19 @@ def lists_package(files: list[Path], package: str) -> bool:
     return False
 
 
+# a dependency file that names none of these describes another environment than the training's
+_TRAINING_STACK = ("torch", "transformers", "trl", "accelerate", "peft", "unsloth", "deepspeed")
+
+
+def _installs_itself(setup: Setup, path: Path, package: str) -> bool:
+    """The notebook or shell script installs ``package`` itself (``!pip install bitsandbytes``),
+    or the script's inline metadata (PEP 723, ``# /// script``) lists it."""
+    from trainlint.knowledge.versions import installs_named
+
+    text = next((pf.text for pf in setup.scripts if pf.path == str(path)), None)
+    return installs_named(package, path, text) is not None
+
+
 class OptimPackageMissing(Rule):
     """
     ## What it does
@@ -88,7 +101,11 @@ class OptimPackageMissing(Rule):
     torch-optimi) when the project's dependency files do not list that package. The files are
     looked for from the script's folder up to the repository root: `requirements*.txt`,
     `pyproject.toml`, `setup.py`, `setup.cfg`, `environment.yml`. Without any dependency file
-    the rule is silent.
+    the rule is silent, and so it is when those files name none of the training stack (torch,
+    transformers, trl, accelerate, peft, unsloth, deepspeed: they describe another environment,
+    such as the tooling of a notebook collection), when the notebook or shell script installs the
+    package itself (`!pip install bitsandbytes`), or when the script's inline metadata
+    (PEP 723 `# /// script` dependencies) lists it.
 
     ## Why is this bad?
     The Trainer imports the optimizer's package only when it builds the optimizer, after the
@@ -147,6 +164,21 @@ class OptimPackageMissing(Rule):
         ),
         Case(
             files={
+                "pyproject.toml": '[project]\nname = "notebooks"\ndependencies = ["ipykernel", "nbconvert"]\n',
+                "nb/train.py": 'from trl import SFTConfig\nargs = SFTConfig(output_dir="o", optim="adamw_8bit")\n',
+            },
+            flags=False, note="the dependency file is the notebook tooling's: it names no training library",
+        ),
+        Case(
+            files={
+                "requirements.txt": "torch\ntransformers\n",
+                "molab/train.py": '# /// script\n# dependencies = [\n#     "bitsandbytes>=0.43.0",\n#     "trl",\n# ]\n'
+                                  '# ///\nfrom trl import SFTConfig\nargs = SFTConfig(output_dir="o", optim="adamw_8bit")\n',
+            },
+            flags=False, note="the script's inline metadata (PEP 723) lists bitsandbytes",
+        ),
+        Case(
+            files={
                 "requirements.txt": "torch\n",
                 "train.py": 'from transformers import TrainingArguments\nargs = TrainingArguments(output_dir="o", optim="adamw_torch_fused")\n',
             },
@@ -163,9 +195,13 @@ class OptimPackageMissing(Rule):
             if package is None:
                 continue
             anchor = Path(site.path)
+            if _installs_itself(setup, anchor, package):
+                continue
             files = dependency_files(anchor)
             if not files or lists_package(files, package):
                 continue
+            if not any(lists_package(files, p) for p in _TRAINING_STACK):
+                continue  # files of another environment (a notebook collection's tooling): not the run's
             looked = ", ".join(sorted({f.name for f in files}))
             yield self.diagnostic(
                 v.span or v.key_span,  # type: ignore[arg-type]
