@@ -83,7 +83,7 @@ LAYERS = [
     ("setups", ["trainlint.resolve"]),
     ("rules", ["trainlint.analysis", "trainlint.script_values", "trainlint.memory", "trainlint.estimate", "trainlint.fixing.python_edits",
                "trainlint.fixing.text_edits", "trainlint.rules"]),
-    ("checking", ["trainlint.suppression", "trainlint.checking", "trainlint.partition"]),
+    ("checking", ["trainlint.suppression", "trainlint.checking", "trainlint.partition", "trainlint.fixing.setup_memo"]),
     ("schedulers", ["trainlint.parallel", "trainlint.cache"]),
     ("pipeline", ["trainlint.engine", "trainlint.fixing"]),
     ("report", ["trainlint.report"]),

@@ -14,6 +14,7 @@ from trainlint import reads
 from trainlint.config import ConfigError, Settings
 from trainlint.consumers import with_assumed, with_consumer
 from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Severity, internal_error
+from trainlint.fixing.setup_memo import SetupMemo
 from trainlint.record import Record, replace
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
 from trainlint.rule_index import can_trigger, is_selected, selected, words_of
@@ -156,8 +157,11 @@ def make_rules(settings: Settings) -> RuleSet | list[Rule]:
 
 
 def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = None, *,
-              ctx: RunContext | None = None, rules: RuleSet | list[Rule] | None = None) -> list[Diagnostic]:
-    """Every rule on every setup of ``ws``; ``declared`` (when given) collects the setups' files."""
+              ctx: RunContext | None = None, rules: RuleSet | list[Rule] | None = None,
+              memo: SetupMemo | None = None) -> list[Diagnostic]:
+    """Every rule on every setup of ``ws``; ``declared`` (when given) collects the setups' files.
+    ``memo`` (``fix``'s passes): a setup whose digest an earlier pass checked takes its findings
+    from there (``trainlint.fixing.setup_memo``)."""
     if rules is None:
         rules = make_rules(settings)
     if ctx is None:
@@ -181,27 +185,48 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     seen: dict[Any, Any] = {}
     if rule_set is not None:
         rules = rule_set.for_workspace(ws, seen) if setups else []
-    for setup in setups:
+    planned = [(setup, rule_set.for_setup(setup, ws, rules, seen) if rule_set is not None else rules)
+               for setup in setups]
+    keys: list[str | None] = [None] * len(planned)
+    if memo is not None:  # every digest before any rule runs
+        memo.start(ws)
+        keys = [memo.key(setup, tuple(r.code for r in here)) for setup, here in planned]
+    for (setup, here), key in zip(planned, keys):
         if declared is not None:
             declared.update(str(f) for f in setup.files)
-        docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
-        for rule in (rule_set.for_setup(setup, ws, rules, seen) if rule_set is not None else rules):
-            try:
-                found = list(rule.check(setup))
-                if not found:
-                    continue
-                found = with_assumed(setup, with_consumer(setup, found))
-                # judged against a release newer than the target (the data starts later): an
-                # assumption, so info, and a fix of it is not proven on the target: unsafe
-                found = [_assumed_version(d) if OLDER_THAN_DATA in d.message else d for d in found]
-                if docs:  # a README command is documentation: at most a warning
-                    found = [replace(d, severity=Severity.WARNING) if d.severity is Severity.ERROR
-                             and d.path.lower().endswith(_DOCS) else d for d in found]
-                out.extend(found)
-            except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
-                path = setup.files[0] if setup.files else str(setup.root)
-                out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
+        if memo is None:
+            out.extend(_check_setup(setup, here))
+            continue
+        found = memo.get(key)
+        if found is None:
+            with reads.recording() as outside:
+                found = _check_setup(setup, here)
+            memo.put(key, found, outside)
+        out.extend(found)
     return _without_walked_markdown(ws, out)
+
+
+def _check_setup(setup: Any, rules: list[Rule]) -> list[Diagnostic]:
+    """What ``rules`` report on ``setup``."""
+    out: list[Diagnostic] = []
+    docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
+    for rule in rules:
+        try:
+            found = list(rule.check(setup))
+            if not found:
+                continue
+            found = with_assumed(setup, with_consumer(setup, found))
+            # judged against a release newer than the target (the data starts later): an
+            # assumption, so info, and a fix of it is not proven on the target: unsafe
+            found = [_assumed_version(d) if OLDER_THAN_DATA in d.message else d for d in found]
+            if docs:  # a README command is documentation: at most a warning
+                found = [replace(d, severity=Severity.WARNING) if d.severity is Severity.ERROR
+                         and d.path.lower().endswith(_DOCS) else d for d in found]
+            out.extend(found)
+        except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
+            path = setup.files[0] if setup.files else str(setup.root)
+            out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
+    return out
 
 
 _DOCS = (".md", ".markdown", ".mdx")
@@ -283,7 +308,7 @@ def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: di
     if ws.reads is not None:
         ws.reads = None  # what linking reads besides is read afresh
         assert reuse is not None
-        out = reuse.in_child(lambda: _check_read(ws, entries, settings, ctx, rules), rules, ws)
+        out = reuse.in_child(lambda: _check_read(ws, entries, settings, ctx, rules, reuse.setups), rules, ws)
         if out is not None:
             return out
         ws = Workspace(settings=settings, overlay=overlay)  # the child failed: check here, afresh
@@ -293,10 +318,11 @@ def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: di
 
 
 def _check_read(ws: Workspace, entries: list[tuple[str, bool]], settings: Settings, ctx: RunContext,
-                rules: RuleSet | list[Rule] | None) -> Outcome:
+                rules: RuleSet | list[Rule] | None, memo: SetupMemo | None = None) -> Outcome:
     declared: set[str] = set()
     with reads.recording() as outside:  # what rules read from outside the workspace
-        diagnostics = filter_findings(run_rules(ws, settings, declared, ctx=ctx, rules=rules), ws, settings)
+        diagnostics = filter_findings(run_rules(ws, settings, declared, ctx=ctx, rules=rules, memo=memo), ws,
+                                      settings)
     declared.update(outside - ws.files.keys())
     declared.difference_update(p for p, _ in entries)
     declared.update(ws.absent - ws.files.keys())  # a file that appears there can change the result
@@ -329,6 +355,9 @@ class Reuse:
         # command line; a language server's threads keep the plain passes
         self.enabled = hasattr(os, "fork") and threading.active_count() <= 2
         self.children = 0  # how many groups were checked in a child (for tests)
+        # the findings of each setup checked in a child, by digest: a later pass's child runs
+        # the rules only on setups whose digest is new (``trainlint.fixing.setup_memo``)
+        self.setups = SetupMemo()
 
     def wanted(self, entries: list[tuple[str, bool]]) -> bool:
         if not self.enabled or len(entries) < 2:
@@ -377,7 +406,8 @@ class Reuse:
             try:
                 os.close(read_end)
                 gc.freeze()  # what it inherited is never freed here: keep the collector off it
-                data = pickle.dumps(check(), protocol=pickle.HIGHEST_PROTOCOL)
+                self.setups.hits = 0  # this child's, sent back
+                data = pickle.dumps((check(), self.setups.added, self.setups.hits), protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write_end, "wb") as f:
                     f.write(data)
                 code = 0
@@ -392,10 +422,12 @@ class Reuse:
         if os.waitstatus_to_exitcode(status) != 0:
             return None
         try:
-            out = pickle.loads(data)
+            out, added, hits = pickle.loads(data)
         except Exception:  # noqa: BLE001
             return None
         self.children += 1
+        self.setups.merge(added)
+        self.setups.hits += hits
         return out
 
 
