@@ -44,6 +44,9 @@ PYTHON_READ = frozenset({
     "path", "text", "tree", "_lines", "_ast_lines", "_load_counts", "_all_nodes", "_statement_nodes",
     "_attribute_nodes", "_mutated_in", "imports", "module_scope", "calls", "statements", "scope_of_def",
     "_cli_options", "_args_keywords",
+    # the index walk's results and the tree's lookups, made on first use (``sources.python``)
+    "_walked", "_attrs", "_names", "_module_scope", "_calls", "_statements", "_scope_of_def",
+    "_by_attr", "_by_call_name", "_call_pos", "_name_nodes",
 })
 # Indexes of the tree alone that a Python file builds on first use (statements by type, the
 # version guards by ``id`` of their function). Every other cache (what ``trainlint.consumers``
