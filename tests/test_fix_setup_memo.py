@@ -145,3 +145,28 @@ def test_a_document_reached_only_through_another_is_in_the_digest():
     c = digest("from transformers import Trainer\nclass MyTrainer(object):\n    pass\n")
     assert a is not None and a == b and c != a
     assert digest("from transformers import Trainer\nclass MyTrainer(Trainer):\n    pass\n", linked=True) != a
+
+
+def test_every_attribute_the_python_reader_makes_is_known_to_the_digest():
+    """A reader attribute the digest does not know is walked into every setup's digest (its
+    scopes, calls and nodes): correct but slow (the index-on-first-use change renamed the
+    index's attributes and made fix 10-14 % slower that way). Every attribute of an indexed
+    file is either the reader's (``PYTHON_READ``/``PYTHON_CACHES``, skipped) or one linking
+    and the rules fill (walked): a new attribute must be put in one of the two."""
+    import ast
+
+    from trainlint.fixing.setup_memo import PYTHON_CACHES, PYTHON_READ
+    from trainlint.sources.python import PythonFile
+
+    text = ("from transformers import Trainer, TrainingArguments\n"
+            "args = TrainingArguments(output_dir='o', logging_steps=1)\n"
+            "trainer = Trainer(model=m, args=args)\n"
+            "trainer.train()\n")
+    pf = PythonFile("t.py", text, ast.parse(text))
+    pf.name_uses("args")  # the index walked, its lookups made
+    _ = pf.nodes, pf.lines, pf.calls, pf.module_scope
+    pf.source_of(pf.tree.body[1])
+    filled_later = {"imports", "local_classes", "external_defs", "external_qualified", "external_args",
+                    "args_calls", "trainer_calls"}
+    unknown = set(vars(pf)) - PYTHON_READ - PYTHON_CACHES - filled_later
+    assert not unknown, f"put these in PYTHON_READ (reader-made) or walk them: {sorted(unknown)}"
