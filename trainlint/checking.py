@@ -8,19 +8,21 @@ to each other (``partition``); the ``RunContext`` is the run's, resolved once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainlint import reads
 from trainlint.config import ConfigError, Settings
 from trainlint.consumers import with_assumed, with_consumer
 from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Severity, internal_error
-from trainlint.fixing.setup_memo import SetupMemo
 from trainlint.record import Record, replace
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
 from trainlint.rule_index import can_trigger, is_selected, selected, words_of
 from trainlint.rules.base import Rule
 from trainlint.suppression import Suppressions
 from trainlint.workspace import Workspace, read_entry
+
+if TYPE_CHECKING:  # fix's memo: imported where a fix makes one, never by ``check``
+    from trainlint.fixing.setup_memo import SetupMemo
 
 
 class RuleSet:
@@ -357,6 +359,8 @@ class Reuse:
         self.children = 0  # how many groups were checked in a child (for tests)
         # the findings of each setup checked in a child, by digest: a later pass's child runs
         # the rules only on setups whose digest is new (``trainlint.fixing.setup_memo``)
+        from trainlint.fixing.setup_memo import SetupMemo
+
         self.setups = SetupMemo()
 
     def wanted(self, entries: list[tuple[str, bool]]) -> bool:
