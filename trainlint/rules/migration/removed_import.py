@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable
 from trainlint.diagnostics import Diagnostic, Edit, Severity, Span
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import _source, target, target_text
-from trainlint.rules.base import Case, Rule
+from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
 
@@ -86,7 +86,7 @@ def _parents(pf: PythonFile) -> dict[int, ast.AST]:
     return cached
 
 
-class RemovedImport(Rule):
+class RemovedImport(ScriptRule):
     """
     ## What it does
     Flags `from transformers import X` / `from trl import X` / `from peft import X` (and
@@ -227,22 +227,21 @@ class RemovedImport(Rule):
             """, options={"trl_version": "0.25.0"}, flags=False),
     ]
 
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for pf in setup.scripts:
-            imported = [n for n in pf.of_type(ast.ImportFrom) if n.level == 0 and n.module in _PACKAGES]
-            modules = {local for local, qn in pf.imports.items() if qn in _PACKAGES}
-            if not imported and not modules:
-                continue
-            for node in imported:
-                yield from self._import_from(setup, pf, node)
-            if modules:
-                yield from self._attributes(setup, pf, modules)
+    def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
+        imported = [n for n in pf.of_type(ast.ImportFrom) if n.level == 0 and n.module in _PACKAGES]
+        modules = {local for local, qn in pf.imports.items() if qn in _PACKAGES}
+        if not imported and not modules:
+            return
+        for node in imported:
+            yield from self._import_from(facts, pf, node)
+        if modules:
+            yield from self._attributes(facts, pf, modules)
 
     # -- from X import Name ------------------------------------------------------------------
 
-    def _import_from(self, setup: Setup, pf: PythonFile, node: ast.ImportFrom) -> Iterable[Diagnostic]:
+    def _import_from(self, facts: Facts, pf: PythonFile, node: ast.ImportFrom) -> Iterable[Diagnostic]:
         package = node.module or ""
-        version, where = _target_version(setup, package)
+        version, where = facts.ask(_target_version, package)
         for alias in node.names:
             status = self._status(package, alias.name, version)
             if status is None or _guarded(pf, node):
@@ -254,7 +253,7 @@ class RemovedImport(Rule):
             message, severity = self._message(package, alias.name, kind, h, moved_to, where)
             edits, applicability, fix_message = self._fix(pf, node, alias, package, moved_to)
             if edits and applicability == "safe":
-                applicability, note = _destination_support(setup, pf.path, package, alias.name, fix_message)
+                applicability, note = facts.ask(_destination_support, pf.path, package, alias.name, fix_message)
                 message += note
             yield self.diagnostic(name_span, message, edits=edits, fix_message=fix_message,
                                   applicability=applicability, severity=severity)  # type: ignore[arg-type]
@@ -359,12 +358,12 @@ class RemovedImport(Rule):
 
     # -- transformers.Name after import transformers ------------------------------------------
 
-    def _attributes(self, setup: Setup, pf: PythonFile, modules: set[str]) -> Iterable[Diagnostic]:
+    def _attributes(self, facts: Facts, pf: PythonFile, modules: set[str]) -> Iterable[Diagnostic]:
         for node in pf.attribute_nodes():
             if not (isinstance(node.value, ast.Name) and node.value.id in modules and isinstance(node.ctx, ast.Load)):
                 continue
             package = pf.imports[node.value.id]
-            version, where = _target_version(setup, package)
+            version, where = facts.ask(_target_version, package)
             status = self._status(package, node.attr, version)
             if status is None or _guarded(pf, node):
                 continue
