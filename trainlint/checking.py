@@ -194,6 +194,13 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
         memo.start(ws)
         keys = [memo.key(setup, tuple(r.code for r in here)) for setup, here in planned]
     share = ScriptShare()
+    with reads.one_check():  # answers the setups share (a package's target for a folder), for this check
+        _check_setups(planned, keys, share, out, declared, memo)
+    return _without_walked_markdown(ws, out)
+
+
+def _check_setups(planned: list, keys: list, share: ScriptShare, out: list[Diagnostic], declared: set[str] | None,
+                  memo: SetupMemo | None) -> None:
     for (setup, here), key in zip(planned, keys):
         if declared is not None:
             declared.update(str(f) for f in setup.files)
@@ -206,7 +213,6 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
                 found = _check_setup(setup, here, share)
             memo.put(key, found, outside)
         out.extend(found)
-    return _without_walked_markdown(ws, out)
 
 
 class ScriptShare:

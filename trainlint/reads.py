@@ -98,6 +98,37 @@ def replay(notes: frozenset[str] | set[str]) -> None:
         seen.update(notes)
 
 
+_scopes: list[dict[Any, tuple[Any, frozenset[str]]]] = []
+
+
+@contextmanager
+def one_check() -> Iterator[None]:
+    """A scope in which :func:`kept` answers are kept: one check of a workspace, during which
+    no file changes (``checking.run_rules``)."""
+    _scopes.append({})
+    try:
+        yield
+    finally:
+        _scopes.pop()
+
+
+def kept(key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()``, once per ``key`` within the innermost :func:`one_check` (every setup of
+    the workspace asks the target of a package for its folder, what a project allows for a
+    file); a hit notes again what the first call read. Outside a scope, computed each time."""
+    if not _scopes:
+        return compute()
+    answers = _scopes[-1]
+    hit = answers.get(key)
+    if hit is None:
+        with recording() as seen:
+            value = compute()
+        answers[key] = hit = (value, frozenset(seen))
+    elif hit[1] and _stack:
+        replay(hit[1])
+    return hit[0]
+
+
 def memo(maxsize: int = 256) -> Callable[[F], F]:
     """``functools.lru_cache`` for functions that :func:`note` what they read: the answer is
     kept with its notes, and a hit notes them again. Arguments must be hashable."""

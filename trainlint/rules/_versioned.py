@@ -647,6 +647,13 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
     runs on that version, whatever the project or the machine has), else the lower end of the project's requirement (the nearest
     folder above ``path``, or the setup's root, holding requirements or a pyproject.toml); None
     when neither says."""
+    # what it reads of the setup: its files, and its root for a question about no file (once
+    # per check of a workspace: every fix of every setup asks)
+    files, root = tuple(setup.files), None if path else str(setup.root)
+    return reads.kept(("allowed_low", package, path, files, root), lambda: _allowed_low(setup, package, path))
+
+
+def _allowed_low(setup: Setup, package: str, path: str | None) -> tuple[str, str] | None:
     from pathlib import Path
 
     from trainlint.knowledge import versions
