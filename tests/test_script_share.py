@@ -144,3 +144,26 @@ def test_every_case_shared_across_variants_gives_the_plain_findings(rule, tmp_pa
             mixed = [variants[k] for k in (0, 1, 2, 3, 0, 4, 1, 3)]
             shared, _ = _shared_run(mixed, rules)
             assert shared == [_plain_run(s, rules) for s in mixed], (rule.code, i)
+
+
+def test_kept_answers_live_for_one_check_and_note_what_they_read():
+    from trainlint import reads
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        reads.note("/project/requirements.txt")
+        return ("4.46.0", "requirements.txt")
+
+    assert reads.kept("k", compute) == ("4.46.0", "requirements.txt") and len(calls) == 1
+    assert reads.kept("k", compute) and len(calls) == 2  # no scope: computed each time
+    with reads.one_check():
+        reads.kept("k", compute)
+        with reads.recording() as seen:
+            assert reads.kept("k", compute) == ("4.46.0", "requirements.txt")
+        assert len(calls) == 3  # kept within the check
+        assert seen == {"/project/requirements.txt"}  # a hit notes what the first call read
+    with reads.one_check():
+        reads.kept("k", compute)
+    assert len(calls) == 4  # a new check asks again

@@ -371,8 +371,7 @@ class Setup(Record):
             from trainlint.knowledge.training_args import newest
 
             text = newest()
-        parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in str(text).split(".")[:2]]
-        return (parts + [0, 0])[0], (parts + [0, 0])[1]
+        return _major_minor(str(text))
 
     @property
     def target_transformers(self) -> str | None:
@@ -387,3 +386,17 @@ class Setup(Record):
         if self.world_size is None or not isinstance(self.world_size.value, int):
             return None
         return self.world_size.value
+
+
+_MAJOR_MINOR: dict[str, tuple[int, int]] = {}
+
+
+def _major_minor(text: str) -> tuple[int, int]:
+    """``"4.46.0"`` -> (4, 46) (digits of the first two parts; once per text: rules ask per site)."""
+    found = _MAJOR_MINOR.get(text)
+    if found is None:
+        parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in text.split(".")[:2]]
+        found = (parts + [0, 0])[0], (parts + [0, 0])[1]
+        if len(_MAJOR_MINOR) < 1024:
+            _MAJOR_MINOR[text] = found
+    return found
