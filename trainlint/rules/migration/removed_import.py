@@ -57,10 +57,17 @@ def _find_target_version(setup: Setup, package: str) -> tuple[str, str]:
 def _guarded(pf: PythonFile, node: ast.AST) -> bool:
     """Whether ``node`` sits in a ``try`` that catches ImportError (a fallback import), or under
     an ``if`` that tests a version or an availability helper (a version-gated import)."""
-    parents = _parents(pf)
+    chain = _ancestors(pf, node)
+    if chain is None:  # not found by position (an f-string's parts): every parent of the file
+        parents = _parents(pf)
+        chain = []
+        cur = node
+        while id(cur) in parents:
+            cur = parents[id(cur)]
+            chain.append(cur)
+        chain.reverse()
     cur = node
-    while id(cur) in parents:
-        parent = parents[id(cur)]
+    for parent in reversed(chain):
         if isinstance(parent, ast.Try) and cur in parent.body:
             for h in parent.handlers:
                 names = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(h.type)
@@ -73,6 +80,39 @@ def _guarded(pf: PythonFile, node: ast.AST) -> bool:
                 return True
         cur = parent
     return False
+
+
+def _ancestors(pf: PythonFile, node: ast.AST) -> list[ast.AST] | None:
+    """The nodes from the module down to ``node``'s parent, found by descending only into the
+    nodes whose extent holds ``node``'s (and into those without a position: ``arguments``,
+    comprehensions, ``withitem``, ``match_case``); None when that search does not reach it.
+    A tree has one path to a node, so a path that ends at ``node`` itself is its ancestors."""
+    if getattr(node, "end_lineno", None) is None:
+        return None
+    target = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+    stack: list[tuple[ast.AST, int]] = [(pf.tree, 0)]
+    path: list[ast.AST] = []
+    while stack:
+        cur, depth = stack.pop()
+        del path[depth:]
+        path.append(cur)
+        for child in reversed(list(ast.iter_child_nodes(cur))):
+            if child is node:
+                return path
+            if _may_hold(child, target):
+                stack.append((child, depth + 1))
+    return None
+
+
+def _may_hold(n: ast.AST, target: tuple[int, int, int, int]) -> bool:
+    end = getattr(n, "end_lineno", None)
+    if end is None:
+        return True  # no position: look inside
+    start = (n.lineno, n.col_offset)  # type: ignore[attr-defined]
+    decorators = getattr(n, "decorator_list", None)
+    if decorators:
+        start = min(start, *((d.lineno, d.col_offset) for d in decorators))
+    return start <= target[:2] and target[2:] <= (end, n.end_col_offset)  # type: ignore[attr-defined]
 
 
 def _parents(pf: PythonFile) -> dict[int, ast.AST]:
