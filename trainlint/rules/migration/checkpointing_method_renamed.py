@@ -202,7 +202,7 @@ def _overridden_names(pf, names: set[str]) -> set[str]:
     for n in pf.attribute_nodes():
         if isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in names:
             out.add(n.attr)
-    for n in pf.of_type(ast.Call):
+    for n in pf.of_type(ast.Call) if "setattr" in pf.text else ():  # a walk of every node: only where it can find one
         if isinstance(n.func, ast.Name) and n.func.id == "setattr" \
                 and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value in names:
             out.add(n.args[1].value)
