@@ -90,3 +90,89 @@ def test_major_minor_and_test_paths_remembered():
     for _ in range(2):
         assert is_test_path("tests/train.py") and not is_test_path("examples/train.py")
         assert is_test_path(os.path.join(os.getcwd(), "tests", "train.py"))
+
+
+_FLOWS = '''
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+from peft import get_peft_model
+
+model = AutoModelForCausalLM.from_pretrained("m")
+model.to("cuda")
+model.config.use_cache = False
+
+def one():
+    model = AutoModelForCausalLM.from_pretrained("a")
+    model.gradient_checkpointing_enable()
+    model = get_peft_model(model, cfg)
+    model = model.cuda()
+    Trainer(model=model, args=TrainingArguments("o")).train()
+
+def two(model):
+    other = model
+    model.enable_input_require_grads()
+    trainer = Trainer(model=other)
+    def inner():
+        model.to("cpu")
+        Trainer(model=model)
+    return trainer
+
+class T:
+    def m(self):
+        self.model.to("cuda")
+        Trainer(model=self.model)
+
+Trainer(model=model)
+prepare(model)
+'''
+
+
+def _flows_summary(pf):
+    from trainlint.analysis import model_flows
+
+    return [(id(f.trainer), [(c.name, id(c.site.node)) for c in f.calls], [id(m.call) for m in f.moves],
+             [id(a[0]) for a in f.attr_sets], sorted(f.names)) for f in model_flows(pf)]
+
+
+def _fresh(pf):
+    for key in ("_model_flows", "_model_flow_of", "_flow_bound", "_flow_by_trainer"):
+        pf.__dict__.pop(key, None)
+
+
+def test_model_flows_by_bound_names_are_those_of_every_call(monkeypatch):
+    """``model_flows`` looks only at calls whose names are bound where the model's are: the
+    same flows as looking at every call of the file (the snippet, every rule case's script)."""
+    import trainlint.analysis as an
+    from trainlint.rules import all_rules
+    from trainlint.sources.python import parse_python
+
+    texts = [_FLOWS] + [c.all_files()["train.py"] for r in all_rules() for c in r.cases
+                        if "train.py" in c.all_files() and "Trainer" in c.all_files()["train.py"]]
+    compared = 0
+    for text in texts:
+        try:
+            pf = parse_python("train.py", text)
+        except Exception:  # noqa: BLE001 - a case that is not Python
+            continue
+        if not getattr(pf, "trainer_calls", None):
+            continue
+        got = _flows_summary(pf)
+        _fresh(pf)
+        with monkeypatch.context() as m:
+            m.setattr(an, "_bound_index", lambda pf, by_name: _Every(len(pf.calls)))
+            assert _flows_summary(pf) == got
+            if text is _FLOWS:  # the control: an index that misses the calls misses the flows' calls
+                _fresh(pf)
+                m.setattr(an, "_bound_index", lambda pf, by_name: {})
+                assert _flows_summary(pf) != got
+        _fresh(pf)
+        compared += 1
+    assert compared > 50
+
+
+class _Every(dict):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def get(self, key, default=None):
+        return list(range(self.n))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
 from trainlint.fixing.python_edits import rewrite_node
@@ -17,7 +17,9 @@ from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.rules.migration._migration_common import (
     V524,
 )
-from trainlint.setup import Setup
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.sources.python import PythonFile
 
 # The cheap guard: the rule reads the method data only for a file that contains one of these
 # (the deprecated names and their replacements come from data/model_api.json).

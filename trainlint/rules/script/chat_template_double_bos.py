@@ -9,7 +9,6 @@ from typing import Iterable
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
 from trainlint.rules.base import Case, Facts, ScriptRule
-from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
 
 # model types whose tokenizers add no BOS token (add_bos_token false / no bos_token in their

@@ -8,7 +8,6 @@ from typing import Iterable
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Facts, ScriptRule
-from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
 
 HEAD = "from transformers import Trainer\n"
