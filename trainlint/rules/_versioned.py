@@ -89,10 +89,22 @@ def is_known_class(cls: str) -> bool:
 
 def fields_for(setup: Setup, cls: str) -> dict[str, ta.FieldInfo] | None:
     tf, _, trl, _ = target(setup)
-    try:
-        return ta.fields(cls, tf, trl)
-    except ta.UnknownClassError:
-        return None
+    key = (cls, tf, trl)
+    found = _FIELDS_FOR.get(key, _MISSING)
+    if found is _MISSING:
+        try:
+            found = ta.fields(cls, tf, trl)
+        except ta.UnknownClassError:
+            found = None
+        if len(_FIELDS_FOR) >= 1024:
+            _FIELDS_FOR.clear()
+        _FIELDS_FOR[key] = found
+    return found  # type: ignore[return-value]
+
+
+# (class, transformers, trl) -> fields: every site rule asks of every site of every setup
+_FIELDS_FOR: dict[tuple[str, str, str], Any] = {}
+_MISSING: Any = object()
 
 
 def python_file(setup: Setup, path: str) -> PythonFile | None:
