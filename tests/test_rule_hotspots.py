@@ -158,11 +158,11 @@ def test_model_flows_by_bound_names_are_those_of_every_call(monkeypatch):
         got = _flows_summary(pf)
         _fresh(pf)
         with monkeypatch.context() as m:
-            m.setattr(an, "_bound_index", lambda pf, by_name: _Every(len(pf.calls)))
+            m.setattr(an, "_bound_index", lambda pf, by_name, names: _Every(len(pf.calls)))
             assert _flows_summary(pf) == got
             if text is _FLOWS:  # the control: an index that misses the calls misses the flows' calls
                 _fresh(pf)
-                m.setattr(an, "_bound_index", lambda pf, by_name: {})
+                m.setattr(an, "_bound_index", lambda pf, by_name, names: {})
                 assert _flows_summary(pf) != got
         _fresh(pf)
         compared += 1

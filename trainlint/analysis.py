@@ -593,20 +593,21 @@ def _flow_index(pf: PythonFile) -> tuple[dict[str, list[int]], list, dict[str, l
     return by_name, moves, assigns
 
 
-def _bound_index(pf: PythonFile, by_name: dict[str, list[int]]) -> dict[tuple[int, str], list[int]]:
-    """Once per file, for ``model_flows``: the calls of ``_flow_index``'s names by (id of the
-    scope that binds the name where the call is, name), in ``calls`` order."""
+def _bound_index(pf: PythonFile, by_name: dict[str, list[int]], names: set[str]) -> dict[tuple[int, str], list[int]]:
+    """For ``model_flows``: the calls of ``_flow_index``'s ``names`` by (id of the scope that
+    binds the name where the call is, name), in ``calls`` order; each name looked up once per
+    file, whichever Trainer's model it is."""
     cached = pf.__dict__.get("_flow_bound")
-    if cached is not None:
-        return cached
-    out: dict[tuple[int, str], list[int]] = {}
+    if cached is None:
+        cached = pf.__dict__["_flow_bound"] = ({}, set())
+    out, done = cached
     calls = pf.calls
-    for n, indices in by_name.items():
-        for i in indices:
+    for n in names - done:
+        for i in by_name.get(n, ()):
             found = calls[i].scope.lookup(n)
             if found is not None:
                 out.setdefault((id(found[0]), n), []).append(i)
-    pf.__dict__["_flow_bound"] = out
+        done.add(n)
     return out
 
 
@@ -634,7 +635,7 @@ def model_flows(pf: PythonFile) -> list[ModelFlow]:
 
         by_name, moves, assigns = _flow_index(pf)
         names = {n for _, n in flow.names}
-        bound = _bound_index(pf, by_name)
+        bound = _bound_index(pf, by_name, names)
         # only a call one of whose names (receiver root, first argument, moved object) is bound
         # where one of the model's names is can be on the model (``on_model``)
         for i in sorted({i for key in flow.names for i in bound.get(key, ())}):
