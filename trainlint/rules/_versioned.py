@@ -671,11 +671,11 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
     start = Path(path).resolve().parent if path else Path(setup.root).resolve()
     for folder in (start, *start.parents):
         # the result depends on these, there or not (the cache)
-        reads.note_glob(folder, "requirements*.txt")
+        reads.note_glob(folder, versions.REQUIREMENT_GLOB)
         reads.note(folder / "pyproject.toml")
         reads.note(folder / "setup.py")
         reads.note_isdir(folder / ".git")
-        files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob("requirements*.txt")]
+        files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob(versions.REQUIREMENT_GLOB)]
         if any(p.is_file() for p in files):
             stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in files if p.is_file()))
             low = _oldest_cached(str(folder), stamp, package)
