@@ -86,11 +86,36 @@ def test_missing_script_named_elsewhere_in_the_repository_says_where(tmp_path):
     assert d.severity is Severity.ERROR and "training/train.py" in d.message
 
 
+def test_missing_script_in_a_folder_that_is_nowhere_here_is_info_run_from_another_checkout(tmp_path):
+    """open-instruct's `python src/scripts/train/sft/OLMo-sft.py train ...` and `python
+    oe-eval-internal/oe_eval/launch.py`: neither the folder nor a file of that name is anywhere
+    in the repository, so the command runs in another project's checkout (info, said so)."""
+    root = _repo(tmp_path, {"scripts/train/olmo3/7b_sft.sh":
+                            "python src/scripts/train/sft/OLMo-sft.py train run1 $CKPT ai2/jupiter "
+                            "--per_device_train_batch_size 4 --gradient_accumulation_steps 2\n",
+                            "scripts/eval/oe.sh": "python oe-eval-internal/oe_eval/launch.py --model m --task t\n",
+                            "open_instruct/finetune.py": TRAIN_PY})
+    found = _found(_lint(root), "TL004")
+    assert sorted(d.path.rsplit("/", 1)[-1] for d in found) == ["7b_sft.sh", "oe.sh"]
+    for d in found:
+        assert d.severity is Severity.INFO, d.message
+        assert "anywhere in this repository" in d.message and "checkout of another project" in d.message
+
+
 def test_missing_script_in_a_folder_that_is_not_here_is_a_warning(tmp_path):
+    """The same line is a warning when the repository has a folder of that name elsewhere (the
+    command runs from there) or one whose name is a typo away from it."""
     root = _repo(tmp_path, {"run.sh": "python trainer_code/finetune.py --per_device_train_batch_size 4 "
-                                      "--gradient_accumulation_steps 2\n"})
+                                      "--gradient_accumulation_steps 2\n",
+                            "sub/trainer_code/model.py": "x = 1\n"})
     (d,) = _found(_lint(root), "TL004")
-    assert d.severity is Severity.WARNING and "no folder 'trainer_code'" in d.message
+    assert d.severity is Severity.WARNING and "no folder 'trainer_code' beside it or above it" in d.message
+    assert "sub/trainer_code" in d.message
+    root = _repo(tmp_path / "typo", {"run.sh": "python scirpts/finetune.py --per_device_train_batch_size 4 "
+                                               "--gradient_accumulation_steps 2\n",
+                                     "scripts/model.py": "x = 1\n"})
+    (d,) = _found(_lint(root), "TL004")
+    assert d.severity is Severity.WARNING and "did you mean 'scripts'" in d.message
 
 
 def test_found_script_is_not_reported(tmp_path):
