@@ -319,3 +319,25 @@ def test_singular_requirement_txt_keeps_tokenizer_keyword_and_its_fix_unoffered(
     (tmp_path / "requirement.txt").unlink()
     out = run_cli("check", ".", "--format", "json", "--exit-zero", "--no-cache", cwd=tmp_path)
     assert [d["code"] for d in json.loads(out.stdout) if d["code"] == "TL605"] == ["TL605"]
+
+
+def test_a_sub_package_setup_py_without_the_package_keeps_the_repositorys_oldest_version(tmp_path):
+    """FlagEmbedding: research/visual_bge/setup.py installs torchvision, timm... but not
+    transformers; the repository's setup.py allows transformers 4.44.2, which has no
+    activation_checkpointing_enable, so the rename of gradient_checkpointing_enable is no safe
+    fix there (it was offered as safe)."""
+    import json
+
+    from helpers import run_cli, write_files
+
+    write_files(tmp_path, {
+        "setup.py": "from setuptools import setup\nsetup(name='fe', install_requires=['transformers>=4.44.2'])\n",
+        "research/vbge/setup.py": "from setuptools import setup\nsetup(name='vbge', install_requires=['timm'])\n",
+        "research/vbge/vbge/hf_model.py": "from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\n"
+                                          "m.gradient_checkpointing_enable()\n",
+    })
+    out = run_cli("check", ".", "--format", "json", "--exit-zero", "--no-cache", "--transformers-version", "5.24.0",
+                  cwd=tmp_path)
+    found = [d for d in json.loads(out.stdout) if d["code"] == "TL609"]
+    assert found and all(d["fix"]["applicability"] == "unsafe" for d in found), found
+    assert "4.44.2" in found[0]["message"]
