@@ -504,3 +504,15 @@ def test_launcher_options_in_a_variable_with_an_unknown_value_keep_the_launch(tm
     found = {d.code: d for d in lint([tmp_path], settings_for(tmp_path), jobs=1).diagnostics}
     assert "TL318" in found and found["TL318"].path.endswith("run.sh")  # cosine with DeepSpeed's WarmupLR
     assert "TL201" in found and "GPUs" not in found["TL201"].message  # the world size is not known
+
+
+def test_a_placeholder_folder_in_a_template_is_info(tmp_path):
+    """smollm's slurm_scripts_templates accelerate config names
+    `./experiments/pretraining/vloom/xxxx/ds_config.json`: a template to fill in, not a missing file."""
+    root = _repo(tmp_path, {"vision/experiments/pretraining/vloom/tr_1/config.yaml": "a: 1\n",
+                            "vision/templates/accelerate_config.yaml":
+                            "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                            "deepspeed_config:\n  deepspeed_config_file: ./experiments/pretraining/vloom/xxxx/ds_config.json\n"
+                            "  zero3_init_flag: true\nnum_processes: 8\n"})
+    (d,) = _found(_lint(root), "TL004")
+    assert d.severity is Severity.INFO and "'xxxx' in it is a placeholder" in d.message, d.message
