@@ -278,7 +278,7 @@ def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand |
         return Located(ELSEWHERE, severity=info,
                        why="laid out as the Hugging Face examples, run from a transformers checkout")
     top = os.path.normpath(ref).replace(os.sep, "/").split("/", 1)[0]
-    if hint:
+    if hint or not top or top in (".", ".."):  # (an absolute path inside the repository: its folders are known)
         return Located(MISSING, severity=Severity.WARNING, why=hint)
     folders_named: list[str] = []
     if root is not None:
