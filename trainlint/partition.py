@@ -170,6 +170,28 @@ def words_of(text: str) -> tuple[set[str], set[str]]:
     return words, modules
 
 
+_NO_WORDS: tuple[set[str], set[str]] = (frozenset(), frozenset())  # type: ignore[assignment]
+
+
+def _json_array(path: str, text: str) -> bool:
+    """Whether ``path`` is a JSON file whose value is an array (a dataset: LLaMA-Factory's
+    ``data/*.json`` hold 5 MB of records). Its kind is plain ``json`` (``kinds.detect_kind``: a
+    config is an object), which has no launch line and names no script to linking: the words
+    of its text (a script's stem, ``pkg.train``) are not asked, only the file names it holds
+    (``NameIndex.ends``: a script or config that names it, or that it names, still joins it)."""
+    if not path.lower().endswith(".json"):
+        return False
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if not stripped.startswith("["):
+        return False
+    import json
+
+    try:
+        return isinstance(json.loads(stripped), list)
+    except (ValueError, RecursionError):
+        return False
+
+
 def _module_name(path: str) -> tuple[str, str]:
     """How ``python -m`` names ``path``, by its last two parts: (``"module"``, ``"pkg.train"``)
     for ``pkg/train.py``, (``"package"``, ``"a.pkg"`` or ``"pkg"``) for ``a/pkg/__main__.py``;
@@ -235,7 +257,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
         words: set[str] = set()
         modules: set[str] = set()
         for p, t in others.items():
-            named_in[p] = found = words_of(t)
+            named_in[p] = found = _NO_WORDS if _json_array(p, t) else words_of(t)
             words |= found[0]
             modules |= found[1]
         in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
@@ -253,7 +275,8 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
                 named[n] = named.get(n, 0) + 1
     # Python files that import one another (``from config import training_args``, a Trainer
     # subclass in ``trainers.py``) are linked across modules: none of them stands alone
-    imports = _imports_between(candidates)
+    parts: dict[str, set[str]] = {}  # each script's imported names, for the groups too
+    imports = _imports_between(candidates, parts)
     imported = set().union(*imports.values()) if imports else set()
     for unit in candidates:
         base = os.path.basename(unit.path)
@@ -278,17 +301,19 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
-    groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone], named_in)
+    groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone], named_in,
+                                parts)
     return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped)
 
 
 def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: list[Unit],
-                named_in: dict[str, tuple[set[str], set[str]]] | None = None
-                ) -> tuple[list[list[tuple[str, bool]]], list[int]]:
+                named_in: dict[str, tuple[set[str], set[str]]] | None = None,
+                parts: dict[str, set[str]] | None = None) -> tuple[list[list[tuple[str, bool]]], list[int]]:
     """The rest in groups: files joined when one names the other the way the stand-alone test
     asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
     non-Python file), or when a script that reads args files lies in a folder with one.
-    ``named_in``: ``words_of`` of non-Python texts already scanned."""
+    ``named_in``: ``words_of`` of non-Python texts already scanned; ``parts``: the scripts'
+    ``_imported_parts`` already found."""
     named_in = named_in or {}
     paths = [p for p, _ in rest]
     index = {p: i for i, p in enumerate(paths)}
@@ -369,7 +394,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
     for i, p in enumerate(paths):
         if is_py(p):
             by_module.setdefault(_module_stem(p), []).append(i)
-    for path, mods in _imports_between(scripts).items():
+    for path, mods in _imports_between(scripts, parts).items():
         for m in mods:
             for j in by_module.get(m, ()):
                 union(index[path], j)
@@ -409,11 +434,40 @@ def _module_stem(path: str) -> str:
     return os.path.basename(os.path.dirname(path)) if base == "__init__" else base
 
 
-def _imports_between(scripts: list[Unit]) -> dict[str, set[str]]:
-    """For each script, the module names of the other scripts that it imports."""
+def _imported_parts(text: str) -> set[str]:
+    """The parts of the module names ``text`` imports (``_IMPORT.findall``'s, with the
+    pattern tried only at the starts of lines that hold ``import``: a match lies within one
+    line, starts at its start and holds ``import``, so these are the same matches)."""
+    out: set[str] = set()
+    match = _IMPORT.match
+    pos = text.find("import")
+    while pos != -1:
+        start = text.rfind("\n", 0, pos) + 1
+        m = match(text, start)
+        if m is not None:
+            for g in m.groups():
+                if g:
+                    out.update(part for part in g.split(".") if part)
+        end = text.find("\n", pos)
+        if end == -1:
+            break
+        pos = text.find("import", end)
+    return out
+
+
+def _imports_between(scripts: list[Unit], parts: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
+    """For each script, the module names of the other scripts that it imports. ``parts``:
+    ``_imported_parts`` of each script's scanned text, when already found (added to)."""
     stems = {_module_stem(u.path) for u in scripts}
-    return {u.path: {part for groups in _IMPORT.findall(_scan_text(u.path, u.text)) for m in groups
-                     for part in m.split(".") if part} & stems for u in scripts}
+    if parts is None:
+        parts = {}
+    out = {}
+    for u in scripts:
+        found = parts.get(u.path)
+        if found is None:
+            found = parts[u.path] = _imported_parts(_scan_text(u.path, u.text))
+        out[u.path] = found & stems
+    return out
 
 
 # ``_FILE_NAME.finditer`` tries its first branch at every position of a run of name
