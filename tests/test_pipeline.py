@@ -393,11 +393,11 @@ def test_the_cache_sees_a_config_appear_where_linking_looked(tmp_path, monkeypat
         assert _everything(cached) == _everything(fresh)
 
 
-def test_a_dataset_json_does_not_link_the_scripts_its_records_mention(tmp_path, monkeypatch):
-    """The words of a JSON array (a dataset's records) are not asked whether they name a script:
-    linking never follows them, so a script they mention by its stem still stands alone, with the
-    result of one workspace. A README command, a JSON object (a possible config) and a file name
-    in the records still join what they name."""
+def test_a_json_that_is_no_config_does_not_link_the_scripts_its_words_mention(tmp_path, monkeypatch):
+    """The words of a JSON that is no config (a dataset's records, results) are not asked
+    whether they name a script: linking never follows them, so a script they mention by its
+    stem still stands alone, with the result of one workspace. A README command, a config's
+    words and a file name in the records still join what they name."""
     from trainlint.checking import filter_findings, run_rules
     from trainlint.config import load_settings
     from trainlint.engine import lint
@@ -412,17 +412,18 @@ def test_a_dataset_json_does_not_link_the_scripts_its_records_mention(tmp_path, 
         "sft.py": TRAIN.format(extra=", bf16=True"),
         "dpo.py": HF_SCRIPT,
         "data/records.json": json.dumps(records + [{"see": "ds_z3.json"}]),
+        "data/results.json": json.dumps({"train": {"loss": 1.0}, "sft": 2}),
         "data/ds_z3.json": '{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}}\n',
-        "data/notes.json": '{"steps": "first dpo, then sft"}\n',
+        "data/ds_z2.json": '{"zero_optimization": {"stage": 2}, "note": "for dpo"}\n',
         "README.md": "```bash\npython sft.py --learning_rate 1e-3 --deepspeed data/ds_z3.json\n```\n",
     })
     monkeypatch.chdir(root)
     settings = load_settings(root)
     plan = split([Path(".")], settings, {})
-    assert [u.path for u in plan.units] == ["train.py"]  # named only by the records' words
+    assert [u.path for u in plan.units] == ["train.py"]  # named only by the records' and results' words
     groups = [{p for p, _ in g} for g in plan.groups]
     assert {"README.md", "sft.py", "data/ds_z3.json", "data/records.json"} <= next(g for g in groups if "sft.py" in g)
-    assert "dpo.py" in next(g for g in groups if "data/notes.json" in g)  # a JSON object's words still count
+    assert "dpo.py" in next(g for g in groups if "data/ds_z2.json" in g)  # a config's words still count
     ws = read_workspace([Path(".")], settings, {})
     plain = filter_findings(run_rules(ws, settings), ws, settings)
     serial = lint([Path(".")], settings, jobs=1)

@@ -173,22 +173,21 @@ def words_of(text: str) -> tuple[set[str], set[str]]:
 _NO_WORDS: tuple[set[str], set[str]] = (frozenset(), frozenset())  # type: ignore[assignment]
 
 
-def _json_array(path: str, text: str) -> bool:
-    """Whether ``path`` is a JSON file whose value is an array (a dataset: LLaMA-Factory's
-    ``data/*.json`` hold 5 MB of records). Its kind is plain ``json`` (``kinds.detect_kind``: a
-    config is an object), which has no launch line and names no script to linking: the words
-    of its text (a script's stem, ``pkg.train``) are not asked, only the file names it holds
-    (``NameIndex.ends``: a script or config that names it, or that it names, still joins it)."""
+def _json_data(path: str, text: str) -> bool:
+    """Whether ``path`` is a JSON file that is no config: its kind is plain ``json`` or
+    ``data`` (``kinds.detect_kind``: a dataset, results, a tool's settings; LLaMA-Factory's
+    ``data/*.json`` hold 5 MB of records, peft's 239 results files 1.4 MB). It has no launch
+    line and names no script to linking (only launch lines run scripts, and only configs are
+    read for other files), so the words of its text (a script's stem, ``pkg.train``) are not
+    asked; the file names it holds are (``NameIndex.ends``: a script or config that names it,
+    or that it names, still joins it)."""
     if not path.lower().endswith(".json"):
         return False
-    stripped = text.lstrip("\ufeff \t\r\n")
-    if not stripped.startswith("["):
-        return False
-    import json
+    from trainlint.sources.kinds import detect_kind
 
     try:
-        return isinstance(json.loads(stripped), list)
-    except (ValueError, RecursionError):
+        return detect_kind(path, text) in ("json", "data")
+    except (RecursionError, MemoryError, ValueError):  # the workspace's reader reports it
         return False
 
 
@@ -257,7 +256,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
         words: set[str] = set()
         modules: set[str] = set()
         for p, t in others.items():
-            named_in[p] = found = _NO_WORDS if _json_array(p, t) else words_of(t)
+            named_in[p] = found = _NO_WORDS if _json_data(p, t) else words_of(t)
             words |= found[0]
             modules |= found[1]
         in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
