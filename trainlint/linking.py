@@ -573,6 +573,8 @@ class _Linker:
         self.linked: set[str] = set()
         self.launched_scripts: set[str] = set()
         self.project_files: dict[str, Any] = {}  # args-looking files the project's own code reads
+        # by id of a script (kept alive here): whether its text names parse_yaml_file/parse_json_file
+        self._names_file_method: dict[int, tuple[Any, bool]] = {}
 
     # the DeepSpeed config named by a site value (python literal/default, flag, args-file key)
     def _ds_from_value(self, setup: Setup, v: Value | None, base_file: str,
@@ -1005,7 +1007,12 @@ class _Linker:
         # a parser reads a file only through ``parse_yaml_file``/``parse_json_file`` (its
         # ``literal_files``, ``file_kinds`` and ``argv_file`` come from those calls alone): a
         # script whose text names neither is not asked (its calls are not walked)
-        files = [pf for pf in self.ws.python_files if any(m in pf.text for m in _FILE_METHODS)]
+        known = self._names_file_method
+        python_files = self.ws.python_files
+        for pf in python_files:
+            if id(pf) not in known:
+                known[id(pf)] = (pf, any(m in pf.text for m in _FILE_METHODS))
+        files = [pf for pf in python_files if known[id(pf)][1]]
         for pf in files:  # parse_yaml_file("args.yaml") names it
             use = main_parser(pf)
             for text, _node in use.literal_files if use is not None else ():
@@ -1013,11 +1020,10 @@ class _Linker:
                     method = "parse_json_file" if text.endswith(".json") else "parse_yaml_file"
                     return use.consumer(pf, f"{method}({text!r}) in {os.path.basename(pf.path)}",
                                         frozenset(_local_dataclass_fields(pf, use)))
-        reading = {id(pf) for pf in files}
-        for pf in self.ws.python_files:
+        for pf in python_files:
             if os.path.dirname(pf.path) not in near:
                 continue
-            use = main_parser(pf) if id(pf) in reading else None
+            use = main_parser(pf) if known[id(pf)][1] else None
             if use is not None and kind in use.file_kinds and use.argv_file:
                 method = "parse_json_file" if kind == "json" else "parse_yaml_file"
                 return use.consumer(pf, f"{method}(sys.argv[1]) in {os.path.basename(pf.path)} (beside it)",
