@@ -367,6 +367,44 @@ def test_every_scheduler_gives_the_same_result(tmp_path, monkeypatch):
         before = fresh
 
 
+def test_a_run_reads_each_walked_file_once(tmp_path, monkeypatch):
+    """The split's reads serve the tasks' workspaces (and linking's modules): one read per file,
+    and the same result as one workspace that reads every file itself."""
+    from collections import Counter
+
+    from trainlint.checking import filter_findings, run_rules
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.sources import files
+    from trainlint import partition, workspace
+    from trainlint.workspace import read_workspace
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    repository_tree(root)
+    write_files(root, {"src/helpers.py": "def helper():\n    return 1\n",
+                       "src/uses.py": TRAIN.format(extra="") + "from helpers import helper\n"})
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    ws = read_workspace([Path(".")], settings, {})
+    plain = filter_findings(run_rules(ws, settings), ws, settings)
+    reads: Counter = Counter()
+    real = files.read_text
+
+    def counted(path, overlay=None):
+        if not (overlay and path in overlay):  # a stand-alone script's task gets its text so
+            reads[path] += 1
+        return real(path, overlay)
+
+    monkeypatch.setattr(partition, "read_text", counted)
+    monkeypatch.setattr(workspace, "read_text", counted)
+    serial = lint([Path(".")], settings, jobs=1)
+    assert [d.to_json() for d in serial.diagnostics] == [d.to_json() for d in plain]
+    assert "src/helpers.py" in serial.files  # dropped by the pre-filter, read by linking as a module
+    walked = {p for p, _ in partition.walk_order([Path(".")], settings)}
+    assert reads and all(n == 1 for p, n in reads.items() if p in walked), [p for p, n in reads.items() if n > 1]
+
+
 def test_the_cache_sees_a_config_appear_where_linking_looked(tmp_path, monkeypatch):
     """A script's setup looked for ``local/ds.json`` beside it, found none there and took the one
     of the folder above (ignored by git, so outside the walk). A config that appears beside

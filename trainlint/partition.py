@@ -25,7 +25,7 @@ from typing import Any
 
 from trainlint.linking import SAME_FOLDER_NAMES
 from trainlint.record import Record
-from trainlint.sources.files import ReadProblem, read_text, walk
+from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
 from trainlint.workspace import norm, wanted_python
 
 
@@ -46,7 +46,7 @@ class Unit(Record):
 class Plan(Record):
     """The groups of one run: the stand-alone units and the rest (in walk order)."""
 
-    __slots__ = ("units", "rest", "texts", "groups", "sizes", "group_texts", "walked", "dropped", "__dict__")
+    __slots__ = ("units", "rest", "texts", "groups", "sizes", "group_texts", "walked", "dropped", "read", "__dict__")
     units: list[Unit]
     rest: list[tuple[str, bool]]
     texts: dict[str, str]  # the units' texts
@@ -56,11 +56,12 @@ class Plan(Record):
     group_texts: dict[str, str]  # the texts of the groups' files read
     walked: list[tuple[str, bool]]  # every walked path, in walk order
     dropped: dict[str, str]  # walked scripts the pre-filter rules out
+    read: dict[str, TextFile]  # what reading each walked file gave (read once per run)
 
     def __init__(self, units: list[Unit], rest: list[tuple[str, bool]], texts: dict[str, str] | None = None,
                  groups: list[list[tuple[str, bool]]] | None = None, sizes: list[int] | None = None,
                  group_texts: dict[str, str] | None = None, walked: list[tuple[str, bool]] | None = None,
-                 dropped: dict[str, str] | None = None) -> None:
+                 dropped: dict[str, str] | None = None, read: dict[str, TextFile] | None = None) -> None:
         self.units = units
         self.rest = rest
         self.texts = {} if texts is None else texts
@@ -69,6 +70,7 @@ class Plan(Record):
         self.group_texts = {} if group_texts is None else group_texts
         self.walked = [] if walked is None else walked
         self.dropped = {} if dropped is None else dropped
+        self.read = {} if read is None else read
 
 
 # Which files of a run name each other, answered by set lookups. The stand-alone test asks two
@@ -221,15 +223,18 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     order: list[tuple[str, bool, Unit | None]] = []
     others: dict[str, str] = {}  # non-Python path -> text
     dropped: dict[str, str] = {}
+    read: dict[str, TextFile] = {}
     if walked is None:
         walked = walk_order(paths, settings)
     for path, explicit in walked:
         if path.lower().endswith((".py", ".ipynb")):
             try:
-                text = read_text(path, overlay).text
+                tf = read_text(path, overlay)
             except ReadProblem:
                 order.append((path, explicit, None))
                 continue
+            text = tf.text
+            read[path] = tf  # a dropped one too: linking may read it as a module
             if not explicit and not _prefilter(path, text):
                 dropped[path] = text
                 continue  # the workspace drops it too, without a finding
@@ -240,9 +245,10 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
         else:
             order.append((path, explicit, None))
             try:
-                others[path] = read_text(path, overlay).text
+                tf = read[path] = read_text(path, overlay)
             except ReadProblem:
-                pass
+                continue
+            others[path] = tf.text
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
     config_folders = {os.path.dirname(p) for p in others if p.lower().endswith((".json", ".yaml", ".yml"))}
@@ -302,7 +308,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     rest_texts.update(others)
     groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone], named_in,
                                 parts)
-    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped)
+    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped, read)
 
 
 def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: list[Unit],
