@@ -367,6 +367,37 @@ def test_every_scheduler_gives_the_same_result(tmp_path, monkeypatch):
         before = fresh
 
 
+def test_a_readme_links_what_its_commands_run_not_what_its_prose_names(tmp_path, monkeypatch):
+    """Linking reads a Markdown file's launch lines, which are in its shell blocks: a script its
+    prose names (``train.py``, "the sft recipe") stands alone, with the result of one
+    workspace; one a command runs is checked with the README, as the launch line's setup."""
+    from trainlint.checking import filter_findings, run_rules
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.partition import split
+    from trainlint.workspace import read_workspace
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    write_files(root, {
+        "train.py": TRAIN.format(extra=""),
+        "sft.py": TRAIN.format(extra=", bf16=True"),
+        "dpo.py": TRAIN.format(extra=", bf16=True"),
+        "README.md": "See `train.py` and the sft recipe; dpo.py reads flags.\n\n"
+                     "```bash\n$ accelerate launch dpo.py --learning_rate 1e-3 --fp16\n```\n",
+    })
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    plan = split([Path(".")], settings, {})
+    assert sorted(u.path for u in plan.units) == ["sft.py", "train.py"]
+    assert [{p for p, _ in g} for g in plan.groups] == [{"README.md", "dpo.py"}]
+    ws = read_workspace([Path(".")], settings, {})
+    plain = filter_findings(run_rules(ws, settings), ws, settings)
+    serial = lint([Path(".")], settings, jobs=1)
+    assert [d.to_json() for d in serial.diagnostics] == [d.to_json() for d in plain]
+    assert {d.path for d in serial.diagnostics} >= {"train.py", "sft.py", "dpo.py"}
+
+
 def test_a_run_reads_each_walked_file_once(tmp_path, monkeypatch):
     """The split's reads serve the tasks' workspaces (and linking's modules): one read per file,
     and the same result as one workspace that reads every file itself."""

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trainlint.linking import SAME_FOLDER_NAMES
+from trainlint.linking import MARKDOWN_SUFFIXES, SAME_FOLDER_NAMES
 from trainlint.record import Record
 from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
 from trainlint.workspace import norm, wanted_python
@@ -252,7 +252,8 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
     config_folders = {os.path.dirname(p) for p in others if p.lower().endswith((".json", ".yaml", ".yml"))}
-    blob = "\n".join(others.values())
+    scanned = {p: _scan_text(p, t) for p, t in others.items()}  # a README's shell blocks
+    blob = "\n".join(scanned.values())
     bases = {os.path.basename(u.path) for u in candidates}
     # each non-Python text's words, found once: their union is the joined text's, and the
     # groups of the rest ask about each text's (``_components``)
@@ -261,7 +262,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     if blob and candidates:
         words: set[str] = set()
         modules: set[str] = set()
-        for p, t in others.items():
+        for p, t in scanned.items():
             named_in[p] = found = _NO_WORDS if _json_data(p, t) else words_of(t)
             words |= found[0]
             modules |= found[1]
@@ -307,18 +308,19 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
     groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone], named_in,
-                                parts)
+                                parts, scanned)
     return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped, read)
 
 
 def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: list[Unit],
                 named_in: dict[str, tuple[set[str], set[str]]] | None = None,
-                parts: dict[str, set[str]] | None = None) -> tuple[list[list[tuple[str, bool]]], list[int]]:
+                parts: dict[str, set[str]] | None = None, scanned: dict[str, str] | None = None
+                ) -> tuple[list[list[tuple[str, bool]]], list[int]]:
     """The rest in groups: files joined when one names the other the way the stand-alone test
     asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
     non-Python file), or when a script that reads args files lies in a folder with one.
     ``named_in``: ``words_of`` of non-Python texts already scanned; ``parts``: the scripts'
-    ``_imported_parts`` already found."""
+    ``_imported_parts`` already found; ``scanned``: ``_scan_text`` of texts, when already made."""
     named_in = named_in or {}
     paths = [p for p, _ in rest]
     index = {p: i for i, p in enumerate(paths)}
@@ -369,7 +371,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
         text = texts.get(p)
         if not text or len(paths) == 1:
             continue
-        text = _scan_text(p, text)
+        text = scanned[p] if scanned is not None and p in scanned else _scan_text(p, text)
         py = is_py(p)
         named = NameIndex(text, suffixes, longest, words=not py and words, named=named_in.get(p))
         bases = named.ends & (other_bases if py else by_base.keys())
@@ -425,11 +427,18 @@ _FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\
 
 def _scan_text(path: str, text: str) -> str:
     """The text searched for the names a file mentions: a notebook's code cells (its outputs
-    and markdown name no file a launch line or import could reach)."""
-    if path.lower().endswith(".ipynb"):
+    and markdown name no file a launch line or import could reach); a Markdown file's shell
+    blocks (``shell.extract_shell_blocks``: its launch lines, the only thing linking reads of it,
+    are in them; its prose names files and scripts that nothing runs from there)."""
+    lower = path.lower()
+    if lower.endswith(".ipynb"):
         from trainlint.sources.notebook import code_text
 
         return code_text(text)
+    if lower.endswith(MARKDOWN_SUFFIXES):
+        from trainlint.sources.shell import extract_shell_blocks
+
+        return "\n".join(block for block, _ in extract_shell_blocks(text))
     return text
 
 
