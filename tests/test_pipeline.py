@@ -65,6 +65,25 @@ def test_notebook_names_are_the_matches_of_the_regular_expression():
     assert _mentioned_names(blob) == {blob}
 
 
+def test_imported_names_are_the_matches_of_the_regular_expression():
+    from trainlint.partition import _IMPORT, _imported_parts
+
+    def searched(text: str) -> set[str]:  # what the scan of the lines that hold ``import`` replaces
+        return {part for groups in _IMPORT.findall(text) for m in groups for part in m.split(".") if part}
+
+    rng = random.Random(5)
+    pieces = ["import", "from", " ", "\t", "\n", "\r", ".", "a", "b.c", "pkg", "x", "import a", "from . import b",
+              "from .pkg.m import (c)", "  import d.e", "#", "\"", "as", "_", "é", "\n\n", "importer", "from a import"]
+    found = 0
+    for _ in range(4_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        names = _imported_parts(text)
+        assert names == searched(text), text
+        found += bool(names)
+    assert found > 1_000
+    assert _imported_parts("x = 1  # import y\nfrom .pkg.sub import m\n\timport a.b as c\n") == {"pkg", "sub", "a", "b"}
+
+
 # -- layering ----------------------------------------------------------------------------------
 
 import ast  # noqa: E402
@@ -348,6 +367,75 @@ def test_every_scheduler_gives_the_same_result(tmp_path, monkeypatch):
         before = fresh
 
 
+def test_a_readme_links_what_its_commands_run_not_what_its_prose_names(tmp_path, monkeypatch):
+    """Linking reads a Markdown file's launch lines, which are in its shell blocks: a script its
+    prose names (``train.py``, "the sft recipe") stands alone, with the result of one
+    workspace; one a command runs is checked with the README, as the launch line's setup."""
+    from trainlint.checking import filter_findings, run_rules
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.partition import split
+    from trainlint.workspace import read_workspace
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    write_files(root, {
+        "train.py": TRAIN.format(extra=""),
+        "sft.py": TRAIN.format(extra=", bf16=True"),
+        "dpo.py": TRAIN.format(extra=", bf16=True"),
+        "README.md": "See `train.py` and the sft recipe; dpo.py reads flags.\n\n"
+                     "```bash\n$ accelerate launch dpo.py --learning_rate 1e-3 --fp16\n```\n",
+    })
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    plan = split([Path(".")], settings, {})
+    assert sorted(u.path for u in plan.units) == ["sft.py", "train.py"]
+    assert [{p for p, _ in g} for g in plan.groups] == [{"README.md", "dpo.py"}]
+    ws = read_workspace([Path(".")], settings, {})
+    plain = filter_findings(run_rules(ws, settings), ws, settings)
+    serial = lint([Path(".")], settings, jobs=1)
+    assert [d.to_json() for d in serial.diagnostics] == [d.to_json() for d in plain]
+    assert {d.path for d in serial.diagnostics} >= {"train.py", "sft.py", "dpo.py"}
+
+
+def test_a_run_reads_each_walked_file_once(tmp_path, monkeypatch):
+    """The split's reads serve the tasks' workspaces (and linking's modules): one read per file,
+    and the same result as one workspace that reads every file itself."""
+    from collections import Counter
+
+    from trainlint.checking import filter_findings, run_rules
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.sources import files
+    from trainlint import partition, workspace
+    from trainlint.workspace import read_workspace
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    repository_tree(root)
+    write_files(root, {"src/helpers.py": "def helper():\n    return 1\n",
+                       "src/uses.py": TRAIN.format(extra="") + "from helpers import helper\n"})
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    ws = read_workspace([Path(".")], settings, {})
+    plain = filter_findings(run_rules(ws, settings), ws, settings)
+    reads: Counter = Counter()
+    real = files.read_text
+
+    def counted(path, overlay=None):
+        if not (overlay and path in overlay):  # a stand-alone script's task gets its text so
+            reads[path] += 1
+        return real(path, overlay)
+
+    monkeypatch.setattr(partition, "read_text", counted)
+    monkeypatch.setattr(workspace, "read_text", counted)
+    serial = lint([Path(".")], settings, jobs=1)
+    assert [d.to_json() for d in serial.diagnostics] == [d.to_json() for d in plain]
+    assert "src/helpers.py" in serial.files  # dropped by the pre-filter, read by linking as a module
+    walked = {p for p, _ in partition.walk_order([Path(".")], settings)}
+    assert reads and all(n == 1 for p, n in reads.items() if p in walked), [p for p, n in reads.items() if n > 1]
+
+
 def test_the_cache_sees_a_config_appear_where_linking_looked(tmp_path, monkeypatch):
     """A script's setup looked for ``local/ds.json`` beside it, found none there and took the one
     of the folder above (ignored by git, so outside the walk). A config that appears beside
@@ -372,6 +460,44 @@ def test_the_cache_sees_a_config_appear_where_linking_looked(tmp_path, monkeypat
     for _ in range(2):
         cached = lint([Path(".")], settings, jobs=1, cache=True)
         assert _everything(cached) == _everything(fresh)
+
+
+def test_a_json_that_is_no_config_does_not_link_the_scripts_its_words_mention(tmp_path, monkeypatch):
+    """The words of a JSON that is no config (a dataset's records, results) are not asked
+    whether they name a script: linking never follows them, so a script they mention by its
+    stem still stands alone, with the result of one workspace. A README command, a config's
+    words and a file name in the records still join what they name."""
+    from trainlint.checking import filter_findings, run_rules
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.partition import split
+    from trainlint.workspace import read_workspace
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    records = [{"instruction": f"train the model, then run sft and dpo ({i})", "output": "ok"} for i in range(50)]
+    write_files(root, {
+        "train.py": TRAIN.format(extra=""),
+        "sft.py": TRAIN.format(extra=", bf16=True"),
+        "dpo.py": HF_SCRIPT,
+        "data/records.json": json.dumps(records + [{"see": "ds_z3.json"}]),
+        "data/results.json": json.dumps({"train": {"loss": 1.0}, "sft": 2}),
+        "data/ds_z3.json": '{"zero_optimization": {"stage": 3}, "fp16": {"enabled": true}}\n',
+        "data/ds_z2.json": '{"zero_optimization": {"stage": 2}, "note": "for dpo"}\n',
+        "README.md": "```bash\npython sft.py --learning_rate 1e-3 --deepspeed data/ds_z3.json\n```\n",
+    })
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    plan = split([Path(".")], settings, {})
+    assert [u.path for u in plan.units] == ["train.py"]  # named only by the records' and results' words
+    groups = [{p for p, _ in g} for g in plan.groups]
+    assert {"README.md", "sft.py", "data/ds_z3.json", "data/records.json"} <= next(g for g in groups if "sft.py" in g)
+    assert "dpo.py" in next(g for g in groups if "data/ds_z2.json" in g)  # a config's words still count
+    ws = read_workspace([Path(".")], settings, {})
+    plain = filter_findings(run_rules(ws, settings), ws, settings)
+    serial = lint([Path(".")], settings, jobs=1)
+    assert [d.to_json() for d in serial.diagnostics] == [d.to_json() for d in plain]
+    assert any(d.path == "train.py" for d in serial.diagnostics) and any(d.path == "sft.py" for d in serial.diagnostics)
 
 
 def test_every_rule_declares_its_triggers_and_its_cases_contain_them():

@@ -264,6 +264,30 @@ def test_a_tree_built_on_demand_is_the_tree_read_node_by_node():
         parse_json('{"a": ' + "9" * 5000 + "}", lazy=True)
 
 
+def test_a_json_that_is_no_config_is_read_on_demand_whatever_its_size(tmp_path, monkeypatch):
+    """A small walked JSON that is no config gets the tree built on demand; one with a problem
+    is read node by node, and the problem is reported when a launch line names the file."""
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.sources.jsondoc import LazyJsonNode
+    from trainlint.workspace import read_workspace
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "records.json").write_text('[{"instruction": "hi", "output": "ok"}]\n')
+    (tmp_path / "data" / "dup.json").write_text('{"name": "a", "name": "b"}\n')
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(tmp_path)
+    ws = read_workspace([Path(".")], settings, {})
+    records, dup = ws.files["data/records.json"], ws.files["data/dup.json"]
+    assert records.kind == dup.kind == "json"
+    assert isinstance(records.doc, LazyJsonNode) and records.doc.to_python() == [{"instruction": "hi", "output": "ok"}]
+    assert not isinstance(dup.doc, LazyJsonNode) and ws.deferred_problems["data/dup.json"]
+    assert not lint([Path(".")], settings, jobs=1).diagnostics  # walked, named by nothing: not judged
+    (tmp_path / "run.sh").write_text("accelerate launch train.py --deepspeed data/dup.json\n")
+    found = lint([Path(".")], settings, jobs=1).diagnostics
+    assert any(d.path == "data/dup.json" and "duplicate" in d.message.lower() for d in found), found
+
+
 def test_a_large_deepspeed_config_gives_the_findings_of_the_node_by_node_reader(tmp_path, monkeypatch):
     from trainlint.config import load_settings
     from trainlint.engine import lint

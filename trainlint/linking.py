@@ -615,6 +615,8 @@ class _Linker:
         self.linked: set[str] = set()
         self.launched_scripts: set[str] = set()
         self.project_files: dict[str, Any] = {}  # args-looking files the project's own code reads
+        # by id of a script (kept alive here): whether its text names parse_yaml_file/parse_json_file
+        self._names_file_method: dict[int, tuple[Any, bool]] = {}
 
     # the DeepSpeed config named by a site value (python literal/default, flag, args-file key)
     def _ds_from_value(self, setup: Setup, v: Value | None, base_file: str,
@@ -1034,7 +1036,7 @@ class _Linker:
         (``yaml.safe_load``...); else nobody known. Only the first is judged."""
         import os
 
-        from trainlint.consumers import main_parser, project_readers
+        from trainlint.consumers import _FILE_METHODS, main_parser, project_readers
 
         if path in self.project_files:
             return self.project_files[path]
@@ -1044,17 +1046,26 @@ class _Linker:
         folder = os.path.dirname(path)
         near = {folder, os.path.dirname(folder)}
         readers: list[str] = []
-        for pf in self.ws.python_files:  # parse_yaml_file("args.yaml") names it
+        # a parser reads a file only through ``parse_yaml_file``/``parse_json_file`` (its
+        # ``literal_files``, ``file_kinds`` and ``argv_file`` come from those calls alone): a
+        # script whose text names neither is not asked (its calls are not walked)
+        known = self._names_file_method
+        python_files = self.ws.python_files
+        for pf in python_files:
+            if id(pf) not in known:
+                known[id(pf)] = (pf, any(m in pf.text for m in _FILE_METHODS))
+        files = [pf for pf in python_files if known[id(pf)][1]]
+        for pf in files:  # parse_yaml_file("args.yaml") names it
             use = main_parser(pf)
             for text, _node in use.literal_files if use is not None else ():
                 if any(norm(os.path.join(f, text)) == path for f in reference_folders(pf.path)):
                     method = "parse_json_file" if text.endswith(".json") else "parse_yaml_file"
                     return use.consumer(pf, f"{method}({text!r}) in {os.path.basename(pf.path)}",
                                         frozenset(_local_dataclass_fields(pf, use)))
-        for pf in self.ws.python_files:
+        for pf in python_files:
             if os.path.dirname(pf.path) not in near:
                 continue
-            use = main_parser(pf)
+            use = main_parser(pf) if known[id(pf)][1] else None
             if use is not None and kind in use.file_kinds and use.argv_file:
                 method = "parse_json_file" if kind == "json" else "parse_yaml_file"
                 return use.consumer(pf, f"{method}(sys.argv[1]) in {os.path.basename(pf.path)} (beside it)",

@@ -46,6 +46,13 @@ class Modules:
         self._cache: dict[tuple[str, str, int], PythonFile | None] = {}
         self._roots_of: dict[str, list[str]] = {}  # by folder: where an absolute import may start
         self._not_files: set[str] = set()  # paths looked at that are no file
+        self._tops: dict[int, tuple[PythonFile, _Top]] = {}  # by id of the file (kept alive here)
+
+    def _top(self, pf: PythonFile) -> _Top:
+        kept = self._tops.get(id(pf))
+        if kept is None:
+            kept = self._tops[id(pf)] = (pf, _Top(pf.tree))
+        return kept[1]
 
     def _roots(self, from_file: str) -> list[str]:
         folder = os.path.dirname(from_file)  # ``reference_folders`` depends on the folder alone
@@ -115,13 +122,10 @@ class Modules:
     def imported(self, pf: PythonFile, name: str) -> tuple[PythonFile, str] | None:
         """(module file, name there) for a module-level ``from X import name`` of ``pf`` whose
         module is in the repository."""
-        for node in pf.tree.body:
-            if isinstance(node, ast.ImportFrom):
-                for a in node.names:
-                    if (a.asname or a.name) == name and a.name != "*":
-                        other = self.module(pf.path, node.module or "", node.level)
-                        if other is not None and other is not pf:
-                            return other, a.name
+        for node, a in self._top(pf).imports_from.get(name, ()):
+            other = self.module(pf.path, node.module or "", node.level)
+            if other is not None and other is not pf:
+                return other, a.name
         return None
 
     def module_of_name(self, pf: PythonFile, name: str) -> PythonFile | None:
@@ -145,7 +149,7 @@ class Modules:
         from another repository module)."""
         if depth > MAX_DEPTH:
             return None
-        defs = [n for n in pf.tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+        defs = self._top(pf).classes.get(name, ())
         if len(defs) == 1:
             return pf, defs[0]
         found = self.imported(pf, name)
@@ -197,7 +201,7 @@ class Modules:
         repository module) that returns a TrainingArguments-like call it makes, with that call."""
         if depth > MAX_DEPTH:
             return None
-        defs = [n for n in pf.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+        defs = self._top(pf).functions.get(name, ())
         if len(defs) == 1:
             tac = returned_args_call(pf, defs[0])  # type: ignore[arg-type]
             return (pf, defs[0], tac) if tac is not None else None  # type: ignore[return-value]
@@ -219,6 +223,29 @@ class Modules:
         if found is None:
             return None
         return self.args_object(found[0], found[1], depth + 1)
+
+
+class _Top:
+    """A module's top-level statements by name, in order: ``from X import a as b`` by ``b``
+    (not ``*``), classes and functions (sync or async) by name. Each lookup of a name was a scan
+    of every top-level statement (peft: 5,600 lookups over 136 modules)."""
+
+    __slots__ = ("imports_from", "classes", "functions")
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.imports_from: dict[str, list[tuple[ast.ImportFrom, ast.alias]]] = {}
+        self.classes: dict[str, list[ast.ClassDef]] = {}
+        self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+        for node in tree.body:
+            t = type(node)
+            if t is ast.ImportFrom:
+                for a in node.names:  # type: ignore[attr-defined]
+                    if a.name != "*":
+                        self.imports_from.setdefault(a.asname or a.name, []).append((node, a))  # type: ignore[arg-type]
+            elif t is ast.ClassDef:
+                self.classes.setdefault(node.name, []).append(node)  # type: ignore[attr-defined, arg-type]
+            elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+                self.functions.setdefault(node.name, []).append(node)  # type: ignore[attr-defined, arg-type]
 
 
 def _might_import_repository(pf: PythonFile) -> bool:

@@ -36,7 +36,7 @@ def _init_worker(sent: Any) -> None:
     # what the worker inherited is never freed here: keep the collector off it (and off
     # copy-on-write pages), and let it run rarely while parsed trees come and go
     gc.freeze()
-    gc.set_threshold(20_000, 50, 1000)
+    gc.set_threshold(20_000, 1_000_000, 1000)  # as in a run in-process (``engine.RUN_GC_THRESHOLDS``)
     tasks, settings, ctx, overlay, rules = sent if sent is not None else _RUN
     _RUN = (tasks, settings, ctx, overlay, rules if rules is not None else checking.make_rules(settings))
     end_with_parent()
@@ -79,7 +79,9 @@ def _work(batch: list[int]) -> list[Outcome]:
 def _work_here(batch: list[int]) -> list[Outcome]:
     tasks, settings, ctx, overlay, rules = _RUN
     out = []
-    for i in batch:
+    for n, i in enumerate(batch):
+        if n:
+            gc.collect(1)  # between tasks, as ``engine.between_tasks``
         task = tasks[i]
         o = run_task(task, settings, overlay, ctx, rules)
         if not isinstance(task, list) and o.texts.get(task.path) == task.text:

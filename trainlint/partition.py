@@ -23,9 +23,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trainlint.linking import SAME_FOLDER_NAMES
+from trainlint.linking import MARKDOWN_SUFFIXES, SAME_FOLDER_NAMES
 from trainlint.record import Record
-from trainlint.sources.files import ReadProblem, read_text, walk
+from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
 from trainlint.workspace import norm, wanted_python
 
 
@@ -46,7 +46,7 @@ class Unit(Record):
 class Plan(Record):
     """The groups of one run: the stand-alone units and the rest (in walk order)."""
 
-    __slots__ = ("units", "rest", "texts", "groups", "sizes", "group_texts", "walked", "dropped", "__dict__")
+    __slots__ = ("units", "rest", "texts", "groups", "sizes", "group_texts", "walked", "dropped", "read", "__dict__")
     units: list[Unit]
     rest: list[tuple[str, bool]]
     texts: dict[str, str]  # the units' texts
@@ -56,11 +56,12 @@ class Plan(Record):
     group_texts: dict[str, str]  # the texts of the groups' files read
     walked: list[tuple[str, bool]]  # every walked path, in walk order
     dropped: dict[str, str]  # walked scripts the pre-filter rules out
+    read: dict[str, TextFile]  # what reading each walked file gave (read once per run)
 
     def __init__(self, units: list[Unit], rest: list[tuple[str, bool]], texts: dict[str, str] | None = None,
                  groups: list[list[tuple[str, bool]]] | None = None, sizes: list[int] | None = None,
                  group_texts: dict[str, str] | None = None, walked: list[tuple[str, bool]] | None = None,
-                 dropped: dict[str, str] | None = None) -> None:
+                 dropped: dict[str, str] | None = None, read: dict[str, TextFile] | None = None) -> None:
         self.units = units
         self.rest = rest
         self.texts = {} if texts is None else texts
@@ -69,6 +70,7 @@ class Plan(Record):
         self.group_texts = {} if group_texts is None else group_texts
         self.walked = [] if walked is None else walked
         self.dropped = {} if dropped is None else dropped
+        self.read = {} if read is None else read
 
 
 # Which files of a run name each other, answered by set lookups. The stand-alone test asks two
@@ -170,6 +172,27 @@ def words_of(text: str) -> tuple[set[str], set[str]]:
     return words, modules
 
 
+_NO_WORDS: tuple[set[str], set[str]] = (frozenset(), frozenset())  # type: ignore[assignment]
+
+
+def _json_data(path: str, text: str) -> bool:
+    """Whether ``path`` is a JSON file that is no config: its kind is plain ``json`` or
+    ``data`` (``kinds.detect_kind``: a dataset, results, a tool's settings; LLaMA-Factory's
+    ``data/*.json`` hold 5 MB of records, peft's 239 results files 1.4 MB). It has no launch
+    line and names no script to linking (only launch lines run scripts, and only configs are
+    read for other files), so the words of its text (a script's stem, ``pkg.train``) are not
+    asked; the file names it holds are (``NameIndex.ends``: a script or config that names it,
+    or that it names, still joins it)."""
+    if not path.lower().endswith(".json"):
+        return False
+    from trainlint.sources.kinds import detect_kind
+
+    try:
+        return detect_kind(path, text) in ("json", "data")
+    except (RecursionError, MemoryError, ValueError):  # the workspace's reader reports it
+        return False
+
+
 def _module_name(path: str) -> tuple[str, str]:
     """How ``python -m`` names ``path``, by its last two parts: (``"module"``, ``"pkg.train"``)
     for ``pkg/train.py``, (``"package"``, ``"a.pkg"`` or ``"pkg"``) for ``a/pkg/__main__.py``;
@@ -200,15 +223,18 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     order: list[tuple[str, bool, Unit | None]] = []
     others: dict[str, str] = {}  # non-Python path -> text
     dropped: dict[str, str] = {}
+    read: dict[str, TextFile] = {}
     if walked is None:
         walked = walk_order(paths, settings)
     for path, explicit in walked:
         if path.lower().endswith((".py", ".ipynb")):
             try:
-                text = read_text(path, overlay).text
+                tf = read_text(path, overlay)
             except ReadProblem:
                 order.append((path, explicit, None))
                 continue
+            text = tf.text
+            read[path] = tf  # a dropped one too: linking may read it as a module
             if not explicit and not _prefilter(path, text):
                 dropped[path] = text
                 continue  # the workspace drops it too, without a finding
@@ -219,13 +245,15 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
         else:
             order.append((path, explicit, None))
             try:
-                others[path] = read_text(path, overlay).text
+                tf = read[path] = read_text(path, overlay)
             except ReadProblem:
-                pass
+                continue
+            others[path] = tf.text
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
     config_folders = {os.path.dirname(p) for p in others if p.lower().endswith((".json", ".yaml", ".yml"))}
-    blob = "\n".join(others.values())
+    scanned = {p: _scan_text(p, t) for p, t in others.items()}  # a README's shell blocks
+    blob = "\n".join(scanned.values())
     bases = {os.path.basename(u.path) for u in candidates}
     # each non-Python text's words, found once: their union is the joined text's, and the
     # groups of the rest ask about each text's (``_components``)
@@ -234,8 +262,8 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     if blob and candidates:
         words: set[str] = set()
         modules: set[str] = set()
-        for p, t in others.items():
-            named_in[p] = found = words_of(t)
+        for p, t in scanned.items():
+            named_in[p] = found = _NO_WORDS if _json_data(p, t) else words_of(t)
             words |= found[0]
             modules |= found[1]
         in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
@@ -253,7 +281,8 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
                 named[n] = named.get(n, 0) + 1
     # Python files that import one another (``from config import training_args``, a Trainer
     # subclass in ``trainers.py``) are linked across modules: none of them stands alone
-    imports = _imports_between(candidates)
+    parts: dict[str, set[str]] = {}  # each script's imported names, for the groups too
+    imports = _imports_between(candidates, parts)
     imported = set().union(*imports.values()) if imports else set()
     for unit in candidates:
         base = os.path.basename(unit.path)
@@ -278,17 +307,20 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     rest = [(path, explicit) for path, explicit, _ in order if path not in alone]
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
-    groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone], named_in)
-    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped)
+    groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone], named_in,
+                                parts, scanned)
+    return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped, read)
 
 
 def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: list[Unit],
-                named_in: dict[str, tuple[set[str], set[str]]] | None = None
+                named_in: dict[str, tuple[set[str], set[str]]] | None = None,
+                parts: dict[str, set[str]] | None = None, scanned: dict[str, str] | None = None
                 ) -> tuple[list[list[tuple[str, bool]]], list[int]]:
     """The rest in groups: files joined when one names the other the way the stand-alone test
     asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
     non-Python file), or when a script that reads args files lies in a folder with one.
-    ``named_in``: ``words_of`` of non-Python texts already scanned."""
+    ``named_in``: ``words_of`` of non-Python texts already scanned; ``parts``: the scripts'
+    ``_imported_parts`` already found; ``scanned``: ``_scan_text`` of texts, when already made."""
     named_in = named_in or {}
     paths = [p for p, _ in rest]
     index = {p: i for i, p in enumerate(paths)}
@@ -339,7 +371,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
         text = texts.get(p)
         if not text or len(paths) == 1:
             continue
-        text = _scan_text(p, text)
+        text = scanned[p] if scanned is not None and p in scanned else _scan_text(p, text)
         py = is_py(p)
         named = NameIndex(text, suffixes, longest, words=not py and words, named=named_in.get(p))
         bases = named.ends & (other_bases if py else by_base.keys())
@@ -369,7 +401,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
     for i, p in enumerate(paths):
         if is_py(p):
             by_module.setdefault(_module_stem(p), []).append(i)
-    for path, mods in _imports_between(scripts).items():
+    for path, mods in _imports_between(scripts, parts).items():
         for m in mods:
             for j in by_module.get(m, ()):
                 union(index[path], j)
@@ -395,11 +427,18 @@ _FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\
 
 def _scan_text(path: str, text: str) -> str:
     """The text searched for the names a file mentions: a notebook's code cells (its outputs
-    and markdown name no file a launch line or import could reach)."""
-    if path.lower().endswith(".ipynb"):
+    and markdown name no file a launch line or import could reach); a Markdown file's shell
+    blocks (``shell.extract_shell_blocks``: its launch lines, the only thing linking reads of it,
+    are in them; its prose names files and scripts that nothing runs from there)."""
+    lower = path.lower()
+    if lower.endswith(".ipynb"):
         from trainlint.sources.notebook import code_text
 
         return code_text(text)
+    if lower.endswith(MARKDOWN_SUFFIXES):
+        from trainlint.sources.shell import extract_shell_blocks
+
+        return "\n".join(block for block, _ in extract_shell_blocks(text))
     return text
 
 
@@ -409,11 +448,40 @@ def _module_stem(path: str) -> str:
     return os.path.basename(os.path.dirname(path)) if base == "__init__" else base
 
 
-def _imports_between(scripts: list[Unit]) -> dict[str, set[str]]:
-    """For each script, the module names of the other scripts that it imports."""
+def _imported_parts(text: str) -> set[str]:
+    """The parts of the module names ``text`` imports (``_IMPORT.findall``'s, with the
+    pattern tried only at the starts of lines that hold ``import``: a match lies within one
+    line, starts at its start and holds ``import``, so these are the same matches)."""
+    out: set[str] = set()
+    match = _IMPORT.match
+    pos = text.find("import")
+    while pos != -1:
+        start = text.rfind("\n", 0, pos) + 1
+        m = match(text, start)
+        if m is not None:
+            for g in m.groups():
+                if g:
+                    out.update(part for part in g.split(".") if part)
+        end = text.find("\n", pos)
+        if end == -1:
+            break
+        pos = text.find("import", end)
+    return out
+
+
+def _imports_between(scripts: list[Unit], parts: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
+    """For each script, the module names of the other scripts that it imports. ``parts``:
+    ``_imported_parts`` of each script's scanned text, when already found (added to)."""
     stems = {_module_stem(u.path) for u in scripts}
-    return {u.path: {part for groups in _IMPORT.findall(_scan_text(u.path, u.text)) for m in groups
-                     for part in m.split(".") if part} & stems for u in scripts}
+    if parts is None:
+        parts = {}
+    out = {}
+    for u in scripts:
+        found = parts.get(u.path)
+        if found is None:
+            found = parts[u.path] = _imported_parts(_scan_text(u.path, u.text))
+        out[u.path] = found & stems
+    return out
 
 
 # ``_FILE_NAME.finditer`` tries its first branch at every position of a run of name

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ast
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_error  # noqa: F401
@@ -153,9 +155,28 @@ def read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
         return None
 
 
-def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
+# The files a run's split already read (``partition.Plan.read``), for its tasks' workspaces:
+# each file is read once per run. Per thread (a language server checks in several).
+_ALREADY_READ: ContextVar[dict[str, TextFile] | None] = ContextVar("trainlint_already_read", default=None)
+
+
+@contextmanager
+def files_already_read(files: dict[str, TextFile]) -> Iterator[None]:
+    """While in it, a workspace takes a file's text from ``files`` (what ``read_text`` gave
+    earlier in the run) instead of reading it again; a text of its overlay comes from there."""
+    token = _ALREADY_READ.set(files)
     try:
-        tf = read_text(path, ws.overlay)
+        yield
+    finally:
+        _ALREADY_READ.reset(token)
+
+
+def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
+    already = _ALREADY_READ.get()
+    tf = already.get(path) if already is not None and path not in ws.overlay else None
+    try:
+        if tf is None:
+            tf = read_text(path, ws.overlay)
     except ReadProblem as e:
         ws.problems.append(input_problem("TL002", "unreadable-file", path, e.message, e.line, e.column))
         ws.unparsable.add(path)

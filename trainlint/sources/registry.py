@@ -70,7 +70,11 @@ def _hf_args(path: str, text: str):
 def _json(path: str, text: str):
     from trainlint.sources.jsondoc import parse_json
 
-    return parse_json(text, path)
+    # a JSON that is no config (a dataset, results, a tool's settings) is rarely asked anything
+    # (only when a launch line or script names it): its tree is built on demand whatever its
+    # size (``LazyJsonNode``: the same nodes, values, positions and problems; peft's 239 such
+    # files: 0.31 -> 0.07 s)
+    return parse_json(text, path, lazy=True)
 
 
 def _yaml(path: str, text: str):
