@@ -500,6 +500,56 @@ def test_a_json_that_is_no_config_does_not_link_the_scripts_its_words_mention(tm
     assert any(d.path == "train.py" for d in serial.diagnostics) and any(d.path == "sft.py" for d in serial.diagnostics)
 
 
+ARGV_READER = """import sys
+from dataclasses import dataclass, field
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+
+@dataclass
+class ModelArgs:
+    model_name_or_path: str = field(default="gpt2")
+
+
+model_args, training_args = HfArgumentParser((ModelArgs, TrainingArguments)).parse_yaml_file(sys.argv[1])
+Trainer(model=None, args=training_args).train()
+"""
+
+
+def test_a_script_that_reads_the_args_files_of_its_sub_folder_is_checked_with_them(tmp_path, monkeypatch):
+    """Linking looks for the reader of an args file no launch line names beside it and in the
+    folder above (``parse_yaml_file(sys.argv[1])`` in ``train.py``, ``configs/run.yaml``): the
+    split keeps that script with the args files of its own and of its sub-folders, so the
+    file's values are judged as in one workspace; a script two folders up stands alone."""
+    from trainlint.checking import filter_findings, run_rules
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.partition import split
+    from trainlint.workspace import read_workspace
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    run = "model_name_or_path: gpt2\noutput_dir: out\nlogging_steps: 1\nper_device_train_batch_size: 8\n"
+    write_files(root, {
+        "train.py": ARGV_READER,
+        "configs/run.yaml": run,
+        "far/away.py": ARGV_READER,
+        "far/deep/er/run.yaml": run,
+    })
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    plan = split([Path(".")], settings, {})
+    assert [u.path for u in plan.units] == ["far/away.py"]
+    assert {"train.py", "configs/run.yaml"} in [{p for p, _ in g} for g in plan.groups]
+    ws = read_workspace([Path(".")], settings, {})
+    plain = filter_findings(run_rules(ws, settings), ws, settings)
+    for jobs in (1, 2):
+        found = lint([Path(".")], settings, jobs=jobs, min_files=0)
+        assert [d.to_json() for d in found.diagnostics] == [d.to_json() for d in plain]
+    # the value is judged with the reader's TrainingArguments (only where the reader is near)
+    assert ("TL201", "configs/run.yaml") in {(d.code, d.path) for d in plain}
+    assert not any(d.path == "far/deep/er/run.yaml" and d.code == "TL201" for d in plain)
+
+
 def test_every_rule_declares_its_triggers_and_its_cases_contain_them():
     """The pre-filter parses a walked script only if it holds a trigger of a selected rule, and
     a workspace of scripts only gets the rules it triggers: a trigger list that misses what a

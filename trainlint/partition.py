@@ -3,10 +3,11 @@ checking everything at once (a test compares them):
 
 - A Python file *stands alone* when no other (non-Python) file of the run mentions its name
   (so no launch line or config links to it), nor runs it as a module (``python -m pkg.train``,
-  ``-m pkg`` for ``pkg/__main__.py``), it mentions no other file of the run, and it
-  does not read args files from a folder that holds one (``linking.SAME_FOLDER_NAMES``). Its
-  setup in the whole run is then exactly the setup of a run on that file alone, and every later
-  step (suppressions, per-file ignores, de-duplication) is per file.
+  ``-m pkg`` for ``pkg/__main__.py``), it mentions no other file of the run, and it does not
+  read args files (``linking.SAME_FOLDER_NAMES``) from a folder that holds one or whose
+  sub-folder holds one (linking looks for an args file's reader beside it and in the folder
+  above). Its setup in the whole run is then exactly the setup of a run on that file alone, and
+  every later step (suppressions, per-file ignores, de-duplication) is per file.
 - Everything else (shell lines, configs, the scripts they name) is one group, in walk order.
 - A stand-alone script whose setup declared a file of the run after all (``Setup.files``) is
   checked again with the rest (``engine``).
@@ -252,6 +253,9 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     alone: set[str] = set()
     other_names = {os.path.basename(p) for p in others}
     config_folders = {os.path.dirname(p) for p in others if p.lower().endswith((".json", ".yaml", ".yml"))}
+    # linking looks for the reader of a stand-alone args file in its folder and the one above
+    # (``standalone_consumer``): a script there that reads args files stays with the rest
+    reader_folders = config_folders | {os.path.dirname(f) for f in config_folders}
     scanned = {p: _scan_text(p, t) for p, t in others.items()}  # a README's shell blocks
     blob = "\n".join(scanned.values())
     bases = {os.path.basename(u.path) for u in candidates}
@@ -300,7 +304,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
             index = NameIndex(scan, name_suffixes, longest, words=False)
             if any(index.mentions(name) for name in other_names):
                 continue
-        if os.path.dirname(unit.path) in config_folders and any(n in scan for n in SAME_FOLDER_NAMES):
+        if os.path.dirname(unit.path) in reader_folders and any(n in scan for n in SAME_FOLDER_NAMES):
             continue
         alone.add(unit.path)
     units = [u for u in candidates if u.path in alone]
@@ -318,7 +322,8 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
                 ) -> tuple[list[list[tuple[str, bool]]], list[int]]:
     """The rest in groups: files joined when one names the other the way the stand-alone test
     asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
-    non-Python file), or when a script that reads args files lies in a folder with one.
+    non-Python file), or when a script that reads args files lies in a folder with one, or
+    above one.
     ``named_in``: ``words_of`` of non-Python texts already scanned; ``parts``: the scripts'
     ``_imported_parts`` already found; ``scanned``: ``_scan_text`` of texts, when already made."""
     named_in = named_in or {}
@@ -361,10 +366,13 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
     odd_packages = [n for n in by_package if not _PLAIN_NAME.match(n)]
     odd_bases = [b for b in by_base if not (_PLAIN_NAME.match(b) and _suffix(b))]
     odd_stems = [st for st in by_stem if not _PLAIN_NAME.match(st)]
-    config_folders: dict[str, list[int]] = {}
+    config_folders: dict[str, list[int]] = {}  # a folder: the configs in it and in its sub-folders
     for i, p in enumerate(paths):
         if p.lower().endswith((".json", ".yaml", ".yml")):
-            config_folders.setdefault(os.path.dirname(p), []).append(i)
+            folder = os.path.dirname(p)
+            config_folders.setdefault(folder, []).append(i)
+            if os.path.dirname(folder) != folder:  # linking also asks the folder above
+                config_folders.setdefault(os.path.dirname(folder), []).append(i)
     # the words of a non-Python text are asked about only for the scripts' stems and modules
     words = bool(by_stem or by_dotted or by_package)
     for i, p in enumerate(paths):

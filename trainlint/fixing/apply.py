@@ -96,23 +96,32 @@ def _statement_lines(text: str) -> list[int]:
     """The first line of each top-level statement; raises SyntaxError when ``text`` does not
     parse. A very large module is parsed piece by piece (``trainlint.sources.pruning``): its
     whole syntax tree would be about 120 bytes per byte of source."""
+    return _statements(text)[0]
+
+
+def _statements(text: str) -> tuple[list[int], ast.Module | None]:
+    """``_statement_lines`` and the syntax tree (None for a module parsed in pieces)."""
     from trainlint.sources import pruning
 
     if len(text) >= pruning.LARGE_MODULE_CHARS:
-        return pruning.statement_lines(text)
+        return pruning.statement_lines(text), None
     tree = ast.parse(text)
-    return [min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", [])]) for s in tree.body]
+    return [min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", [])]) for s in tree.body], tree
 
 
-def _libcst_roundtrip(text: str, chunks: list[str] | None = None, before: str | None = None) -> None:
+def _libcst_roundtrip(text: str, chunks: list[str] | None = None, before: str | None = None,
+                      tree: ast.Module | None = None) -> None:
     """A fixed Python file must also be accepted by libcst, the formatting-preserving parser
     that codemod tools (and users' own refactorings) read it with. Only fixes pay for the
     import, never ``check``. libcst needs about 1 GB and several seconds per MB of source, so
     the file is read in pieces cut between top-level statements (each a module of its own),
     and only the pieces a fix changed (not found as they are in ``before``, the text the
-    fixes were applied to): memory is bounded by a piece and time grows with what changed."""
-    import libcst
-
+    fixes were applied to): memory is bounded by a piece and time grows with what changed.
+    When the change is one that cannot change libcst's verdict on the user's own statements
+    (names, numbers or plain strings substituted, one literal keyword argument added to a
+    call: ``trainlint.fixing.cst_neutral``), libcst is not imported at all (``tree``: the
+    syntax tree of ``text``, when the caller has it)."""
+    changed = []
     slack = abs(len(text) - len(before)) + 1024 if before is not None else 0
     at = 0  # where in ``before`` the previous piece ended (pieces come in file order)
     for chunk in chunks if chunks is not None else [text]:
@@ -122,6 +131,22 @@ def _libcst_roundtrip(text: str, chunks: list[str] | None = None, before: str | 
                 at = found + len(chunk)
                 continue  # the user's own text, unchanged by any fix
             at += len(chunk)
+        changed.append(chunk)
+    if not changed:
+        return
+    if before is not None:
+        from trainlint.fixing.cst_neutral import keeps_libcst_verdict
+
+        if keeps_libcst_verdict(before, text, tree):
+            return
+    _libcst_parse(changed)
+
+
+def _libcst_parse(chunks: list[str]) -> None:
+    """libcst's parse of each of ``chunks`` (raises what it raises)."""
+    import libcst
+
+    for chunk in chunks:
         libcst.parse_module(chunk)
 
 
@@ -137,8 +162,8 @@ def parses(path: str, text: str, kind: str | None = None, before: str | None = N
             else "yaml"
     try:
         if kind == "python":
-            chunks = _top_level_chunks(text, _statement_lines(text))
-            _libcst_roundtrip(text, chunks, before)
+            firsts, tree = _statements(text)
+            _libcst_roundtrip(text, _top_level_chunks(text, firsts), before, tree)
         elif kind in JSON_KINDS:
             try:
                 from trainlint.sources.jsondoc import parse_json
@@ -149,7 +174,7 @@ def parses(path: str, text: str, kind: str | None = None, before: str | None = N
         elif kind == "notebook":
             from trainlint.fixing.notebook import check_notebook
 
-            check_notebook(text, path)
+            check_notebook(text, path, before)
         elif kind in YAML_KINDS:
             try:
                 from trainlint.sources.yamldoc import parse_yaml

@@ -161,9 +161,11 @@ def json_fixes(diagnostics: list[Diagnostic], texts: dict[str, str], kinds: dict
     return out, originals
 
 
-def check_notebook(text: str, path: str) -> None:
+def check_notebook(text: str, path: str, before: str | None = None) -> None:
     """Raise when the fixed notebook is not valid nbformat 4 JSON or a code cell's Python
-    (IPython syntax included) or a written script no longer parses."""
+    (IPython syntax included) or a written script no longer parses. ``before``: the notebook
+    the fixes were applied to (libcst then reads only a program the fixes changed in a way
+    that can change its verdict: ``trainlint.fixing.apply._libcst_roundtrip``)."""
     from trainlint.fixing.apply import _libcst_roundtrip
     from trainlint.sources.notebook import compile_program, read_notebook
 
@@ -172,7 +174,12 @@ def check_notebook(text: str, path: str) -> None:
         raise ValueError(nb.findings[0].message if nb.findings else "a cell does not parse")
     if nb.python_text.strip():
         compile_program(nb.python_text, path)
-        _libcst_roundtrip(nb.python_text)
+        old = None
+        if before is not None:
+            was = read_notebook(path, before)
+            if not was.broken and not was.findings:
+                old = was.python_text
+        _libcst_roundtrip(nb.python_text, before=old)
 
 
 def cell_diff(path: str, old: str, new: str) -> list[str]:

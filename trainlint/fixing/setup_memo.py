@@ -53,7 +53,7 @@ PYTHON_READ = frozenset({
 # finds while linking: the parser uses, the patchers) is walked with the rest.
 PYTHON_CACHES = frozenset({"_by_type", "_stmts_by_type", "_guard_calls"})
 
-_PLAIN = (str, int, float, complex, bool, type(None), bytes)
+_PLAIN = frozenset({str, int, float, complex, bool, type(None), bytes})
 
 
 class Unknown(Exception):
@@ -221,16 +221,27 @@ class _Walk:
             self.reached.setdefault(i, o)
             self.out.append(f"doc:{t.__name__}:{o.path!r}:{self.d.text_of(o.path)}")
         elif kind == "sequence":
-            self.out.append(f"{t.__name__}[{len(o)}")
+            out = self.out
+            out.append(f"{t.__name__}[{len(o)}")
             for x in o:
-                self.value(x)
-            self.out.append("]")
+                if type(x) in _PLAIN:  # the most common items: no call
+                    out.append(repr(x))
+                else:
+                    self.value(x)
+            out.append("]")
         elif kind == "dict":
-            self.out.append(f"{t.__name__}{{{len(o)}")
+            out = self.out
+            out.append(f"{t.__name__}{{{len(o)}")
             for k, v in o.items():
-                self.value(k)
-                self.value(v)
-            self.out.append("}")
+                if type(k) in _PLAIN:
+                    out.append(repr(k))
+                else:
+                    self.value(k)
+                if type(v) in _PLAIN:
+                    out.append(repr(v))
+                else:
+                    self.value(v)
+            out.append("}")
         elif kind == "set":
             if not all(type(x) in _PLAIN for x in o):
                 raise Unknown(t.__name__)
@@ -245,13 +256,23 @@ class _Walk:
             self.out.append(f"{t.__name__}:{getattr(o, 'kind', '')}:{getattr(o, 'name', '')}:"
                             f"{_position(node) if isinstance(node, ast.AST) else ''}")
         elif kind == "object" or kind == "document":
-            self.out.append(f"{t.__module__}.{t.__name__}(")
-            for k, v in sorted(vars(o).items()) if hasattr(o, "__dict__") else ():
-                self.field(k, v)
+            out = self.out
+            out.append(f"{t.__module__}.{t.__name__}(")
+            own = getattr(o, "__dict__", None)
+            if own:
+                for k, v in sorted(own.items()):
+                    self.field(k, v)
             for k in _slots(t):
-                if hasattr(o, k):
-                    self.field(k, getattr(o, k))
-            self.out.append(")")
+                try:
+                    v = getattr(o, k)
+                except AttributeError:
+                    continue
+                if type(v) in _PLAIN and k != "path":  # ``field`` without the call
+                    out.append(k)
+                    out.append(repr(v))
+                else:
+                    self.field(k, v)
+            out.append(")")
         else:
             raise Unknown(f"{t.__module__}.{t.__name__}")
 
