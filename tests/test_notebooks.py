@@ -817,3 +817,21 @@ def test_walked_notebook_without_triggers_is_read_only_when_it_does_not_parse(tm
                                                   ("code", "def f(:\n    pass\n")]), encoding="utf-8")
     result = lint([tmp_path], load_settings(tmp_path, {}))
     assert sorted((Path(d.path).name, d.code, d.cell) for d in result.diagnostics) == [("bad.ipynb", "TL001", 3)]
+
+
+@pytest.mark.parametrize("cells", [
+    COLAB,
+    [("code", "import transformers\nx = 1\n"), ("markdown", "# m"), ("code", "\n\ny = 2"), ("code", "")],
+    [("code", "  %%time\nx = 1\n")], [("code", "\n>>> x = 1\n")], [("code", "x = 1\n!ls\n")],
+    [("code", "x = !ls\n")], [("code", "x?\n")], [("raw", "%%bash\n"), ("code", "x = 1")],
+])
+def test_program_without_layout_is_the_laid_out_program(cells):
+    # a walked notebook read only for TL001 is compiled from its program made without the
+    # layout when every code cell is plain Python: the same text as the layout's
+    from trainlint.sources.notebook import Cell, _decoded, _program_of, layout
+
+    text = notebook(cells)
+    got = _decoded("nb.ipynb", text)
+    assert not isinstance(got, Exception)
+    laid = layout("nb.ipynb", [Cell(number=i, cell_type=k, source=s) for i, (k, s) in enumerate(got[1], start=1)])
+    assert _program_of("nb.ipynb", got[1]) == laid.python_text

@@ -925,13 +925,29 @@ def read_notebook(path: str, text: str) -> Notebook:
 def program_parses(path: str, text: str) -> bool:
     """Whether the notebook's Python program compiles (False for a text that is no notebook:
     its reader reports why)."""
-    try:
-        language, cells = load_cells(path, text)
-    except ReadError:
+    got = _decoded(path, text)
+    if isinstance(got, ReadError):
         return False
+    language, cells = got
     if language not in _PY_LANGUAGES:
         return True
-    return _parses_program(layout(path, cells).python_text, path)
+    return _parses_program(_program_of(path, cells), path)
+
+
+def _program_of(path: str, cells: tuple[tuple[str, str], ...]) -> str:
+    """``layout(...).python_text`` of the decoded cells, without laying them out when every
+    code cell is plain Python (no cell magic, no doctest prompt, no IPython line: the cells
+    that ``_Builder.cell`` takes as they are)."""
+    lines: list[str] = []
+    for kind, src in cells:
+        if kind != "code":
+            continue
+        head = src.lstrip()
+        if head.startswith(("%%", ">>>")) or _maybe_ipython(src):
+            return layout(path, [Cell(number=i, cell_type=k, source=c)
+                                 for i, (k, c) in enumerate(cells, start=1)]).python_text
+        lines.extend(_lines(src))
+    return _join(lines)
 
 
 def _parses_program(text: str, path: str) -> bool:
