@@ -55,6 +55,11 @@ MARKERS: dict[str, tuple[str, str, str, str]] = {
         "deepspeed", "deepspeed/runtime/lr_schedules.py",
         r"self\.warmup_num_steps = max\(2, warmup_num_steps\)",
         "WarmupLR uses at least 2 warmup steps (a 0 or 1 becomes 2)"),
+    "ds_rejects_removed_config_keys": (
+        "deepspeed", "deepspeed/runtime/config.py",
+        r"def _reject_removed_config_keys\(",
+        "DeepSpeedConfig raises DeepSpeedConfigError for the keys of removed features (MiCS's "
+        "zero_optimization.mics_shard_size, ...; deepspeed_schema.json's removed_keys)"),
     "early_stopping_asserts_load_best": (
         "transformers", "transformers/trainer_callback.py",
         r"assert args\.load_best_model_at_end",

@@ -5,7 +5,8 @@ Usage: python scripts/gen_deepspeed_schema.py /path/to/deepspeed-X.Y.Z
 Reads (with ``ast``, nothing is imported) the pydantic models of ``runtime/zero/config.py``
 and ``runtime/zero/offload_config.py``: every field name, its alias, its default and whether
 it is marked deprecated (with the replacement DeepSpeed names), plus the top-level keys named
-in ``runtime/constants.py``.
+in ``runtime/constants.py``, and the keys of removed features that ``runtime/config.py`` rejects
+(``removed_keys``: MiCS's ``zero_optimization.mics_shard_size``, ...) with DeepSpeed's message.
 """
 
 from __future__ import annotations
@@ -64,6 +65,38 @@ def model_fields(path: Path, class_name: str) -> dict[str, dict]:
     return out
 
 
+def removed_keys(path: Path) -> dict[str, dict[str, str]]:
+    """``_REMOVED_TOP_LEVEL_CONFIG_KEYS`` / ``_REMOVED_ZERO_CONFIG_KEYS`` of ``runtime/config.py``
+    (DeepSpeed 0.19 on): key -> the DeepSpeedConfigError message, f-string parts joined (the
+    removed-features issue link dropped); empty in a release without them."""
+    out: dict[str, dict[str, str]] = {"top_level": {}, "zero_optimization": {}}
+    names = {"_REMOVED_TOP_LEVEL_CONFIG_KEYS": "top_level", "_REMOVED_ZERO_CONFIG_KEYS": "zero_optimization"}
+    for node in ast.parse(path.read_text()).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in names and isinstance(node.value, ast.Dict)):
+            continue
+        for k, v in zip(node.value.keys, node.value.values):
+            key = _const(k)
+            parts = v.values if isinstance(v, ast.JoinedStr) else [v]
+            text = "".join(_text(part) for part in parts)
+            text = re.sub(r"\s*See \{[^}]*\}\.?", "", text).strip()
+            out[names[node.targets[0].id]][key] = text
+    return out
+
+
+def _text(node) -> str:
+    """The literal text of a string, an f-string, or ``"a" "b"`` / ``"a" f"{x}"`` concatenations."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_text(v) for v in node.values)
+    if isinstance(node, ast.FormattedValue):
+        return "{" + ast.unparse(node.value) + "}"
+    if isinstance(node, ast.BinOp):
+        return _text(node.left) + _text(node.right)
+    return ""
+
+
 def main(root: str) -> None:
     ds = Path(root) / "deepspeed" / "runtime"
     version = re.search(r"deepspeed-([0-9.]+)", root)
@@ -78,6 +111,7 @@ def main(root: str) -> None:
         "offload_param": off_param,
         "offload_optimizer": off_opt,
         "constants": sorted(set(consts)),
+        "removed_keys": removed_keys(ds / "config.py"),
     }
     OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {OUT}")

@@ -86,11 +86,36 @@ def test_missing_script_named_elsewhere_in_the_repository_says_where(tmp_path):
     assert d.severity is Severity.ERROR and "training/train.py" in d.message
 
 
+def test_missing_script_in_a_folder_that_is_nowhere_here_is_info_run_from_another_checkout(tmp_path):
+    """open-instruct's `python src/scripts/train/sft/OLMo-sft.py train ...` and `python
+    oe-eval-internal/oe_eval/launch.py`: neither the folder nor a file of that name is anywhere
+    in the repository, so the command runs in another project's checkout (info, said so)."""
+    root = _repo(tmp_path, {"scripts/train/olmo3/7b_sft.sh":
+                            "python src/scripts/train/sft/OLMo-sft.py train run1 $CKPT ai2/jupiter "
+                            "--per_device_train_batch_size 4 --gradient_accumulation_steps 2\n",
+                            "scripts/eval/oe.sh": "python oe-eval-internal/oe_eval/launch.py --model m --task t\n",
+                            "open_instruct/finetune.py": TRAIN_PY})
+    found = _found(_lint(root), "TL004")
+    assert sorted(d.path.rsplit("/", 1)[-1] for d in found) == ["7b_sft.sh", "oe.sh"]
+    for d in found:
+        assert d.severity is Severity.INFO, d.message
+        assert "anywhere in this repository" in d.message and "checkout of another project" in d.message
+
+
 def test_missing_script_in_a_folder_that_is_not_here_is_a_warning(tmp_path):
+    """The same line is a warning when the repository has a folder of that name elsewhere (the
+    command runs from there) or one whose name is a typo away from it."""
     root = _repo(tmp_path, {"run.sh": "python trainer_code/finetune.py --per_device_train_batch_size 4 "
-                                      "--gradient_accumulation_steps 2\n"})
+                                      "--gradient_accumulation_steps 2\n",
+                            "sub/trainer_code/model.py": "x = 1\n"})
     (d,) = _found(_lint(root), "TL004")
-    assert d.severity is Severity.WARNING and "no folder 'trainer_code'" in d.message
+    assert d.severity is Severity.WARNING and "no folder 'trainer_code' beside it or above it" in d.message
+    assert "sub/trainer_code" in d.message
+    root = _repo(tmp_path / "typo", {"run.sh": "python scirpts/finetune.py --per_device_train_batch_size 4 "
+                                               "--gradient_accumulation_steps 2\n",
+                                     "scripts/model.py": "x = 1\n"})
+    (d,) = _found(_lint(root), "TL004")
+    assert d.severity is Severity.WARNING and "did you mean 'scripts'" in d.message
 
 
 def test_found_script_is_not_reported(tmp_path):
@@ -479,3 +504,15 @@ def test_launcher_options_in_a_variable_with_an_unknown_value_keep_the_launch(tm
     found = {d.code: d for d in lint([tmp_path], settings_for(tmp_path), jobs=1).diagnostics}
     assert "TL318" in found and found["TL318"].path.endswith("run.sh")  # cosine with DeepSpeed's WarmupLR
     assert "TL201" in found and "GPUs" not in found["TL201"].message  # the world size is not known
+
+
+def test_a_placeholder_folder_in_a_template_is_info(tmp_path):
+    """smollm's slurm_scripts_templates accelerate config names
+    `./experiments/pretraining/vloom/xxxx/ds_config.json`: a template to fill in, not a missing file."""
+    root = _repo(tmp_path, {"vision/experiments/pretraining/vloom/tr_1/config.yaml": "a: 1\n",
+                            "vision/templates/accelerate_config.yaml":
+                            "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                            "deepspeed_config:\n  deepspeed_config_file: ./experiments/pretraining/vloom/xxxx/ds_config.json\n"
+                            "  zero3_init_flag: true\nnum_processes: 8\n"})
+    (d,) = _found(_lint(root), "TL004")
+    assert d.severity is Severity.INFO and "'xxxx' in it is a placeholder" in d.message, d.message

@@ -394,3 +394,20 @@ def test_python_312_fstring_is_info_not_a_broken_file(tmp_path):
     assert by["new.py"].severity.value == "info" and "valid from Python 3.12" in by["new.py"].message
     assert by["nb.ipynb"].severity.value == "info"
     assert by["broken.py"].severity.value == "error" and "cannot parse Python: " in by["broken.py"].message
+
+
+def test_databricks_notebook_export_with_a_shell_line_is_info(tmp_path):
+    """databrickslabs/dolly's train_dolly.py: a Databricks notebook saved as .py, whose `!deepspeed
+    ... \\` cell runs the training; Python cannot parse it, but the file is not broken: info that
+    says why. The same `!` line in a plain .py, or a broken line in the export, stays an error."""
+    export = ("# Databricks notebook source\n# MAGIC %md\n# MAGIC ## Train\n\n# COMMAND ----------\n\n"
+              "import os\nfrom transformers import Trainer\n\n# COMMAND ----------\n\n"
+              "!deepspeed {num_gpus_flag} \\\n    --module training.trainer \\\n    --epochs 2\n")
+    (tmp_path / "train_dolly.py").write_text(export)
+    (tmp_path / "plain.py").write_text(export.replace("# Databricks notebook source\n", ""))
+    (tmp_path / "broken_export.py").write_text("# Databricks notebook source\nfrom transformers import Trainer\nx = (\n")
+    by = {Path(d.path).name: d for d in _lint(tmp_path).diagnostics if d.code == "TL001"}
+    assert by["train_dolly.py"].severity.value == "info", by["train_dolly.py"].message
+    assert "Databricks notebook" in by["train_dolly.py"].message and "!deepspeed" in by["train_dolly.py"].message
+    assert by["plain.py"].severity.value == "error"
+    assert by["broken_export.py"].severity.value == "error"

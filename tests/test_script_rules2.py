@@ -79,3 +79,21 @@ def test_optim_package_installed_by_the_notebook_itself(tmp_path):
     write_files(tmp_path, {"nb.ipynb": _notebook(install.replace("bitsandbytes ", ""), train)})
     (d,) = [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL121"]
     assert "bitsandbytes" in d.message
+
+
+def test_manual_device_placement_quotes_a_long_move_as_code(tmp_path):
+    """smollm's Smol_VLM_FT notebook: ``Idefics3ForConditionalGeneration.from_pretrained(model_id,
+    ...).to(DEVICE)``; the message quoted "`the model.to(...)`" (a phrase inside backquotes)."""
+    write_files(tmp_path, {"train.py":
+        "from transformers import Idefics3ForConditionalGeneration, Trainer\n"
+        "DEVICE = 'cuda'\n"
+        "model = Idefics3ForConditionalGeneration.from_pretrained(\n"
+        "    model_id,\n    torch_dtype=torch.bfloat16,\n    _attn_implementation='flash_attention_2',\n"
+        ").to(DEVICE)\n"
+        "short = Idefics3ForConditionalGeneration.from_pretrained('m')\n"
+        "short.cuda()\n"
+        "trainer = Trainer(model=model)\nTrainer(model=short)\n"})
+    msgs = sorted(d.message for d in lint_folder(tmp_path).diagnostics if d.code == "TL101")
+    assert len(msgs) == 2, msgs
+    assert msgs[0].startswith("`Idefics3ForConditionalGeneration.from_pretrained(...).to(DEVICE)` moves"), msgs
+    assert msgs[1].startswith("`short.cuda()` moves"), msgs

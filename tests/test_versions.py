@@ -291,3 +291,53 @@ def test_a_sub_project_with_its_own_transformers_pin_is_checked_on_it(tmp_path):
     out = run_cli("check", ".", "--format", "json", "--exit-zero", "--no-cache", cwd=tmp_path)
     msgs = [d["message"] for d in json.loads(out.stdout) if d["path"] == "apps/chat/training/main.py"]
     assert msgs and all("apps/chat/requirements.txt:2" in m for m in msgs), msgs
+
+
+def test_singular_requirement_txt_is_a_declaration(tmp_path):
+    """princeton-nlp/LESS pins ``transformers==4.36.2`` in ``requirement.txt`` (singular), which its
+    setup.py reads: that is the project's pin, before what is installed."""
+    write(tmp_path, "requirement.txt", "peft==0.7.1\ntransformers==4.36.2\n")
+    write(tmp_path, "setup.py", "from setuptools import setup\nsetup(name='less')\n")
+    assert tf(tmp_path) == ("4.36.2", "requirement.txt:2")
+    assert V.find_project_root([tmp_path / "less"]) is not None
+
+
+def test_singular_requirement_txt_keeps_tokenizer_keyword_and_its_fix_unoffered(tmp_path):
+    """The LESS pattern end to end: on its pin 4.36.2, ``Trainer(tokenizer=)`` is the right keyword
+    (processing_class= came in 4.46), so no TL605 error and no safe fix that would break it;
+    without the pin file the installed version judges it."""
+    import json
+
+    from helpers import run_cli, write_files
+
+    write_files(tmp_path, {
+        "requirement.txt": "transformers==4.36.2\n",
+        "less/train/train.py": "from transformers import Trainer\ntrainer = Trainer(model=m, tokenizer=tok)\n",
+    })
+    out = run_cli("check", ".", "--format", "json", "--exit-zero", "--no-cache", cwd=tmp_path)
+    assert [d for d in json.loads(out.stdout) if d["code"] == "TL605"] == []
+    (tmp_path / "requirement.txt").unlink()
+    out = run_cli("check", ".", "--format", "json", "--exit-zero", "--no-cache", cwd=tmp_path)
+    assert [d["code"] for d in json.loads(out.stdout) if d["code"] == "TL605"] == ["TL605"]
+
+
+def test_a_sub_package_setup_py_without_the_package_keeps_the_repositorys_oldest_version(tmp_path):
+    """FlagEmbedding: research/visual_bge/setup.py installs torchvision, timm... but not
+    transformers; the repository's setup.py allows transformers 4.44.2, which has no
+    activation_checkpointing_enable, so the rename of gradient_checkpointing_enable is no safe
+    fix there (it was offered as safe)."""
+    import json
+
+    from helpers import run_cli, write_files
+
+    write_files(tmp_path, {
+        "setup.py": "from setuptools import setup\nsetup(name='fe', install_requires=['transformers>=4.44.2'])\n",
+        "research/vbge/setup.py": "from setuptools import setup\nsetup(name='vbge', install_requires=['timm'])\n",
+        "research/vbge/vbge/hf_model.py": "from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\n"
+                                          "m.gradient_checkpointing_enable()\n",
+    })
+    out = run_cli("check", ".", "--format", "json", "--exit-zero", "--no-cache", "--transformers-version", "5.24.0",
+                  cwd=tmp_path)
+    found = [d for d in json.loads(out.stdout) if d["code"] == "TL609"]
+    assert found and all(d["fix"]["applicability"] == "unsafe" for d in found), found
+    assert "4.44.2" in found[0]["message"]

@@ -177,12 +177,12 @@ def project_pins(root: Path | None) -> dict[str, str]:
     and the folders above it up to the repository's top, ``declaration_folders``)."""
     if root is None:
         return {}
-    from trainlint.knowledge.versions import declaration_folders
+    from trainlint.knowledge.versions import REQUIREMENT_GLOB, declaration_folders
 
     root = Path(root)
     out: dict[str, str] = {}
     for folder in declaration_folders(root):  # the target may be declared above the project root
-        candidates = sorted(folder.glob("requirements*.txt")) + sorted((folder / "requirements").glob("*.txt")) \
+        candidates = sorted(folder.glob(REQUIREMENT_GLOB)) + sorted((folder / "requirements").glob("*.txt")) \
             + [folder / name for name in ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml",
                                           "environment.yaml")]
         for p in candidates:

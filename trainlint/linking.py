@@ -238,6 +238,12 @@ def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand |
 
     info = Severity.INFO
     cwd = launch.cwd if launch is not None else None
+    # a template's placeholder folder (smollm's slurm_scripts_templates accelerate config:
+    # `deepspeed_config_file: ./experiments/pretraining/vloom/xxxx/ds_config.json`)
+    filler = next((s for s in ref.replace(os.sep, "/").split("/") if _FILLER.fullmatch(s)), None)
+    if filler is not None:
+        return Located(ELSEWHERE, severity=info,
+                       why=f"{filler!r} in it is a placeholder, filled in before a run (a template)")
     # inside a repository the script clones itself
     rel = norm_path(ref if os.path.isabs(ref) else os.path.join(cwd or "", ref))
     for c in getattr(doc, "cloned", None) or ():
@@ -272,8 +278,44 @@ def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand |
         return Located(ELSEWHERE, severity=info,
                        why="laid out as the Hugging Face examples, run from a transformers checkout")
     top = os.path.normpath(ref).replace(os.sep, "/").split("/", 1)[0]
-    return Located(MISSING, severity=Severity.WARNING,
-                   why=hint or f"no folder {top!r} in this repository either")
+    if hint or not top or top in (".", ".."):  # (an absolute path inside the repository: its folders are known)
+        return Located(MISSING, severity=Severity.WARNING, why=hint)
+    folders_named: list[str] = []
+    if root is not None:
+        reads.note(reads.virtual(reads.SAME_NAME, root, top + "/"))
+        folders_named = _same_name(root, top + "/")
+    if folders_named:
+        return Located(MISSING, severity=Severity.WARNING,
+                       why=f"no folder {top!r} beside it or above it; one is at {folders_named[0]}")
+    near = _near_folder(top, folders)
+    if near:
+        return Located(MISSING, severity=Severity.WARNING,
+                       why=f"no folder {top!r} in this repository; did you mean {near!r}?")
+    # open-instruct's `python oe-eval-internal/oe_eval/launch.py`, `python src/scripts/train/sft/
+    # OLMo-sft.py`: neither the folder nor a file of that name is anywhere in the repository, so
+    # the command runs in a checkout of another project
+    return Located(ELSEWHERE, severity=info,
+                   why=f"no folder {top!r} and no file named {os.path.basename(ref)!r} anywhere in this "
+                       "repository, so the command most likely runs in a checkout of another project")
+
+
+_FILLER = re.compile(r"x{3,}|X{3,}")
+
+
+def _near_folder(top: str, folders: list[str]) -> str:
+    """A folder beside the start folders whose name is close to ``top`` (a typo: ``scirpts``
+    for ``scripts``), or ""."""
+    import difflib
+
+    names: list[str] = []
+    for f in folders:
+        reads.note(f or ".")  # its listing: a folder appearing there changes the verdict
+        try:
+            names += [n for n in os.listdir(f or ".") if os.path.isdir(os.path.join(f or ".", n))]
+        except OSError:
+            continue
+    close = difflib.get_close_matches(top, names, n=1, cutoff=0.8)
+    return close[0] if close else ""
 
 
 def _same_name(root: str, name: str) -> list[str]:

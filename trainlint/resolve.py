@@ -113,7 +113,7 @@ def subproject_targets(ctx: RunContext, settings: Settings, folder: str | Path) 
     return found
 
 
-_DECLARATION_NAMES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", "requirements")
+_DECLARATION_NAMES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", "requirement")
 
 
 def _may_declare(folder: str) -> bool:

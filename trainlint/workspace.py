@@ -119,9 +119,13 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
         from trainlint.sources import newer_syntax
 
         newer = newer_syntax.valid_on_newer_python(text, e)
+        export = newer_syntax.notebook_export(text, e) if newer is None else None
         if newer is not None:  # valid on a newer Python than the one running trainlint: not broken
             ws.problems.append(input_problem("TL001", "syntax-error", path, newer_syntax.message(e, newer),
                                              line, column, severity=Severity.INFO))
+        elif export is not None:  # a notebook saved as .py: its shell lines are not Python
+            ws.problems.append(input_problem("TL001", "syntax-error", path, export, line, column,
+                                             severity=Severity.INFO))
         else:
             ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
                                              line, column))

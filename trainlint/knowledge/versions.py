@@ -6,7 +6,7 @@ Order (the first that gives a version wins):
    ``[tool.trainlint] transformers-version`` / ``trl-version`` (passed in as ``explicit``;
    when it is not passed and ``project_root`` has a pyproject.toml with that key, it is read
    from there);
-2. what the checked project declares (:func:`declared_requirement`): ``requirements*.txt``
+2. what the checked project declares (:func:`declared_requirement`): ``requirement*.txt``
    and ``requirements/*.txt`` at the project root (following ``-r``/``-c`` includes),
    ``pyproject.toml`` (``[project] dependencies``, ``[project.optional-dependencies]``,
    ``[dependency-groups]``, ``[tool.poetry.dependencies]`` and its groups), ``setup.py``
@@ -417,9 +417,9 @@ _SEPARATORS = re.compile(r"[-_.]+")
 
 
 def _requirement_files(root: Path) -> list[Path]:
-    reads.note_glob(root, "requirements*.txt")  # the result depends on them (the cache)
+    reads.note_glob(root, REQUIREMENT_GLOB)  # the result depends on them (the cache)
     reads.note_glob(root / "requirements", "*.txt")
-    files = sorted(p for p in root.glob("requirements*.txt") if p.is_file())
+    files = sorted(p for p in root.glob(REQUIREMENT_GLOB) if p.is_file())
     sub = root / "requirements"
     if sub.is_dir():
         files += sorted(p for p in sub.glob("*.txt") if p.is_file())
@@ -501,7 +501,7 @@ def _from_requirement_lines(package: str, path: Path, root: Path, seen: set[Path
 
 def _from_requirement_files(package: str, root: Path, main: bool = False) -> tuple[SpecifierSet, str] | None:
     seen: set[Path] = set()
-    files = [root / "requirements.txt"] if main else _requirement_files(root)
+    files = [root / name for name in MAIN_REQUIREMENT_FILES] if main else _requirement_files(root)
     for path in files:
         reads.note(path)
         if not path.is_file():
@@ -694,6 +694,11 @@ def _from_dockerfiles(package: str, root: Path, main: bool = False) -> tuple[Spe
 
 
 DECLARATION_LEVELS = 6
+# requirement files at a project root: ``requirements.txt``, ``requirements-dev.txt`` and the
+# singular ``requirement.txt`` (princeton-nlp/LESS pins transformers==4.36.2 there and its
+# setup.py reads it); the main ones are read first
+REQUIREMENT_GLOB = "requirement*.txt"
+MAIN_REQUIREMENT_FILES = ("requirements.txt", "requirement.txt")
 
 
 def declaration_folders(root: Path) -> list[Path]:
@@ -735,7 +740,7 @@ def find_project_root(paths: list[Path] | list[str]) -> Path | None:
     for _ in range(12):
         try:
             if any((current / m).exists() for m in (".git", "pyproject.toml", "setup.py", "setup.cfg")) \
-                    or any(current.glob("requirements*.txt")):
+                    or any(current.glob(REQUIREMENT_GLOB)):
                 return current
         except OSError:
             pass

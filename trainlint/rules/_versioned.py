@@ -671,16 +671,19 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
     start = Path(path).resolve().parent if path else Path(setup.root).resolve()
     for folder in (start, *start.parents):
         # the result depends on these, there or not (the cache)
-        reads.note_glob(folder, "requirements*.txt")
+        reads.note_glob(folder, versions.REQUIREMENT_GLOB)
         reads.note(folder / "pyproject.toml")
         reads.note(folder / "setup.py")
         reads.note_isdir(folder / ".git")
-        files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob("requirements*.txt")]
+        files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob(versions.REQUIREMENT_GLOB)]
         if any(p.is_file() for p in files):
             stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in files if p.is_file()))
             low = _oldest_cached(str(folder), stamp, package)
-            # an example's own requirements may not name the package: the project's do
-            if low is not None or (folder / "pyproject.toml").is_file() or (folder / "setup.py").is_file():
+            # an example's own requirements, or a sub-package's own setup.py / pyproject.toml,
+            # may not name the package: the project above does (FlagEmbedding's
+            # research/visual_bge/setup.py lists torchvision, timm...; the repository's setup.py
+            # allows transformers 4.44.2), as the target version is read (declaration_folders)
+            if low is not None:
                 return low
         if (folder / ".git").exists():
             break

@@ -255,14 +255,16 @@ SAME_NAME_LIMIT = 20_000
 
 @lru_cache(maxsize=8)
 def repository_names(root: str) -> dict[str, list[str]]:
-    """basename -> paths (relative to ``root``) of the repository's files, for linking's "a file
-    of that name is at" hint and the cache's ``same-name`` dependency (here, not in linking, so
+    """basename -> paths (relative to ``root``) of the repository's files (and ``name/`` -> its
+    folders of that name), for linking's "a file of that name is at" hint and the cache's ``same-name`` dependency (here, not in linking, so
     that a warm run checks it without importing linking); at most ``SAME_NAME_LIMIT`` files.
     Kept for one run (``engine.lint`` clears it at its end)."""
     out: dict[str, list[str]] = {}
     count = 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for d in dirnames:  # folders under their name and a slash: ``same_name(root, "src/")``
+            out.setdefault(d + "/", []).append(os.path.relpath(os.path.join(dirpath, d), root))
         for name in filenames:
             out.setdefault(name, []).append(os.path.relpath(os.path.join(dirpath, name), root))
             count += 1

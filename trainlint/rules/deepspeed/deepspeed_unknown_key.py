@@ -71,13 +71,18 @@ class DeepSpeedUnknownKey(Rule):
     `cpu_offload_use_pin_memory`, `stage3_gather_fp16_weights_on_model_save`, the legacy
     `"zero_optimization": true`) with their rewrite, and top-level keys that look like a
     misspelling of a known one. A key that is a known key once stripped of spaces and
-    lower-cased (`"train_batch_size "`, `"FP16"`) is always a near miss, however short.
+    lower-cased (`"train_batch_size "`, `"FP16"`) is always a near miss, however short. Keys of
+    features DeepSpeed removed (MiCS's `zero_optimization.mics_shard_size`, `sparse_attention`,
+    `elasticity`, ...: the list `runtime/config.py` rejects, generated data) are errors on the
+    releases that reject them (the project's declared DeepSpeed, else the newest known) and
+    valid on the older ones.
 
     ## Why is this bad?
     Inside `zero_optimization` DeepSpeed's schema forbids extra keys, so a typo stops the run
     at start-up with a validation error; deprecated keys are remapped with a warning and may
     go away; a misspelled top-level key is silently ignored ("DeepSpeed doesn't validate
-    parameter names and any typos fallback on the parameter's default").
+    parameter names and any typos fallback on the parameter's default"); a removed feature's key
+    raises DeepSpeedConfigError when the config is read.
 
     ## Example
     ```json
@@ -97,6 +102,7 @@ class DeepSpeedUnknownKey(Rule):
     - DeepSpeed `runtime/zero/config.py`, `runtime/zero/offload_config.py`, `runtime/config_utils.py`
       (`extra="forbid"`)
     - https://huggingface.co/docs/transformers/deepspeed
+    - https://github.com/deepspeedai/DeepSpeed/issues/8489 (the removed features and their config keys)
     """
 
     code = "TL306"
@@ -126,7 +132,18 @@ class DeepSpeedUnknownKey(Rule):
              note="another case"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3,'
                                ' "offload_param": {"device": "cpu", "pin_memroy": true}}}\n'}),
+        Case(files={"requirements.txt": "deepspeed>=0.13.5\n",
+                    "ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3,'
+                               ' "mics_shard_size": 64, "mics_hierarchical_params_gather": false}}\n'},
+             note="smollm's zero3_mics_mini_fixed.json: MiCS was removed, the newest allowed release refuses it"),
+        Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "sparse_attention": {"mode": "fixed"},'
+                               ' "zero_optimization": {"stage": 2}}\n'},
+             note="a removed top-level block"),
         # must not flag
+        Case(files={"requirements.txt": "deepspeed==0.14.4\n",
+                    "ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3,'
+                               ' "mics_shard_size": 64, "mics_hierarchical_params_gather": false}}\n'},
+             flags=False, note="DeepSpeed 0.14.4 still has MiCS: the keys are valid there"),
         Case(files={"ds.json": '{"train_micro_batch_size_per_gpu": 8, "zero_optimization": {"stage": 3,'
                                ' "stage3_prefetch_bucket_size": "auto", "offload_param": {"device": "cpu", "pin_memory": true},'
                                ' "overlap_comm": true}, "steps_per_print": 10}\n'}, flags=False),
@@ -154,8 +171,12 @@ class DeepSpeedUnknownKey(Rule):
                                              "write {\"stage\": N}", edits=[zero.span.edit(
                                                  '{"stage": %d}' % (1 if zero.value else 0))],
                                   fix_message="use the object format")
+        removed = ds_schema().get("removed_keys", {})
         if zero is not None and zero.is_mapping:
-            yield from self._section(zero, "zero_optimization")
+            for m in zero.members:
+                if m.key in removed.get("zero_optimization", {}):
+                    yield from self._removed(setup, m, "zero_optimization", removed["zero_optimization"][m.key])
+            yield from self._section(zero, "zero_optimization", skip=removed.get("zero_optimization", {}))
             for sub in ("offload_param", "offload_optimizer"):
                 node = zero.get(sub)
                 if node is not None and node.is_mapping:
@@ -165,6 +186,9 @@ class DeepSpeedUnknownKey(Rule):
 
         known |= DEEPSPEED_KEYS
         for m in root.members:
+            if m.key in removed.get("top_level", {}):
+                yield from self._removed(setup, m, "the config", removed["top_level"][m.key])
+                continue
             if m.key in known:
                 continue
             close = _normalised_match(m.key, known) or \
@@ -175,11 +199,29 @@ class DeepSpeedUnknownKey(Rule):
                                       edits=[m.key_span.edit(json.dumps(close[0]))],  # type: ignore[union-attr]
                                       applicability="unsafe", fix_message=f"rename to {close[0]}")
 
-    def _section(self, node, section: str) -> Iterable[Diagnostic]:
+    def _removed(self, setup: Setup, m, where: str, message: str) -> Iterable[Diagnostic]:
+        """A key of a feature DeepSpeed removed (MiCS's ``mics_shard_size``, ``sparse_attention``):
+        an error on the releases that reject it, nothing on the older ones that still read it."""
+        from trainlint.knowledge import behaviour
+
+        target = setup.target_of("deepspeed")
+        if not behaviour.holds(REJECTS_REMOVED, target):
+            return
+        resolved = setup.versions.get("deepspeed")
+        who = f"DeepSpeed {target} ({resolved.note or 'resolved'})" if target and resolved is not None else \
+            f"DeepSpeed from {behaviour.first_version(REJECTS_REMOVED)} on (the version is not known: assumed the newest)"
+        yield self.diagnostic(m.key_span, f"{m.key!r} in {where} belongs to a removed feature: {who} stops at "  # type: ignore[arg-type]
+                                          f"start-up with DeepSpeedConfigError (\"{message}\"); remove the key, or "
+                                          f"pin a DeepSpeed release before {behaviour.first_version(REJECTS_REMOVED)}",
+                              severity=Severity.ERROR)
+
+    def _section(self, node, section: str, skip=()) -> Iterable[Diagnostic]:
         valid, fields = _valid_keys(section)
         present = set(node.keys())
         for m in node.members:
             key = m.key
+            if key in skip:
+                continue
             info = fields.get(key)
             if info is not None and info.get("deprecated"):
                 new = info.get("new_param", "")
@@ -205,3 +247,5 @@ class DeepSpeedUnknownKey(Rule):
                                   applicability="unsafe", severity=Severity.ERROR,
                                   fix_message=f"rename to {close[0]}" if close else "")
 
+
+REJECTS_REMOVED = "ds_rejects_removed_config_keys"

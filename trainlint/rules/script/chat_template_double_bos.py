@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
@@ -12,9 +11,6 @@ from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
 
-# model types whose tokenizers add no BOS token (add_bos_token false / no bos_token in their
-# tokenizer_config.json on the hub): the second tokenization adds nothing there
-NO_BOS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt2"})
 TOKENIZE_METHODS = ("encode", "encode_plus", "__call__", "batch_encode_plus")
 HEAD = "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('meta-llama/Llama-3.1-8B')\n"
 
@@ -35,9 +31,6 @@ def _template_text(pf: PythonFile, expr: ast.AST, scope, depth: int = 0) -> ast.
     return None
 
 
-# hub families whose tokenizers add no BOS whatever the size or release (Qwen's tokenizer_config
-# has "bos_token": null, Qwen1 to Qwen3 and QwQ): the org "Qwen" or a name that starts so
-_NO_BOS_NAME = re.compile(r"(?i)^(?:qwen|qwq)")
 _ID_KEYWORDS = ("pretrained_model_name_or_path", "model_name", "model_id")
 
 
@@ -54,13 +47,11 @@ def _model_id(pf: PythonFile, call: ast.Call, scope) -> str | None:
 
 
 def _adds_no_bos(mid: str) -> bool:
-    from trainlint.knowledge.models import lookup_model
+    """The hub families whose tokenizers add no BOS (Qwen's tokenizer_config.json has
+    ``"bos_token": null``; GPT-2's class adds none): generated data, by organisation, name and id."""
+    from trainlint.knowledge.tokenizer_facts import adds_no_bos
 
-    info = lookup_model(mid)
-    if info is not None and getattr(info, "model_type", None) in NO_BOS_TYPES:
-        return True
-    org, _, name = mid.rpartition("/")
-    return org.lower() == "qwen" or bool(_NO_BOS_NAME.match(name))
+    return adds_no_bos(mid)
 
 
 def _tokenizer_adds_no_bos(pf: PythonFile, name: str, scope) -> bool:
@@ -77,6 +68,27 @@ def _tokenizer_adds_no_bos(pf: PythonFile, name: str, scope) -> bool:
     ids = [mid for cs in pf.calls if (mid := _model_id(pf, cs.node, cs.scope)) is not None
            and ("/" in mid and not mid.startswith((".", "/", "~")))]
     return bool(ids) and all(_adds_no_bos(mid) for mid in ids)
+
+
+_MODEL_CLASS_ENDS = ("PreTrainedModel", "ForCausalLM", "ForConditionalGeneration")
+
+
+def _model_helper_method(pf: PythonFile, name: str, scope) -> bool:
+    """``name`` is a parameter of a method of a model class (``def chat(self, tokenizer, ...)``
+    of ``MiniCPMForCausalLM(MiniCPMPreTrainedModel)`` in a modeling file copied from the hub):
+    the model's own inference helper, whose tokenizer and chat template are the model's (MiniCPM's
+    template writes no BOS), so nothing says the text holds one."""
+    b = pf.binding_of(name, scope)
+    if b is None or b.kind != "param":
+        return False
+    s = scope
+    while s is not None and s.kind != "function":
+        s = s.parent
+    cls = s.parent if s is not None else None
+    if cls is None or cls.kind != "class" or not isinstance(cls.node, ast.ClassDef):
+        return False
+    names = [cls.node.name] + [_receiver(base).rsplit(".", 1)[-1] for base in cls.node.bases]
+    return any(n.endswith(_MODEL_CLASS_ENDS) for n in names)
 
 
 def _receiver(expr: ast.AST) -> str:
@@ -98,7 +110,12 @@ class ChatTemplateDoubleBos(Rule):
     Tokenizers that add no BOS (Qwen, GPT-2) are unaffected, so this is a warning, and a
     tokenizer loaded for such a model (`from_pretrained("Qwen/...")`, unsloth's `model, tokenizer
     = FastLanguageModel.from_pretrained(model_name=...)`; when the tokenizer is a parameter, every
-    hub model the file loads) is not flagged.
+    hub model the file loads) is not flagged. Which families add no BOS is generated data (the
+    published `tokenizer_config.json` of each family: Qwen's has `"bos_token": null`), told by the
+    model id's organisation and name, never by the architecture (DeepSeek-R1-Distill-Qwen is a
+    Qwen2 model whose tokenizer has a BOS). A model class's own helper method (`def chat(self,
+    tokenizer, ...)` of a `...ForCausalLM` in a modeling file copied from the hub) is not flagged
+    either: its tokenizer and template are that model's, and nothing says the template writes BOS.
 
     ## Example
     ```python
@@ -157,6 +174,31 @@ class ChatTemplateDoubleBos(Rule):
                    "def generate(tokenizer):\n    text = tokenizer.apply_chat_template(msgs, tokenize=False)\n"
                    "    return tokenizer(text, add_special_tokens=False)\n",
              note="a Llama model: its tokenizer adds BOS"),
+        Case(HEAD.replace("meta-llama/Llama-3.1-8B", "unsloth/QwQ-32B") +
+             "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n", flags=False,
+             note="a re-upload of a Qwen-family model: the name says the family"),
+        Case(HEAD.replace("meta-llama/Llama-3.1-8B", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B") +
+             "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n", unsafe=True,
+             fixed=HEAD.replace("meta-llama/Llama-3.1-8B", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B") +
+             "text = tok.apply_chat_template(msgs, tokenize=False)\n"
+             "ids = tok(text, add_special_tokens=False)['input_ids']\n",
+             note="a Qwen2 architecture whose tokenizer has a BOS that its template writes"),
+        Case("from transformers import PreTrainedModel\n"
+             "class MiniCPMForCausalLM(MiniCPMPreTrainedModel):\n"
+             "    def chat(self, tokenizer, query, history=None):\n"
+             "        history_str = tokenizer.apply_chat_template(history, tokenize=False, add_generation_prompt=False)\n"
+             "        inputs = tokenizer(history_str, return_tensors='pt').to(self.device)\n"
+             "        return self.generate(**inputs)\n", flags=False,
+             note="a hub modeling file's own chat helper (FlagEmbedding's modeling_minicpm_reranker.py)"),
+        Case(HEAD + "class Collator:\n"
+                    "    def __call__(self, tokenizer, messages):\n"
+                    "        text = tokenizer.apply_chat_template(messages, tokenize=False)\n"
+                    "        return tokenizer(text)\n", unsafe=True,
+             fixed=HEAD + "class Collator:\n"
+                          "    def __call__(self, tokenizer, messages):\n"
+                          "        text = tokenizer.apply_chat_template(messages, tokenize=False)\n"
+                          "        return tokenizer(text, add_special_tokens=False)\n",
+             note="a method of a class that is not a model: still flagged"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -179,7 +221,7 @@ class ChatTemplateDoubleBos(Rule):
                     continue
                 if _receiver(tmpl.func.value) != tok:  # type: ignore[attr-defined]
                     continue
-                if _tokenizer_adds_no_bos(pf, tok, cs.scope):
+                if _tokenizer_adds_no_bos(pf, tok, cs.scope) or _model_helper_method(pf, tok, cs.scope):
                     continue
                 yield self.diagnostic(pf.span(call),
                                       "the chat template's text already contains the BOS token; tokenizing it again "

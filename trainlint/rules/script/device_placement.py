@@ -14,6 +14,23 @@ from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
 
 
+
+def _shown(pf: PythonFile, mv) -> str:
+    """The move as the message quotes it: the call itself when short, else its receiver cut
+    (``Idefics3ForConditionalGeneration.from_pretrained(...).to(DEVICE)``), never a phrase
+    inside the backquotes."""
+    call = pf.source_of(mv.call)
+    if len(call) <= 60:
+        return call
+    args = ", ".join(pf.source_of(a) for a in mv.call.args)
+    args = args if len(args) <= 20 else "..."
+    receiver = pf.source_of(mv.receiver)
+    if len(receiver) > 40:
+        r = mv.receiver
+        func = pf.source_of(r.func) if isinstance(r, ast.Call) else ""
+        receiver = f"{func}(...)" if func and len(func) <= 50 else "..."
+    return f"{receiver}.{mv.how}({args})"
+
 class ManualDevicePlacement(Rule):
     """
     ## What it does
@@ -234,9 +251,7 @@ class ManualDevicePlacement(Rule):
             for flow in model_flows(pf):
                 for mv in flow.moves:
                     where = pf.span(mv.call)
-                    name = pf.source_of(mv.receiver) if len(pf.source_of(mv.receiver)) <= 40 else "the model"
-                    message = (f"`{pf.source_of(mv.call) if len(pf.source_of(mv.call)) <= 60 else name + '.' + mv.how + '(...)'}` "
-                               f"moves the model by hand before {flow.trainer.class_name} places it: under "
+                    message = (f"`{_shown(pf, mv)}` moves the model by hand before {flow.trainer.class_name} places it: under "
                                f"torchrun/DeepSpeed/FSDP every rank copies the full model to one GPU first; "
                                f"remove it, the Trainer moves the model itself")
                     edits = self._fix(pf, mv) if mv.only_device else None

@@ -40,6 +40,10 @@ def _adds_tokens(pf, call: ast.Call, scope) -> bool:
     return False
 
 
+def _is_resize(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "resize_token_embeddings"
+
+
 def _trains_embeddings(pf, cfg_call: ast.Call, scope) -> bool | None:
     """Whether the PEFT config trains the embedding rows (modules_to_save with an embedding or
     head, or trainable_token_indices); None when it cannot be told."""
@@ -67,10 +71,10 @@ def _trains_embeddings(pf, cfg_call: ast.Call, scope) -> bool | None:
 class NewTokensUntrainedWithLora(Rule):
     """
     ## What it does
-    Flags `tokenizer.add_tokens(...)`, `tokenizer.add_special_tokens({...: "<new>"})` (a new pad
-    token alone does not count: padding positions are masked) or
-    `model.resize_token_embeddings(...)`, in the function that builds the LoRA (PEFT) config of a
-    trained model, when that config has neither `modules_to_save` nor `target_modules` with the
+    Flags `tokenizer.add_tokens(...)` or `tokenizer.add_special_tokens({...: "<new>"})` (a new pad
+    token alone does not count: padding positions are masked; nor does
+    `model.resize_token_embeddings(...)` alone, which does not say which tokens were added), in
+    the function that builds the LoRA (PEFT) config of a trained model, when that config has neither `modules_to_save` nor `target_modules` with the
     embedding/LM-head modules, nor `trainable_token_indices`.
 
     ## Why is this bad?
@@ -123,6 +127,10 @@ class NewTokensUntrainedWithLora(Rule):
         Case(HEAD + TAIL.format(kw=""), flags=False),
         Case(HEAD + "def other():\n    tok.add_tokens(['<x>'])\n    model.resize_token_embeddings(len(tok))\n" +
              TAIL.format(kw=""), flags=False, note="another function adds the tokens"),
+        Case(HEAD + "add_padding_to_tokenizer(tok)\nif len(tok) > model.get_input_embeddings().weight.shape[0]:\n"
+                    "    model.resize_token_embeddings(len(tok))\n" + TAIL.format(kw="target_modules=['q_proj']"),
+             flags=False, note="princeton-nlp/LESS: a resize after a helper that adds a pad token; which tokens "
+                               "were added is not known"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -134,8 +142,12 @@ class NewTokensUntrainedWithLora(Rule):
             pf = use.pf
             # in the same function as the PEFT config (a helper defined elsewhere may never run here)
             adding = next((cs for cs in pf.calls if cs.scope is use.config.scope
-                           and _adds_tokens(pf, cs.node, cs.scope)), None)
+                           and _adds_tokens(pf, cs.node, cs.scope)
+                           and not _is_resize(cs.node)), None)
             if adding is None:
+                # a resize alone does not say which tokens were added: LESS's train.py resizes after
+                # `add_padding_to_tokenizer(tokenizer)`, a helper that adds only a pad token, whose
+                # untrained row does no harm (its positions are masked)
                 continue
             if _trains_embeddings(pf, use.config.node, use.config.scope) is not False:
                 continue

@@ -39,7 +39,7 @@ def package_for(optim: str) -> str | None:
     return None
 
 
-DEP_FILES = ("requirements*.txt", "requirements/*.txt", "pyproject.toml", "setup.py", "setup.cfg",
+DEP_FILES = ("requirement*.txt", "requirements/*.txt", "pyproject.toml", "setup.py", "setup.cfg",
              "environment.yml", "environment.yaml")
 
 
