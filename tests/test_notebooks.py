@@ -421,6 +421,43 @@ def test_automagic_and_doctest_prompts(tmp_path: Path):
     assert src.splitlines()[2] == "...                          logging_steps=10)"
 
 
+@pytest.mark.parametrize("as_string", [False, True], ids=["list-of-lines", "one-string"])
+def test_a_cell_pasted_indented_is_read_as_ipython_reads_it(tmp_path: Path, as_string: bool):
+    """IPython removes the first line's indentation from every line that starts with it (after
+    dropping blank lines above): a cell pasted from inside a function runs, so it is no syntax
+    error; findings and fixes land on the cell's own columns, indentation kept."""
+    cells = [("code", "!pip install -q transformers"),
+             ("code", "\n    from transformers import TrainingArguments\n"
+                      "    args = TrainingArguments(\n"
+                      "        output_dir='o', save_total_limit=1,\n"
+                      "        evaluation_strategy='steps', logging_steps=1)\n"),
+             ("code", "\t%%time\n\tfrom transformers import TrainingArguments\n"
+                      "\ta = TrainingArguments('o', save_total_limit=1, logging_steps=1)")]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(notebook(cells, as_string=as_string), encoding="utf-8")
+    found = _found(lint_folder(tmp_path))
+    assert ("TL601", 2, 5, 9) in found and ("TL201", 2, 5, 52) in found
+    assert ("TL201", 3, 3, 63) in found  # a cell magic after the indent
+    assert not any(f[0] in ("TL000", "TL001") for f in found)
+    outcome = fix_folder(tmp_path)
+    new = outcome.fixed[str(path)]
+    assert _strip_sources(new) == _strip_sources(path.read_text(encoding="utf-8"))
+    src = "".join(json.loads(new)["cells"][1]["source"])
+    assert src.splitlines()[4] == "        eval_strategy='steps', logging_steps=10)"
+    path.write_text(new, encoding="utf-8")
+    assert fix_folder(tmp_path).fixed == {}
+    # a later line less indented than the first: IPython fails too; the same answer for a
+    # notebook walked with nothing to report but its syntax (no training marker) and for one
+    # read in full
+    for name, first in (("plain", "  import transformers\n  print(transformers.__version__)"),
+                        ("training", "  from transformers import Trainer\n  Trainer")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "p.ipynb").write_text(notebook([("code", first), ("code", "    x = 1\n  y = 2\n")]),
+                                        encoding="utf-8")
+        assert {f for f in _found(lint_folder(folder)) if f[0] == "TL001"} == {("TL001", 2, 2, 2)}, name
+
+
 # -- what Python cells pass on to shell lines (issue 16 §2) -------------------------------------
 
 TRAIN_PY = ("from transformers import HfArgumentParser, Trainer, TrainingArguments\n"

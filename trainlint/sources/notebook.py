@@ -263,6 +263,9 @@ class VLine:
     # IPython's expansions in a shell line (``{lr}`` -> ``3e-05``): (shell start, shell end,
     # cell start, cell end) of each, 1-based, end exclusive (``notebook_flow``)
     subs: list[tuple[int, int, int, int]] | None = None
+    # characters of the cell line's start IPython removed before reading it (the cell's first
+    # line is indented: ``leading_indent``): every derived column is that far to the left
+    indent: int = 0
 
 
 @dataclass
@@ -365,14 +368,14 @@ class Notebook:
                 if column < ds:
                     break
                 if column < de:
-                    return v.cell, v.line, cs + min(column - ds, ce - cs)
+                    return v.cell, v.line, cs + min(column - ds, ce - cs) + v.indent
                 delta = ce - de
-            return v.cell, v.line, max(1, column + delta)
+            return v.cell, v.line, max(1, column + delta) + v.indent
         if v.shift is not None and column >= v.shift[0]:
             column -= v.shift[1]
         elif v.shift is not None:
             column = min(column, v.shift[0] - v.shift[1])
-        return v.cell, v.line, max(1, column)
+        return v.cell, v.line, max(1, column) + v.indent
 
     def locate_end(self, start_cell: int, line: int, column: int) -> tuple[int, int, int] | None:
         """Like ``locate`` for an end position: the first column of the next cell's first line
@@ -542,6 +545,34 @@ class _Builder:
         cell.first = len(self.vlines) + 1 if lines else 0
         cell.lines = len(lines)
         first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+        if first is not None and lines[first][:1] in (" ", "\t"):
+            self.indented(cell, lines, first)
+            return
+        self.code(cell, lines, first, cell.source)
+
+    def indented(self, cell: Cell, lines: list[str], first: int) -> None:
+        """A cell whose first line that is not blank is indented (pasted from inside a
+        function): IPython removes that line's leading spaces and tabs from every line that
+        starts with them before reading the cell (``leading_indent``, after dropping the blank
+        lines above), so the cell runs. Read the same way; its positions are the cell's own."""
+        head = lines[first]
+        space = head[:len(head) - len(head.lstrip(" \t"))]
+        n = len(space)
+        stripped = [ln[n:] if i >= first and ln.startswith(space) else ln for i, ln in enumerate(lines)]
+        start = len(self.vlines)
+        self.code(cell, stripped, first, _join(stripped))
+        for j, ln in enumerate(lines):
+            if len(stripped[j]) == len(ln):
+                continue
+            i = start + j
+            v = self.vlines[i]
+            if v is None:  # a plain line made now: it carries its indent
+                v = self.vlines[i] = VLine(cell.number, j + 1, [], None, len(ln))
+            v.indent = n
+            v.length = len(ln)
+            self.disp[i] = ln
+
+    def code(self, cell: Cell, lines: list[str], first: int | None, source: str) -> None:
         if first is not None and lines[first].startswith("%%"):
             for i in range(first):
                 self.add(cell.number, i + 1, lines[i], "", "")
@@ -550,7 +581,7 @@ class _Builder:
         if first is not None and lines[first].startswith(">>>"):
             self.doctest_lines(cell.number, lines)
             return
-        if not _maybe_ipython(cell.source):  # plain Python: every line as it is
+        if not _maybe_ipython(source):  # plain Python: every line as it is
             n = cell.number
             start = len(self.vlines) + 1
             self.disp.extend(lines)
@@ -943,11 +974,19 @@ def _program_of(path: str, cells: tuple[tuple[str, str], ...]) -> str:
         if kind != "code":
             continue
         head = src.lstrip()
-        if head.startswith(("%%", ">>>")) or _maybe_ipython(src):
+        if head.startswith(("%%", ">>>")) or _maybe_ipython(src) or _indented(src):
             return layout(path, [Cell(number=i, cell_type=k, source=c)
                                  for i, (k, c) in enumerate(cells, start=1)]).python_text
         lines.extend(_lines(src))
     return _join(lines)
+
+
+_INDENTED = re.compile(r"(?:[ \t]*\n)*[ \t]+\S")
+
+
+def _indented(src: str) -> bool:
+    """Whether the cell's first line that is not blank starts with a space or a tab."""
+    return src[:1] in (" ", "\t", "\n") and _INDENTED.match(src) is not None
 
 
 def _parses_program(text: str, path: str) -> bool:
