@@ -421,6 +421,43 @@ def test_automagic_and_doctest_prompts(tmp_path: Path):
     assert src.splitlines()[2] == "...                          logging_steps=10)"
 
 
+@pytest.mark.parametrize("as_string", [False, True], ids=["list-of-lines", "one-string"])
+def test_a_cell_pasted_indented_is_read_as_ipython_reads_it(tmp_path: Path, as_string: bool):
+    """IPython removes the first line's indentation from every line that starts with it (after
+    dropping blank lines above): a cell pasted from inside a function runs, so it is no syntax
+    error; findings and fixes land on the cell's own columns, indentation kept."""
+    cells = [("code", "!pip install -q transformers"),
+             ("code", "\n    from transformers import TrainingArguments\n"
+                      "    args = TrainingArguments(\n"
+                      "        output_dir='o', save_total_limit=1,\n"
+                      "        evaluation_strategy='steps', logging_steps=1)\n"),
+             ("code", "\t%%time\n\tfrom transformers import TrainingArguments\n"
+                      "\ta = TrainingArguments('o', save_total_limit=1, logging_steps=1)")]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(notebook(cells, as_string=as_string), encoding="utf-8")
+    found = _found(lint_folder(tmp_path))
+    assert ("TL601", 2, 5, 9) in found and ("TL201", 2, 5, 52) in found
+    assert ("TL201", 3, 3, 63) in found  # a cell magic after the indent
+    assert not any(f[0] in ("TL000", "TL001") for f in found)
+    outcome = fix_folder(tmp_path)
+    new = outcome.fixed[str(path)]
+    assert _strip_sources(new) == _strip_sources(path.read_text(encoding="utf-8"))
+    src = "".join(json.loads(new)["cells"][1]["source"])
+    assert src.splitlines()[4] == "        eval_strategy='steps', logging_steps=10)"
+    path.write_text(new, encoding="utf-8")
+    assert fix_folder(tmp_path).fixed == {}
+    # a later line less indented than the first: IPython fails too; the same answer for a
+    # notebook walked with nothing to report but its syntax (no training marker) and for one
+    # read in full
+    for name, first in (("plain", "  import transformers\n  print(transformers.__version__)"),
+                        ("training", "  from transformers import Trainer\n  Trainer")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "p.ipynb").write_text(notebook([("code", first), ("code", "    x = 1\n  y = 2\n")]),
+                                        encoding="utf-8")
+        assert {f for f in _found(lint_folder(folder)) if f[0] == "TL001"} == {("TL001", 2, 2, 2)}, name
+
+
 # -- what Python cells pass on to shell lines (issue 16 §2) -------------------------------------
 
 TRAIN_PY = ("from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
@@ -768,3 +805,70 @@ def test_estimate_names_the_launch_line_by_cell(tmp_path: Path):
     (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
     assert _launch_line(str(tmp_path / "nb.ipynb"), 7) == "cell 4:2"  # markdown takes no virtual line
     assert _launch_line(str(tmp_path / "run.sh"), 7) == "7"
+
+
+_PARSE_CASES = [
+    "x = 1\n", "await x\n", "async for x in y: pass\n", "yield 1\n", "return 1\n", "nonlocal x\n",
+    "def f(a, a): pass\n", "from __future__ import braces\n", "import os\nfrom __future__ import annotations\n",
+    "def f(x):\n  global x\n", "[x for x in y for x in (yield)]\n", "class A:\n  x: (yield)\n", "*a = 1\n",
+    "a\x00b\n", "def f(:\n", "x = (1,\n", "f'{a['b']}'\n", "x = " + "[" * 180 + "]" * 180 + "\n",
+    "x = " + "-" * 5000 + "1\n", "a" + "+a" * 5000 + "\n", "f" + "(x)" * 3000 + "\n", "a" + ".b" * 8000 + "\n",
+    "f = " + "lambda: " * 3000 + "1\n", "if 1:\n pass\n  x\n", "print 'x'\n", "del f()\n", "(a) = 1\n",
+    "def f():\n    x = 1\n    def g():\n        nonlocal y\n",
+]
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_fast_parse_check_agrees_with_the_syntax_tree(deep: bool):
+    # a program's parse is checked through its symbol table when the text is short enough
+    # (``_parses_program``): it must say exactly what building the tree says, at the default
+    # recursion limit and at the run's deep one, on texts that fail in the parser, in the
+    # symbol table only, or by their depth
+    from trainlint.sources.notebook import _parses_program, compile_program
+    from trainlint.stack import with_deep_stack
+
+    def compare() -> list[tuple[str, bool, bool]]:
+        out = []
+        for text in _PARSE_CASES:
+            try:
+                compile_program(text, "nb.ipynb")
+                tree = True
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = False
+            out.append((text[:30], tree, _parses_program(text, "nb.ipynb")))
+        return out
+
+    got = with_deep_stack(compare) if deep else compare()
+    assert [g for g in got if g[1] != g[2]] == []
+    assert {g[1] for g in got} == {True, False}  # both answers occur
+
+
+def test_walked_notebook_without_triggers_is_read_only_when_it_does_not_parse(tmp_path: Path):
+    # a notebook whose code names only the broad pre-filter's words (``transformers``) is read
+    # for TL001 alone, as a script with that code is syntax-checked: one that parses gives
+    # nothing (even with a top-level ``await``, which IPython runs), one that does not gives
+    # TL001 at its cell
+    (tmp_path / "ok.ipynb").write_text(notebook([("code", "import transformers\nawait main()\n")]),
+                                       encoding="utf-8")
+    (tmp_path / "bad.ipynb").write_text(notebook([("markdown", "# x"), ("code", "import transformers\n"),
+                                                  ("code", "def f(:\n    pass\n")]), encoding="utf-8")
+    result = lint([tmp_path], load_settings(tmp_path, {}))
+    assert sorted((Path(d.path).name, d.code, d.cell) for d in result.diagnostics) == [("bad.ipynb", "TL001", 3)]
+
+
+@pytest.mark.parametrize("cells", [
+    COLAB,
+    [("code", "import transformers\nx = 1\n"), ("markdown", "# m"), ("code", "\n\ny = 2"), ("code", "")],
+    [("code", "  %%time\nx = 1\n")], [("code", "\n>>> x = 1\n")], [("code", "x = 1\n!ls\n")],
+    [("code", "x = !ls\n")], [("code", "x?\n")], [("raw", "%%bash\n"), ("code", "x = 1")],
+])
+def test_program_without_layout_is_the_laid_out_program(cells):
+    # a walked notebook read only for TL001 is compiled from its program made without the
+    # layout when every code cell is plain Python: the same text as the layout's
+    from trainlint.sources.notebook import Cell, _decoded, _program_of, layout
+
+    text = notebook(cells)
+    got = _decoded("nb.ipynb", text)
+    assert not isinstance(got, Exception)
+    laid = layout("nb.ipynb", [Cell(number=i, cell_type=k, source=s) for i, (k, s) in enumerate(got[1], start=1)])
+    assert _program_of("nb.ipynb", got[1]) == laid.python_text
