@@ -593,6 +593,24 @@ def _flow_index(pf: PythonFile) -> tuple[dict[str, list[int]], list, dict[str, l
     return by_name, moves, assigns
 
 
+def _bound_index(pf: PythonFile, by_name: dict[str, list[int]], names: set[str]) -> dict[tuple[int, str], list[int]]:
+    """For ``model_flows``: the calls of ``_flow_index``'s ``names`` by (id of the scope that
+    binds the name where the call is, name), in ``calls`` order; each name looked up once per
+    file, whichever Trainer's model it is."""
+    cached = pf.__dict__.get("_flow_bound")
+    if cached is None:
+        cached = pf.__dict__["_flow_bound"] = ({}, set())
+    out, done = cached
+    calls = pf.calls
+    for n in names - done:
+        for i in by_name.get(n, ()):
+            found = calls[i].scope.lookup(n)
+            if found is not None:
+                out.setdefault((id(found[0]), n), []).append(i)
+        done.add(n)
+    return out
+
+
 def model_flows(pf: PythonFile) -> list[ModelFlow]:
     """For each Trainer call: the model that reaches it, how it was created and changed."""
     cached = getattr(pf, "_model_flows", None)
@@ -617,8 +635,11 @@ def model_flows(pf: PythonFile) -> list[ModelFlow]:
 
         by_name, moves, assigns = _flow_index(pf)
         names = {n for _, n in flow.names}
-        for i in sorted({i for n in names for i in by_name.get(n, ())}):
-            cs = pf.calls[i]  # only calls that name one of the model's names can be on the model
+        bound = _bound_index(pf, by_name, names)
+        # only a call one of whose names (receiver root, first argument, moved object) is bound
+        # where one of the model's names is can be on the model (``on_model``)
+        for i in sorted({i for key in flow.names for i in bound.get(key, ())}):
+            cs = pf.calls[i]
             if cs.node is model or not before_trainer(cs.stmt):
                 continue
             func = cs.node.func

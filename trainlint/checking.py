@@ -17,7 +17,7 @@ from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Severity, interna
 from trainlint.record import Record, replace
 from trainlint.resolve import RunContext, build_setups, single_file_setup, workspace_context
 from trainlint.rule_index import can_trigger, is_selected, selected, words_of
-from trainlint.rules.base import Rule
+from trainlint.rules.base import Facts, Rule, ScriptRule
 from trainlint.suppression import Suppressions
 from trainlint.workspace import Workspace, read_entry
 
@@ -193,28 +193,85 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
     if memo is not None:  # every digest before any rule runs
         memo.start(ws)
         keys = [memo.key(setup, tuple(r.code for r in here)) for setup, here in planned]
+    share = ScriptShare()
+    with reads.one_check():  # answers the setups share (a package's target for a folder), for this check
+        _check_setups(planned, keys, share, out, declared, memo)
+    return _without_walked_markdown(ws, out)
+
+
+def _check_setups(planned: list, keys: list, share: ScriptShare, out: list[Diagnostic], declared: set[str] | None,
+                  memo: SetupMemo | None) -> None:
     for (setup, here), key in zip(planned, keys):
         if declared is not None:
             declared.update(str(f) for f in setup.files)
         if memo is None:
-            out.extend(_check_setup(setup, here))
+            out.extend(_check_setup(setup, here, share))
             continue
         found = memo.get(key)
         if found is None:
             with reads.recording() as outside:
-                found = _check_setup(setup, here)
+                found = _check_setup(setup, here, share)
             memo.put(key, found, outside)
         out.extend(found)
-    return _without_walked_markdown(ws, out)
 
 
-def _check_setup(setup: Any, rules: list[Rule]) -> list[Diagnostic]:
-    """What ``rules`` report on ``setup``."""
+class ScriptShare:
+    """The findings of each per-script rule (``ScriptRule``) on each script, kept across the
+    setups of one workspace (a module that every test imports, a script that forty README
+    commands launch): with the questions the rule asked of the setup (``Facts``) and their
+    answers, and the notes of what it read (``reads``). A setup that holds the script and
+    answers every one of those questions the same gets those findings; any other is checked
+    afresh (and its answers kept too). What the rule knows of a setup is only those answers,
+    so the findings are the ones it would report."""
+
+    MAX_VARIANTS = 8  # distinct answer sets kept per (rule, script)
+
+    def __init__(self) -> None:
+        # id(rule), id(script) -> (rule, script, [(log, findings, notes)]): the objects are
+        # kept, so their ids are not reused while this lives
+        self._entries: dict[tuple[int, int], tuple[Any, Any, list]] = {}
+        self.hits = 0  # scripts whose findings were shared (for tests and benchmarks)
+        self.runs = 0
+
+    def findings(self, rule: ScriptRule, setup: Any, facts: Facts) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        for pf in setup.scripts:
+            key = (id(rule), id(pf))
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = self._entries[key] = (rule, pf, [])
+            variants = entry[2]
+            for log, found, notes in variants:
+                if facts.agrees(log):
+                    if notes:
+                        reads.replay(notes)
+                    self.hits += 1
+                    out.extend(found)
+                    break
+            else:
+                view = facts.recording()
+                with reads.recording() as notes:
+                    found = list(rule.check_script(pf, view))
+                self.runs += 1
+                if len(variants) < self.MAX_VARIANTS:
+                    variants.append((view.log, found, frozenset(notes)))
+                out.extend(found)
+        return out
+
+
+def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None) -> list[Diagnostic]:
+    """What ``rules`` report on ``setup``; ``share``: per-script findings kept across setups."""
     out: list[Diagnostic] = []
     docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
+    facts: Facts | None = None
     for rule in rules:
         try:
-            found = list(rule.check(setup))
+            if share is not None and isinstance(rule, ScriptRule) and type(rule).check is ScriptRule.check:
+                if facts is None:
+                    facts = Facts(setup)
+                found = share.findings(rule, setup, facts)
+            else:
+                found = list(rule.check(setup))
             if not found:
                 continue
             found = with_assumed(setup, with_consumer(setup, found))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -96,6 +97,42 @@ def replay(notes: frozenset[str] | set[str]) -> None:
     """Note again what an answer kept from an earlier check read."""
     for seen in _stack:
         seen.update(notes)
+
+
+class _Scopes(threading.local):
+    def __init__(self) -> None:
+        self.open: list[dict[Any, tuple[Any, frozenset[str]]]] = []
+
+
+_scopes = _Scopes()  # per thread: a language server's checks do not share answers
+
+
+@contextmanager
+def one_check() -> Iterator[None]:
+    """A scope in which :func:`kept` answers are kept: one check of a workspace, during which
+    no file changes (``checking.run_rules``)."""
+    _scopes.open.append({})
+    try:
+        yield
+    finally:
+        _scopes.open.pop()
+
+
+def kept(key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()``, once per ``key`` within the innermost :func:`one_check` (every setup of
+    the workspace asks the target of a package for its folder, what a project allows for a
+    file); a hit notes again what the first call read. Outside a scope, computed each time."""
+    if not _scopes.open:
+        return compute()
+    answers = _scopes.open[-1]
+    hit = answers.get(key)
+    if hit is None:
+        with recording() as seen:
+            value = compute()
+        answers[key] = hit = (value, frozenset(seen))
+    elif hit[1] and _stack:
+        replay(hit[1])
+    return hit[0]
 
 
 def memo(maxsize: int = 256) -> Callable[[F], F]:

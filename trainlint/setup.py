@@ -252,7 +252,8 @@ class ArgsSite(Record):
         """Whether rules about TrainingArguments values judge this site (its consumer is a
         Hugging Face/TRL arguments class). The one policy every rule follows, through
         ``Setup.sites``."""
-        return self.reader.judged
+        c = self.consumer
+        return c is None or c.kind == LIBRARY  # no consumer: the library class ``class_name``
 
     def get(self, name: str) -> Value | None:
         return self.values.get(name)
@@ -314,7 +315,8 @@ class Setup(Record):
     def judges(self, site: ArgsSite) -> bool:
         """Whether rules judge ``site`` (it is one of ``sites``): for rules that reach a site
         through a script's calls rather than through ``sites``."""
-        return site.judged and (not site.reader.requires or self._satisfied(site.reader.requires))
+        c = site.consumer  # None: the library class itself, which requires nothing (``reader``)
+        return c is None or (c.kind == LIBRARY and (not c.requires or self._satisfied(c.requires)))
 
     def target_of(self, package: str) -> str | None:
         if package == "transformers":
@@ -326,10 +328,12 @@ class Setup(Record):
             # another package (peft, accelerate, deepspeed): resolved on first use, as the
             # targets are: the project's declaration (the installed version when it satisfies
             # it), else the installed one; unknown (None) when neither says
+            from trainlint import reads
             from trainlint.knowledge.versions import known_releases, resolve_version
 
-            rv = resolve_version(package, self.root, known=lambda: known_releases(package)) \
-                if self.root is not None else None
+            root = self.root
+            rv = reads.kept(("target_of", package, str(root)), lambda: resolve_version(
+                package, root, known=lambda: known_releases(package))) if root is not None else None
             v = Value(value=rv.version, origin=OPTION, name=package, note=rv.source) if rv is not None else None
             self.versions[package] = v  # type: ignore[assignment]
         return v.value if v is not None else None
@@ -367,8 +371,7 @@ class Setup(Record):
             from trainlint.knowledge.training_args import newest
 
             text = newest()
-        parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in str(text).split(".")[:2]]
-        return (parts + [0, 0])[0], (parts + [0, 0])[1]
+        return _major_minor(str(text))
 
     @property
     def target_transformers(self) -> str | None:
@@ -383,3 +386,17 @@ class Setup(Record):
         if self.world_size is None or not isinstance(self.world_size.value, int):
             return None
         return self.world_size.value
+
+
+_MAJOR_MINOR: dict[str, tuple[int, int]] = {}
+
+
+def _major_minor(text: str) -> tuple[int, int]:
+    """``"4.46.0"`` -> (4, 46) (digits of the first two parts; once per text: rules ask per site)."""
+    found = _MAJOR_MINOR.get(text)
+    if found is None:
+        parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in text.split(".")[:2]]
+        found = (parts + [0, 0])[0], (parts + [0, 0])[1]
+        if len(_MAJOR_MINOR) < 1024:
+            _MAJOR_MINOR[text] = found
+    return found

@@ -200,6 +200,10 @@ def version_index(versions: list[str], version: str | None) -> int:
     (the newest when ``version`` is None; the first when all are newer)."""
     if version is None:
         return len(versions) - 1
+    key = (id(versions), version)
+    hit = _VERSION_INDEX.get(key)
+    if hit is not None and hit[0] is versions and hit[1] == len(versions):
+        return hit[2]
     k = vkey(version)
     best = 0
     for i, v in enumerate(versions):
@@ -207,7 +211,15 @@ def version_index(versions: list[str], version: str | None) -> int:
             best = i
         else:
             break
+    if len(_VERSION_INDEX) >= 4096:
+        _VERSION_INDEX.clear()
+    _VERSION_INDEX[key] = (versions, len(versions), best)  # the list is kept: its id stays its own
     return best
+
+
+# (id(versions), version) -> (versions, len(versions), index): the data tables are asked the
+# same question thousands of times per run (every rule, site and setup)
+_VERSION_INDEX: dict[tuple[int, str], tuple[list, int, int]] = {}
 
 
 @lru_cache(maxsize=2)

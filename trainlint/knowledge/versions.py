@@ -439,7 +439,10 @@ def find_pin(package: str, root: Path, known: list[str]) -> ResolvedVersion | No
 def declared_requirement(package: str, root: Path) -> tuple[SpecifierSet, str] | None:
     """The version range the project at ``root`` declares for ``package`` and where (``"requirements.txt:3"``),
     from the first declaration with a specifier, in the order of the module docstring."""
-    return _declared(package, str(Path(root).resolve()))
+    key = str(Path(root).resolve())
+    # once per check of a workspace (``reads.one_check``): the setups of a folder tree ask of
+    # the same folders
+    return reads.kept(("declared_requirement", package, key), lambda: _declared(package, key))
 
 
 def _declared(package: str, root_text: str) -> tuple[SpecifierSet, str] | None:

@@ -52,6 +52,19 @@ def is_test_path(path: str) -> bool:
     """A pytest file or anything under a tests folder (by name only). The folders count from
     the working directory; of an absolute path outside it only the file's own folder counts
     (``/home/me/test/repo/train.py`` is not a test, ``/ci/repo/tests/train.py`` is)."""
+    key = (path, os.getcwd() if os.path.isabs(path) else "")
+    found = _TEST_PATHS.get(key)
+    if found is None:
+        found = _TEST_PATHS[key] = _is_test_path(path)
+        if len(_TEST_PATHS) > 4096:
+            _TEST_PATHS.clear()
+    return found
+
+
+_TEST_PATHS: dict[tuple[str, str], bool] = {}  # every setup's run context asks of each of its files
+
+
+def _is_test_path(path: str) -> bool:
     p = PurePath(path)
     if _TEST_NAME.match(p.name):
         return True

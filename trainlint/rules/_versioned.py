@@ -89,10 +89,22 @@ def is_known_class(cls: str) -> bool:
 
 def fields_for(setup: Setup, cls: str) -> dict[str, ta.FieldInfo] | None:
     tf, _, trl, _ = target(setup)
-    try:
-        return ta.fields(cls, tf, trl)
-    except ta.UnknownClassError:
-        return None
+    key = (cls, tf, trl)
+    found = _FIELDS_FOR.get(key, _MISSING)
+    if found is _MISSING:
+        try:
+            found = ta.fields(cls, tf, trl)
+        except ta.UnknownClassError:
+            found = None
+        if len(_FIELDS_FOR) >= 1024:
+            _FIELDS_FOR.clear()
+        _FIELDS_FOR[key] = found
+    return found  # type: ignore[return-value]
+
+
+# (class, transformers, trl) -> fields: every site rule asks of every site of every setup
+_FIELDS_FOR: dict[tuple[str, str, str], Any] = {}
+_MISSING: Any = object()
 
 
 def python_file(setup: Setup, path: str) -> PythonFile | None:
@@ -647,6 +659,13 @@ def allowed_low(setup: Setup, package: str = "transformers", path: str | None = 
     runs on that version, whatever the project or the machine has), else the lower end of the project's requirement (the nearest
     folder above ``path``, or the setup's root, holding requirements or a pyproject.toml); None
     when neither says."""
+    # what it reads of the setup: its files, and its root for a question about no file (once
+    # per check of a workspace: every fix of every setup asks)
+    files, root = tuple(setup.files), None if path else str(setup.root)
+    return reads.kept(("allowed_low", package, path, files, root), lambda: _allowed_low(setup, package, path))
+
+
+def _allowed_low(setup: Setup, package: str, path: str | None) -> tuple[str, str] | None:
     from pathlib import Path
 
     from trainlint.knowledge import versions

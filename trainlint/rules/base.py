@@ -216,6 +216,116 @@ class Rule:
         return out
 
 
+class Facts:
+    """What a per-script rule (``ScriptRule``) may know of the setup besides the script: the
+    answer of a function of the setup, ``ask(fn, *args)`` (``fn(setup, *args)``: the target
+    version, what the project allows, whether the run is a test). The rule never holds the
+    setup, so its findings on a script are a function of the script, the run's settings and
+    these answers alone: a script in several setups (a module every test imports, a script
+    that README commands launch) is checked once for each distinct set of answers
+    (``ScriptShare``). An answer is shared only when it is a plain value (``plain``: None, bool,
+    int, float, str, bytes, tuples of plain values, frozensets of the scalars), compared by
+    type and value (``same``).
+
+    One ``Facts`` per setup keeps each answer (with the notes its reads made, ``reads``);
+    ``recording()`` gives a view that also logs every question asked and its answer."""
+
+    __slots__ = ("_setup", "_answers", "_log")
+
+    def __init__(self, setup: Setup, _answers: dict | None = None, _log: list | None = None) -> None:
+        self._setup = setup
+        self._answers: dict[tuple, tuple[Any, frozenset[str], tuple]] = {} if _answers is None else _answers
+        self._log = _log
+
+    def recording(self) -> Facts:
+        """A view of the same answers that logs each question (``log``)."""
+        return Facts(self._setup, self._answers, [])
+
+    @property
+    def log(self) -> list[tuple[Any, tuple, Any]]:
+        return self._log if self._log is not None else []
+
+    def ask(self, fn: Any, *args: Any) -> Any:
+        """``fn(setup, *args)``, worked out once per setup and question."""
+        from trainlint import reads
+
+        try:
+            key: tuple = (fn, args)
+            hit = self._answers.get(key)
+        except TypeError:  # an object of the script (a call, a site): by identity
+            key = (fn, tuple(a if _hashable(a) else ("\0id", id(a)) for a in args))
+            hit = self._answers.get(key)
+        if hit is None:
+            with reads.recording() as notes:
+                answer = fn(self._setup, *args)
+            # the arguments are kept with the answer: the ids of the key stay theirs
+            hit = self._answers[key] = (answer, frozenset(notes), args)
+        elif hit[1]:
+            reads.replay(hit[1])
+        if self._log is not None:
+            self._log.append((fn, args, hit[0] if plain(hit[0]) else _UNSHARED))
+        return hit[0]
+
+    def agrees(self, log: list[tuple[Any, tuple, Any]]) -> bool:
+        """Whether this setup answers every question of ``log`` (in its order) as logged."""
+        for fn, args, answer in log:
+            if answer is _UNSHARED or not same(self.ask(fn, *args), answer):
+                return False
+        return True
+
+
+def _hashable(v: Any) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+_UNSHARED: Any = object()  # a logged answer that is not plain: the log matches no setup
+_PLAIN = (type(None), bool, int, float, str, bytes)
+
+
+def plain(v: Any) -> bool:
+    """A value ``Facts`` compares by type and value: None, bool, int, float, str, bytes, and
+    tuples and frozensets of such values."""
+    t = type(v)
+    if t in _PLAIN:
+        return True
+    if t is tuple:
+        return all(plain(x) for x in v)
+    if t is frozenset:
+        return all(type(x) in _PLAIN for x in v)
+    return False
+
+
+def same(a: Any, b: Any) -> bool:
+    """``a == b`` with the same types throughout (``1`` is not ``True``, nor ``1.0``)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is tuple:
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if type(a) is frozenset:  # members of equal frozensets are equal, but may differ in type
+        return {(type(x), x) for x in a} == {(type(x), x) for x in b}
+    return a == b
+
+
+class ScriptRule(Rule):
+    """A rule whose findings on a setup are, script by script, those of ``check_script``: what
+    it reports on one script of the setup, knowing of the setup only what it asks ``facts``
+    (``Facts.ask``). The run checks a script once per distinct set of answers and shares the
+    findings with every setup that holds the script and answers the same
+    (``trainlint.checking``); ``check`` (a setup on its own) runs it on each script."""
+
+    def check(self, setup: Setup) -> Iterable[Diagnostic]:
+        facts = Facts(setup)
+        for pf in setup.scripts:
+            yield from self.check_script(pf, facts)
+
+    def check_script(self, pf: Any, facts: Facts) -> Iterable[Diagnostic]:  # pragma: no cover - abstract
+        return ()
+
+
 def iter_python_sites(setup: Setup) -> Iterator[Any]:
     """Every TrainingArguments-like site in the setup (Python calls and launch-line/args-file
     sites alike)."""

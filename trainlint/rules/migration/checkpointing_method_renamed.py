@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity, replace
 from trainlint.fixing.python_edits import rewrite_node
@@ -13,11 +13,13 @@ from trainlint.rules._versioned import (
     target,
     target_text,
 )
-from trainlint.rules.base import Case, Rule
+from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.rules.migration._migration_common import (
     V524,
 )
-from trainlint.setup import Setup
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.sources.python import PythonFile
 
 # The cheap guard: the rule reads the method data only for a file that contains one of these
 # (the deprecated names and their replacements come from data/model_api.json).
@@ -33,7 +35,7 @@ def _common_prefix_swap(old: str, new: str) -> tuple[str, str]:
     return old[:len(old) - i].rstrip("_"), new[:len(new) - i].rstrip("_")
 
 
-class CheckpointingMethodRenamed(Rule):
+class CheckpointingMethodRenamed(ScriptRule):
     """
     ## What it does
     Flags, for transformers 5.23 and later, calls of `model.gradient_checkpointing_enable()`
@@ -150,49 +152,48 @@ class CheckpointingMethodRenamed(Rule):
             """, options=V524, flags=False, note="not a transformers script; its own method"),
     ]
 
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        tf = target(setup)[0]
-        for pf in setup.scripts:
-            if not any(g in pf.text for g in _GUARD) \
-                    or not any(pf.uses_module(m) for m in ("transformers", "peft", "trl")):
-                continue
-            from trainlint.knowledge import model_api  # behind the guard: the data is read from here on
+    def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
+        if not any(g in pf.text for g in _GUARD) \
+                or not any(pf.uses_module(m) for m in ("transformers", "peft", "trl")):
+            return
+        from trainlint.knowledge import model_api  # behind the guard: the data is read from here on
 
-            renames = {}
-            for node in pf.attribute_nodes():
-                if "checkpointing" in node.attr and node.attr not in renames:
-                    m = model_api.method(node.attr, tf)
-                    if m is not None and m.deprecated and m.alias_of and model_api.method(m.alias_of, tf):
-                        renames[node.attr] = m
-            if not renames:
+        tf = facts.ask(target)[0]
+        renames = {}
+        for node in pf.attribute_nodes():
+            if "checkpointing" in node.attr and node.attr not in renames:
+                m = model_api.method(node.attr, tf)
+                if m is not None and m.deprecated and m.alias_of and model_api.method(m.alias_of, tf):
+                    renames[node.attr] = m
+        if not renames:
+            return
+        if any(n.name in renames for n in pf.of_type(ast.FunctionDef) + pf.of_type(ast.AsyncFunctionDef)):
+            return
+        overridden = _overridden_names(pf, set(renames))
+        calls = {id(c.node.func): c.node for c in pf.calls}
+        for node in pf.attribute_nodes():
+            if not (node.attr in renames and isinstance(node.ctx, ast.Load)) \
+                    or node.attr in overridden:
                 continue
-            if any(n.name in renames for n in pf.of_type(ast.FunctionDef) + pf.of_type(ast.AsyncFunctionDef)):
-                continue
-            overridden = _overridden_names(pf, set(renames))
-            calls = {id(c.node.func): c.node for c in pf.calls}
-            for node in pf.attribute_nodes():
-                if not (node.attr in renames and isinstance(node.ctx, ast.Load)) \
-                        or node.attr in overridden:
-                    continue
-                m = renames[node.attr]
-                call = calls.get(id(node))
-                if m.kind == "method" and call is None:
-                    continue  # a probe or an alias (inspect.signature(m.x), y = m.x): not a call
-                new = m.alias_of
-                new_m = model_api.method(new, tf)
-                since = model_api.method_history(node.attr)[1]
-                sp = pf.span(node)
-                attr_span = replace(sp, line=sp.end_line, column=sp.end_column - len(node.attr))
-                edits: list | None = [attr_span.edit(new)]
-                why = ""
-                if call is not None:
-                    edits, why = _renamed_call(pf, call, attr_span, node.attr, new, new_m, tf)
-                applicability, note = older_support(setup, since, new, pf.path) if edits and since \
-                    else ("safe", "")
-                yield self.diagnostic(
-                    attr_span, f"{node.attr} is deprecated since transformers {since} "
-                               f"({target_text(setup)}; it warns on every call): use {new}{why}{note}",
-                    edits=edits, fix_message=f"rename to {new}", applicability=applicability)  # type: ignore[arg-type]
+            m = renames[node.attr]
+            call = calls.get(id(node))
+            if m.kind == "method" and call is None:
+                continue  # a probe or an alias (inspect.signature(m.x), y = m.x): not a call
+            new = m.alias_of
+            new_m = model_api.method(new, tf)
+            since = model_api.method_history(node.attr)[1]
+            sp = pf.span(node)
+            attr_span = replace(sp, line=sp.end_line, column=sp.end_column - len(node.attr))
+            edits: list | None = [attr_span.edit(new)]
+            why = ""
+            if call is not None:
+                edits, why = _renamed_call(pf, call, attr_span, node.attr, new, new_m, tf)
+            applicability, note = facts.ask(older_support, since, new, pf.path) if edits and since \
+                else ("safe", "")
+            yield self.diagnostic(
+                attr_span, f"{node.attr} is deprecated since transformers {since} "
+                           f"({facts.ask(target_text)}; it warns on every call): use {new}{why}{note}",
+                edits=edits, fix_message=f"rename to {new}", applicability=applicability)  # type: ignore[arg-type]
 
 
 def _overridden_names(pf, names: set[str]) -> set[str]:
@@ -203,7 +204,7 @@ def _overridden_names(pf, names: set[str]) -> set[str]:
     for n in pf.attribute_nodes():
         if isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in names:
             out.add(n.attr)
-    for n in pf.of_type(ast.Call):
+    for n in pf.of_type(ast.Call) if "setattr" in pf.text else ():  # a walk of every node: only where it can find one
         if isinstance(n.func, ast.Name) and n.func.id == "setattr" \
                 and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value in names:
             out.add(n.args[1].value)

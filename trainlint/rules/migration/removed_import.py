@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable
 from trainlint.diagnostics import Diagnostic, Edit, Severity, Span
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import _source, target, target_text
-from trainlint.rules.base import Case, Rule
+from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
 
@@ -57,10 +57,17 @@ def _find_target_version(setup: Setup, package: str) -> tuple[str, str]:
 def _guarded(pf: PythonFile, node: ast.AST) -> bool:
     """Whether ``node`` sits in a ``try`` that catches ImportError (a fallback import), or under
     an ``if`` that tests a version or an availability helper (a version-gated import)."""
-    parents = _parents(pf)
+    chain = _ancestors(pf, node)
+    if chain is None:  # not found by position (an f-string's parts): every parent of the file
+        parents = _parents(pf)
+        chain = []
+        cur = node
+        while id(cur) in parents:
+            cur = parents[id(cur)]
+            chain.append(cur)
+        chain.reverse()
     cur = node
-    while id(cur) in parents:
-        parent = parents[id(cur)]
+    for parent in reversed(chain):
         if isinstance(parent, ast.Try) and cur in parent.body:
             for h in parent.handlers:
                 names = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(h.type)
@@ -75,6 +82,39 @@ def _guarded(pf: PythonFile, node: ast.AST) -> bool:
     return False
 
 
+def _ancestors(pf: PythonFile, node: ast.AST) -> list[ast.AST] | None:
+    """The nodes from the module down to ``node``'s parent, found by descending only into the
+    nodes whose extent holds ``node``'s (and into those without a position: ``arguments``,
+    comprehensions, ``withitem``, ``match_case``); None when that search does not reach it.
+    A tree has one path to a node, so a path that ends at ``node`` itself is its ancestors."""
+    if getattr(node, "end_lineno", None) is None:
+        return None
+    target = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+    stack: list[tuple[ast.AST, int]] = [(pf.tree, 0)]
+    path: list[ast.AST] = []
+    while stack:
+        cur, depth = stack.pop()
+        del path[depth:]
+        path.append(cur)
+        for child in reversed(list(ast.iter_child_nodes(cur))):
+            if child is node:
+                return path
+            if _may_hold(child, target):
+                stack.append((child, depth + 1))
+    return None
+
+
+def _may_hold(n: ast.AST, target: tuple[int, int, int, int]) -> bool:
+    end = getattr(n, "end_lineno", None)
+    if end is None:
+        return True  # no position: look inside
+    start = (n.lineno, n.col_offset)  # type: ignore[attr-defined]
+    decorators = getattr(n, "decorator_list", None)
+    if decorators:
+        start = min(start, *((d.lineno, d.col_offset) for d in decorators))
+    return start <= target[:2] and target[2:] <= (end, n.end_col_offset)  # type: ignore[attr-defined]
+
+
 def _parents(pf: PythonFile) -> dict[int, ast.AST]:
     cached = getattr(pf, "_tl611_parents", None)
     if cached is None:
@@ -86,7 +126,7 @@ def _parents(pf: PythonFile) -> dict[int, ast.AST]:
     return cached
 
 
-class RemovedImport(Rule):
+class RemovedImport(ScriptRule):
     """
     ## What it does
     Flags `from transformers import X` / `from trl import X` / `from peft import X` (and
@@ -227,22 +267,21 @@ class RemovedImport(Rule):
             """, options={"trl_version": "0.25.0"}, flags=False),
     ]
 
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for pf in setup.scripts:
-            imported = [n for n in pf.of_type(ast.ImportFrom) if n.level == 0 and n.module in _PACKAGES]
-            modules = {local for local, qn in pf.imports.items() if qn in _PACKAGES}
-            if not imported and not modules:
-                continue
-            for node in imported:
-                yield from self._import_from(setup, pf, node)
-            if modules:
-                yield from self._attributes(setup, pf, modules)
+    def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
+        imported = [n for n in pf.of_type(ast.ImportFrom) if n.level == 0 and n.module in _PACKAGES]
+        modules = {local for local, qn in pf.imports.items() if qn in _PACKAGES}
+        if not imported and not modules:
+            return
+        for node in imported:
+            yield from self._import_from(facts, pf, node)
+        if modules:
+            yield from self._attributes(facts, pf, modules)
 
     # -- from X import Name ------------------------------------------------------------------
 
-    def _import_from(self, setup: Setup, pf: PythonFile, node: ast.ImportFrom) -> Iterable[Diagnostic]:
+    def _import_from(self, facts: Facts, pf: PythonFile, node: ast.ImportFrom) -> Iterable[Diagnostic]:
         package = node.module or ""
-        version, where = _target_version(setup, package)
+        version, where = facts.ask(_target_version, package)
         for alias in node.names:
             status = self._status(package, alias.name, version)
             if status is None or _guarded(pf, node):
@@ -254,7 +293,7 @@ class RemovedImport(Rule):
             message, severity = self._message(package, alias.name, kind, h, moved_to, where)
             edits, applicability, fix_message = self._fix(pf, node, alias, package, moved_to)
             if edits and applicability == "safe":
-                applicability, note = _destination_support(setup, pf.path, package, alias.name, fix_message)
+                applicability, note = facts.ask(_destination_support, pf.path, package, alias.name, fix_message)
                 message += note
             yield self.diagnostic(name_span, message, edits=edits, fix_message=fix_message,
                                   applicability=applicability, severity=severity)  # type: ignore[arg-type]
@@ -359,12 +398,12 @@ class RemovedImport(Rule):
 
     # -- transformers.Name after import transformers ------------------------------------------
 
-    def _attributes(self, setup: Setup, pf: PythonFile, modules: set[str]) -> Iterable[Diagnostic]:
+    def _attributes(self, facts: Facts, pf: PythonFile, modules: set[str]) -> Iterable[Diagnostic]:
         for node in pf.attribute_nodes():
             if not (isinstance(node.value, ast.Name) and node.value.id in modules and isinstance(node.ctx, ast.Load)):
                 continue
             package = pf.imports[node.value.id]
-            version, where = _target_version(setup, package)
+            version, where = facts.ask(_target_version, package)
             status = self._status(package, node.attr, version)
             if status is None or _guarded(pf, node):
                 continue

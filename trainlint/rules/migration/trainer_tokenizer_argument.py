@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from typing import Iterable
 
 from trainlint.consumers import patched_trainer_keyword
@@ -25,6 +26,7 @@ from trainlint.rules.migration._migration_common import (
 from trainlint.setup import Setup
 from trainlint.sources.python import TRL_TRAINER_CLASSES, PythonFile, TrainerCall
 
+@lru_cache(maxsize=256)  # the released signatures: the same answer for every setup
 def _transformers_window(cls: str) -> tuple[str | None, str | None]:
     """(since, removed_in) of ``tokenizer=`` as an alias of ``processing_class`` on
     ``Trainer.__init__`` / ``Seq2SeqTrainer.__init__``: the first release with the
@@ -38,6 +40,7 @@ def _transformers_window(cls: str) -> tuple[str | None, str | None]:
     return model_api.keyword_window(key, "processing_class")[0], model_api.keyword_window(key, "tokenizer", alias=True)[1]
 
 
+@lru_cache(maxsize=256)  # the released signatures: the same answer for every setup
 def _trl_processing_class_since(cls: str) -> str | None:
     """The first TRL release whose ``cls.__init__`` takes ``processing_class``, from
     ``knowledge/data/trl_trainers.json`` (the released signatures); None when none the data
@@ -51,6 +54,7 @@ def _trl_processing_class_since(cls: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=256)  # the released signatures: the same answer for every setup
 def _trl_status(cls: str, version: str) -> tuple[str, str | None, str | None] | None:
     """How TRL trainer ``cls`` takes ``tokenizer=`` in that TRL release, from
     ``knowledge/data/trl_trainers.json`` (every release's ``__init__`` and its

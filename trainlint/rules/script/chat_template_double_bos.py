@@ -7,8 +7,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
-from trainlint.rules.base import Case, Rule
-from trainlint.setup import Setup
+from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.sources.python import PythonFile
 
 TOKENIZE_METHODS = ("encode", "encode_plus", "__call__", "batch_encode_plus")
@@ -95,7 +94,7 @@ def _receiver(expr: ast.AST) -> str:
     return ast.unparse(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else ""
 
 
-class ChatTemplateDoubleBos(Rule):
+class ChatTemplateDoubleBos(ScriptRule):
     """
     ## What it does
     Flags a tokenizer call on the text of `apply_chat_template(..., tokenize=False)`,
@@ -201,32 +200,31 @@ class ChatTemplateDoubleBos(Rule):
              note="a method of a class that is not a model: still flagged"),
     ]
 
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for pf in setup.scripts:
-            if "apply_chat_template" not in pf.text:
+    def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
+        if "apply_chat_template" not in pf.text:
+            return
+        for cs in pf.calls:
+            call = cs.node
+            f = call.func
+            if not isinstance(f, (ast.Name, ast.Attribute)) or not call.args:
                 continue
-            for cs in pf.calls:
-                call = cs.node
-                f = call.func
-                if not isinstance(f, (ast.Name, ast.Attribute)) or not call.args:
-                    continue
-                # the template's text first: most calls pass none, and naming the receiver is costly
-                tmpl = _template_text(pf, call.args[0], cs.scope)
-                if tmpl is None:
-                    continue
-                tok = _receiver(f.value) if isinstance(f, ast.Attribute) and f.attr in TOKENIZE_METHODS \
-                    else _receiver(f)
-                if not tok or pf.keyword(call, "add_special_tokens") is not None \
-                        or any(k.arg is None for k in call.keywords):
-                    continue
-                if _receiver(tmpl.func.value) != tok:  # type: ignore[attr-defined]
-                    continue
-                if _tokenizer_adds_no_bos(pf, tok, cs.scope) or _model_helper_method(pf, tok, cs.scope):
-                    continue
-                yield self.diagnostic(pf.span(call),
-                                      "the chat template's text already contains the BOS token; tokenizing it again "
-                                      "with the default add_special_tokens=True adds a second one on BOS-adding "
-                                      "tokenizers (Llama, Mistral, Gemma); pass add_special_tokens=False",
-                                      edits=[add_keyword(pf, call, "add_special_tokens=False")],
-                                      fix_message="pass add_special_tokens=False",
-                                      related=[pf.span(tmpl).related("the template is rendered here")])
+            # the template's text first: most calls pass none, and naming the receiver is costly
+            tmpl = _template_text(pf, call.args[0], cs.scope)
+            if tmpl is None:
+                continue
+            tok = _receiver(f.value) if isinstance(f, ast.Attribute) and f.attr in TOKENIZE_METHODS \
+                else _receiver(f)
+            if not tok or pf.keyword(call, "add_special_tokens") is not None \
+                    or any(k.arg is None for k in call.keywords):
+                continue
+            if _receiver(tmpl.func.value) != tok:  # type: ignore[attr-defined]
+                continue
+            if _tokenizer_adds_no_bos(pf, tok, cs.scope) or _model_helper_method(pf, tok, cs.scope):
+                continue
+            yield self.diagnostic(pf.span(call),
+                                  "the chat template's text already contains the BOS token; tokenizing it again "
+                                  "with the default add_special_tokens=True adds a second one on BOS-adding "
+                                  "tokenizers (Llama, Mistral, Gemma); pass add_special_tokens=False",
+                                  edits=[add_keyword(pf, call, "add_special_tokens=False")],
+                                  fix_message="pass add_special_tokens=False",
+                                  related=[pf.span(tmpl).related("the template is rendered here")])

@@ -9,10 +9,15 @@ from trainlint.analysis import _is_self_assign, model_flows
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.fixing.python_edits import delete_statement
 from trainlint.rules._triggers import SETUP_NAMES
-from trainlint.rules.base import Case, Rule
+from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.setup import Setup
 from trainlint.sources.python import PythonFile
 
+
+def _test_file(setup: Setup) -> str | None:
+    from trainlint.rules._context import run_context
+
+    return run_context(setup).test_file
 
 
 def _shown(pf: PythonFile, mv) -> str:
@@ -31,7 +36,8 @@ def _shown(pf: PythonFile, mv) -> str:
         receiver = f"{func}(...)" if func and len(func) <= 50 else "..."
     return f"{receiver}.{mv.how}({args})"
 
-class ManualDevicePlacement(Rule):
+
+class ManualDevicePlacement(ScriptRule):
     """
     ## What it does
     Flags `model.to(device)`, `model.to("cuda")`, `model.cuda()`, `model = model.to(...)` and
@@ -242,33 +248,33 @@ class ManualDevicePlacement(Rule):
         ),
     ]
 
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        from trainlint.rules._context import run_context
-
-        if run_context(setup).test_file is not None:
+    def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
+        flows = model_flows(pf)
+        if not any(flow.moves for flow in flows):
+            return
+        if facts.ask(_test_file) is not None:
             return  # a test places its model where it checks it; no multi-GPU launch to spare
-        for pf in setup.scripts:
-            for flow in model_flows(pf):
-                for mv in flow.moves:
-                    where = pf.span(mv.call)
-                    message = (f"`{_shown(pf, mv)}` moves the model by hand before {flow.trainer.class_name} places it: under "
-                               f"torchrun/DeepSpeed/FSDP every rank copies the full model to one GPU first; "
-                               f"remove it, the Trainer moves the model itself")
-                    edits = self._fix(pf, mv) if mv.only_device else None
-                    applicability = "safe"
-                    if edits:
-                        use, known = device_use_before_trainer(pf, flow, mv)
-                        if use is not None and known:
-                            message += f" (no fix: `{use}` uses the model on the device before the Trainer)"
-                            edits = None
-                        elif use is not None:
-                            message += (f" (the fix is unsafe: `{use}` gets the model before the Trainer and "
-                                        f"may run it on the device)")
-                            applicability = "unsafe"
-                    yield self.diagnostic(where, message, edits=edits, fix_message="remove the device move",
-                                          applicability=applicability,  # type: ignore[arg-type]
-                                          related=[pf.span(flow.trainer.site.node.func).related(
-                                              f"the model is passed to {flow.trainer.class_name} here")])
+        for flow in flows:
+            for mv in flow.moves:
+                where = pf.span(mv.call)
+                message = (f"`{_shown(pf, mv)}` moves the model by hand before {flow.trainer.class_name} places it: under "
+                           f"torchrun/DeepSpeed/FSDP every rank copies the full model to one GPU first; "
+                           f"remove it, the Trainer moves the model itself")
+                edits = self._fix(pf, mv) if mv.only_device else None
+                applicability = "safe"
+                if edits:
+                    use, known = device_use_before_trainer(pf, flow, mv)
+                    if use is not None and known:
+                        message += f" (no fix: `{use}` uses the model on the device before the Trainer)"
+                        edits = None
+                    elif use is not None:
+                        message += (f" (the fix is unsafe: `{use}` gets the model before the Trainer and "
+                                    f"may run it on the device)")
+                        applicability = "unsafe"
+                yield self.diagnostic(where, message, edits=edits, fix_message="remove the device move",
+                                      applicability=applicability,  # type: ignore[arg-type]
+                                      related=[pf.span(flow.trainer.site.node.func).related(
+                                          f"the model is passed to {flow.trainer.class_name} here")])
 
     @staticmethod
     def _fix(pf: PythonFile, mv) -> list[Edit] | None:

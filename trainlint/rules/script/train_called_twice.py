@@ -7,8 +7,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import SETUP_NAMES
-from trainlint.rules.base import Case, Rule
-from trainlint.setup import Setup
+from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.sources.python import PythonFile
 
 HEAD = "from transformers import Trainer\n"
@@ -39,7 +38,7 @@ def _statement_of(pf: PythonFile, call: ast.Call):
     return next((cs for cs in pf.calls if cs.node is call), None)
 
 
-class TrainCalledTwice(Rule):
+class TrainCalledTwice(ScriptRule):
     """
     ## What it does
     Flags a second `trainer.train()` on the same Trainer object in the same block, and a
@@ -88,42 +87,41 @@ class TrainCalledTwice(Rule):
                     "trainer.train()\n", flags=False, note="two Trainers under one name"),
     ]
 
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for pf in setup.scripts:
-            if pf.text.count(".train(") < 1 or not pf.trainer_calls:
+    def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
+        if pf.text.count(".train(") < 1 or not pf.trainer_calls:
+            return
+        blocks = None
+        for tc in pf.trainer_calls:
+            stmt = tc.site.stmt
+            if not (isinstance(stmt, ast.Assign) and stmt.value is tc.site.node and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Name)):
                 continue
-            blocks = None
-            for tc in pf.trainer_calls:
-                stmt = tc.site.stmt
-                if not (isinstance(stmt, ast.Assign) and stmt.value is tc.site.node and len(stmt.targets) == 1
-                        and isinstance(stmt.targets[0], ast.Name)):
+            name = stmt.targets[0].id
+            if len(pf.bindings_of(name, tc.site.scope)) != 1:
+                continue
+            calls = [cs for cs in pf.calls_named("train") if isinstance(cs.node.func, ast.Attribute)
+                     and isinstance(cs.node.func.value, ast.Name) and cs.node.func.value.id == name
+                     and cs.scope is tc.site.scope and isinstance(cs.stmt, ast.Expr) and cs.stmt.value is cs.node]
+            if not calls:
+                continue
+            blocks = blocks or _blocks(pf.tree)
+            made_in = blocks.get(id(stmt))
+            seen_blocks: dict[int, ast.Call] = {}
+            for cs in calls:
+                where = blocks.get(id(cs.stmt))
+                if where is None:
                     continue
-                name = stmt.targets[0].id
-                if len(pf.bindings_of(name, tc.site.scope)) != 1:
-                    continue
-                calls = [cs for cs in pf.calls_named("train") if isinstance(cs.node.func, ast.Attribute)
-                         and isinstance(cs.node.func.value, ast.Name) and cs.node.func.value.id == name
-                         and cs.scope is tc.site.scope and isinstance(cs.stmt, ast.Expr) and cs.stmt.value is cs.node]
-                if not calls:
-                    continue
-                blocks = blocks or _blocks(pf.tree)
-                made_in = blocks.get(id(stmt))
-                seen_blocks: dict[int, ast.Call] = {}
-                for cs in calls:
-                    where = blocks.get(id(cs.stmt))
-                    if where is None:
-                        continue
-                    block, loop = where
-                    if loop and made_in is not None and made_in[0] != block:
-                        yield self.diagnostic(pf.span(cs.node), f"{name}.train() runs inside a loop but {name} is built "
-                                                                "once outside it: each pass trains the already trained "
-                                                                "model again; build the Trainer inside the loop")
-                        break
-                    if block in seen_blocks:
-                        yield self.diagnostic(pf.span(cs.node),
-                                              f"{name}.train() is called a second time on the same Trainer: it trains the "
-                                              "already trained model again from a new optimizer and schedule (double "
-                                              "the cost); drop one call",
-                                              related=[pf.span(seen_blocks[block]).related("the first train() call")])
-                        break
-                    seen_blocks[block] = cs.node
+                block, loop = where
+                if loop and made_in is not None and made_in[0] != block:
+                    yield self.diagnostic(pf.span(cs.node), f"{name}.train() runs inside a loop but {name} is built "
+                                                            "once outside it: each pass trains the already trained "
+                                                            "model again; build the Trainer inside the loop")
+                    break
+                if block in seen_blocks:
+                    yield self.diagnostic(pf.span(cs.node),
+                                          f"{name}.train() is called a second time on the same Trainer: it trains the "
+                                          "already trained model again from a new optimizer and schedule (double "
+                                          "the cost); drop one call",
+                                          related=[pf.span(seen_blocks[block]).related("the first train() call")])
+                    break
+                seen_blocks[block] = cs.node

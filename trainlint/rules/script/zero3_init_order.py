@@ -11,7 +11,7 @@ from trainlint import reads
 from trainlint.analysis import LOAD_METHODS, _dotted, site_node
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import DEEPSPEED_NAMES
-from trainlint.rules.base import Case, Rule
+from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.setup import PYTHON, ArgsSite, Setup
 from trainlint.sources.python import CallSite, PythonFile, Scope
 
@@ -94,6 +94,16 @@ def zero_stage(setup: Setup, pf: PythonFile, site: ArgsSite) -> tuple[int | None
     return stage, "the linked DeepSpeed config" if stage is not None else ""
 
 
+def _judges(setup: Setup, site: ArgsSite) -> bool:
+    return setup.judges(site)
+
+
+def _launch_stages(setup: Setup, pf: PythonFile) -> tuple[tuple[int | None, str], ...]:
+    """(stage, where) of the DeepSpeed config of each launch-line or args-file site of the
+    setup (a site that ``pf`` parses) that names one."""
+    return tuple(zero_stage(setup, pf, s) for s in setup.sites if s.call is None and s.get("deepspeed") is not None)
+
+
 def _is_model_load(pf: PythonFile, cs: CallSite) -> bool:
     func = cs.node.func
     if not isinstance(func, ast.Attribute) or func.attr not in LOAD_METHODS:
@@ -110,7 +120,7 @@ def _before(a: CallSite, b: CallSite) -> bool:
         and a.stmt is not b.stmt
 
 
-class Zero3ModelBeforeConfig(Rule):
+class Zero3ModelBeforeConfig(ScriptRule):
     """
     ## What it does
     Flags a model built with `from_pretrained` / `from_config` before the DeepSpeed ZeRO-3
@@ -256,19 +266,18 @@ class Zero3ModelBeforeConfig(Rule):
         ),
     ]
 
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for pf in setup.scripts:
-            loads = [cs for cs in pf.calls_named(*LOAD_METHODS) if _is_model_load(pf, cs)]
-            if not loads:
-                continue
-            yield from self._trainer_path(setup, pf, loads)
-            yield from self._hf_config_path(pf, loads)
+    def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
+        loads = [cs for cs in pf.calls_named(*LOAD_METHODS) if _is_model_load(pf, cs)]
+        if not loads:
+            return
+        yield from self._trainer_path(facts, pf, loads)
+        yield from self._hf_config_path(pf, loads)
 
-    def _trainer_path(self, setup: Setup, pf: PythonFile, loads: list[CallSite]) -> Iterable[Diagnostic]:
+    def _trainer_path(self, facts: Facts, pf: PythonFile, loads: list[CallSite]) -> Iterable[Diagnostic]:
         for tac in pf.args_calls:
-            if not setup.judges(tac.args):
+            if not facts.ask(_judges, tac.args):
                 continue
-            stage, where = zero_stage(setup, pf, tac.args)
+            stage, where = facts.ask(zero_stage, pf, tac.args)
             if stage != 3:
                 continue
             for ld in loads:
@@ -277,9 +286,7 @@ class Zero3ModelBeforeConfig(Rule):
                     break
         if pf.args_calls:
             return
-        others = [s for s in setup.sites if s.call is None and s.get("deepspeed") is not None]
-        for site in others:
-            stage, where = zero_stage(setup, pf, site)
+        for stage, where in facts.ask(_launch_stages, pf):
             if stage != 3:
                 continue
             parses = [cs for cs in pf.calls if isinstance(cs.node.func, ast.Attribute)
