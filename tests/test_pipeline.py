@@ -43,22 +43,28 @@ def test_name_index_on_file_names_in_configs():
     assert not index.mentions_word("rain") and not index.mentions_word("v2")
 
 
+def _agrees_on_random_texts(scan, reference, pieces: list[str], *, seed: int, longest: int) -> None:
+    """``scan`` gives ``reference``'s answer on 4,000 random texts made of ``pieces``, more than
+    a quarter of which it finds something in."""
+    rng = random.Random(seed)
+    found = 0
+    for _ in range(4_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, longest)))
+        names = scan(text)
+        assert names == reference(text), text
+        found += bool(names)
+    assert found > 1_000
+
+
 def test_notebook_names_are_the_matches_of_the_regular_expression():
     from trainlint.partition import _FILE_NAME, _mentioned_names
 
     def searched(text: str) -> set[str]:  # what the linear scan replaces
         return {(m.group(1) or m.group(2)).rsplit("/", 1)[-1] for m in _FILE_NAME.finditer(text)}
 
-    rng = random.Random(3)
     pieces = ["a", "b", "py", "json", "sh", "yaml", "yml", "ipynb", ".", "-", "-m", " ", "\n", "/", "_", "é",
               "1", "m", "x.py", "-m pkg.train", "(", "\t", "..", "pyc", "\"", "--", "a" * 300, "-" * 90]
-    found = 0
-    for _ in range(4_000):
-        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
-        names = _mentioned_names(text)
-        assert names == searched(text), text
-        found += bool(names)
-    assert found > 1_000
+    _agrees_on_random_texts(_mentioned_names, searched, pieces, seed=3, longest=40)
     assert _mentioned_names("!python -m a.b-c.py x.json-y.py -m pkg.run.\n") == {"b", "-c.py", "x.json-y.py", "run"}
     # a notebook's base64 image: one long run of name characters, scanned once
     blob = "iVBOR" + "xQk9" * 50_000 + ".py"
@@ -71,16 +77,9 @@ def test_imported_names_are_the_matches_of_the_regular_expression():
     def searched(text: str) -> set[str]:  # what the scan of the lines that hold ``import`` replaces
         return {part for groups in _IMPORT.findall(text) for m in groups for part in m.split(".") if part}
 
-    rng = random.Random(5)
     pieces = ["import", "from", " ", "\t", "\n", "\r", ".", "a", "b.c", "pkg", "x", "import a", "from . import b",
               "from .pkg.m import (c)", "  import d.e", "#", "\"", "as", "_", "é", "\n\n", "importer", "from a import"]
-    found = 0
-    for _ in range(4_000):
-        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
-        names = _imported_parts(text)
-        assert names == searched(text), text
-        found += bool(names)
-    assert found > 1_000
+    _agrees_on_random_texts(_imported_parts, searched, pieces, seed=5, longest=30)
     assert _imported_parts("x = 1  # import y\nfrom .pkg.sub import m\n\timport a.b as c\n") == {"pkg", "sub", "a", "b"}
 
 
