@@ -238,9 +238,9 @@ def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand |
 
     info = Severity.INFO
     cwd = launch.cwd if launch is not None else None
-    # a template's placeholder folder (smollm's slurm_scripts_templates accelerate config:
-    # `deepspeed_config_file: ./experiments/pretraining/vloom/xxxx/ds_config.json`)
-    filler = next((s for s in ref.replace(os.sep, "/").split("/") if _FILLER.fullmatch(s)), None)
+    from trainlint.sources.shell import filler_folder
+
+    filler = filler_folder(ref)  # a template's placeholder folder
     if filler is not None:
         return Located(ELSEWHERE, severity=info,
                        why=f"{filler!r} in it is a placeholder, filled in before a run (a template)")
@@ -297,9 +297,6 @@ def _likelihood(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand |
     return Located(ELSEWHERE, severity=info,
                    why=f"no folder {top!r} and no file named {os.path.basename(ref)!r} anywhere in this "
                        "repository, so the command most likely runs in a checkout of another project")
-
-
-_FILLER = re.compile(r"x{3,}|X{3,}")
 
 
 def _near_folder(top: str, folders: list[str]) -> str:

@@ -127,12 +127,17 @@ def kept(key: Any, compute: Callable[[], Any]) -> Any:
     answers = _scopes.open[-1]
     hit = answers.get(key)
     if hit is None:
-        with recording() as seen:
-            value = compute()
-        answers[key] = hit = (value, frozenset(seen))
+        answers[key] = hit = _recorded(compute)
     elif hit[1] and _stack:
         replay(hit[1])
     return hit[0]
+
+
+def _recorded(compute: Callable[[], Any]) -> tuple[Any, frozenset[str]]:
+    """``compute()`` with the notes it made (what a kept answer read)."""
+    with recording() as seen:
+        value = compute()
+    return value, frozenset(seen)
 
 
 def memo(maxsize: int = 256) -> Callable[[F], F]:
@@ -146,15 +151,12 @@ def memo(maxsize: int = 256) -> Callable[[F], F]:
         def wrapper(*args: Any) -> Any:
             hit = cache.get(args)
             if hit is None:
-                with recording() as seen:
-                    result = fn(*args)
-                hit = (result, frozenset(seen))
+                hit = _recorded(lambda: fn(*args))
                 if len(cache) >= maxsize:
                     cache.pop(next(iter(cache)))
                 cache[args] = hit
             elif _stack and hit[1]:
-                for seen in _stack:
-                    seen.update(hit[1])
+                replay(hit[1])
             return hit[0]
 
         wrapper.cache_clear = cache.clear  # type: ignore[attr-defined]

@@ -167,6 +167,16 @@ def has_placeholder(text: str) -> bool:
     return ("<" in text or "{" in text) and _PLACEHOLDER_IN_TEXT.search(text) is not None
 
 
+# A template's filler folder, written in before a run: smollm's accelerate config template names
+# ``./experiments/pretraining/vloom/xxxx/ds_config.json``
+_FILLER = re.compile(r"x{3,}|X{3,}")
+
+
+def filler_folder(path: str) -> str | None:
+    """The first part of ``path`` that is a template's filler (``xxxx``), or None."""
+    return next((s for s in path.replace(os.sep, "/").split("/") if _FILLER.fullmatch(s)), None)
+
+
 @dataclass(frozen=True)
 class HereDoc:
     """The body of a here-document: offsets in the file, and whether ``$`` is expanded."""
