@@ -248,6 +248,12 @@ class _Top:
                 self.functions.setdefault(node.name, []).append(node)  # type: ignore[attr-defined, arg-type]
 
 
+def _module_level_bases(pf: PythonFile) -> frozenset[str]:
+    """The plain names that the module-level classes of ``pf`` derive from."""
+    return frozenset(b.id for node in pf.tree.body if type(node) is ast.ClassDef
+                     for b in node.bases if type(b) is ast.Name)
+
+
 def _might_import_repository(pf: PythonFile) -> bool:
     for node in pf.tree.body:
         if isinstance(node, ast.ImportFrom):
@@ -291,6 +297,14 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
         objects: dict[str, TrainingArgsCall] = {}
         functions: dict[str, tuple[PythonFile, ast.FunctionDef, TrainingArgsCall]] = {}
         used: list[str] = []
+        # imported dataclasses: a script uses one only if a parser reads it (``consumers.parser_uses``,
+        # ``PythonFile.dataclass_option``: "Parser" in its text, or an imported repository subclass
+        # of a parser) or it is a base of one of its module-level classes (``class_def`` of a base:
+        # the fields of a project subclass, ``_field_default``); else neither its definition nor its
+        # module is kept (peft's tests import ~100 config dataclasses through ``peft``: each joined
+        # the test's setups, where the rules ran over it again)
+        defs: list[tuple[str, tuple[PythonFile, ast.ClassDef], bool]] = []  # (local name, class, dataclass)
+        reads_dataclasses = "Parser" in pf.text
         for node in pf.tree.body:
             if isinstance(node, ast.ImportFrom):
                 for a in node.names:
@@ -308,8 +322,10 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
                             used.append(found[0].path)
                         elif _is_dataclass(found[1]) or mods.parser_base(found[0], found[1]) is not None:
                             # parsed by HfArgumentParser, or the repository's subclass of the parser
-                            pf.external_defs.setdefault(local, found)
-                            used.append(found[0].path)
+                            dataclass = _is_dataclass(found[1])
+                            defs.append((local, found, dataclass))
+                            if not dataclass:
+                                reads_dataclasses = True  # a parser: it may parse any of them
                         continue
                     obj = mods.args_object(other, a.name)
                     if obj is not None:
@@ -333,6 +349,13 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
                     if other is None or other is pf:
                         continue
                     _qualify(mods, other, pf.imports.get(top, top), qualified, used, functions)
+        bases = None if reads_dataclasses or not defs else _module_level_bases(pf)
+        for local, found, dataclass in defs:  # in the order of the imports, as ``setdefault`` keeps the first
+            if dataclass and bases is not None and local not in bases \
+                    and mods.parser_base(found[0], found[1]) is None:
+                continue
+            pf.external_defs.setdefault(local, found)
+            used.append(found[0].path)
         if used:
             pf.link_repository(classes, qualified, objects)
             if functions:
