@@ -44,6 +44,7 @@ class Modules:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._cache: dict[tuple[str, str, int], PythonFile | None] = {}
+        self._in_bases: dict[tuple[str, str], PythonFile | None] = {}  # (folder, module): ``_in_base``
         self._roots_of: dict[str, list[str]] = {}  # by folder: where an absolute import may start
         self._not_files: set[str] = set()  # paths looked at that are no file
         self._tops: dict[int, tuple[PythonFile, _Top]] = {}  # by id of the file (kept alive here)
@@ -80,7 +81,6 @@ class Modules:
         if key in self._cache:
             return self._cache[key]
         found = None
-        parts = module.split(".") if module else []
         if level > 0:
             base = os.path.dirname(from_file)
             for _ in range(level - 1):
@@ -89,16 +89,28 @@ class Modules:
         else:
             bases = self._roots(from_file)
         for base in bases:
-            stem = os.path.join(base, *parts) if parts else base
-            for cand in (stem + ".py", os.path.join(stem, "__init__.py")):
-                if parts or cand.endswith("__init__.py"):
-                    pf = self._load(cand)
-                    if pf is not None:
-                        found = pf
-                        break
+            found = self._in_base(base, module)
             if found is not None:
                 break
         self._cache[key] = found
+        return found
+
+    def _in_base(self, base: str, module: str) -> PythonFile | None:
+        """``module`` under the folder ``base`` (``a/b.py`` or ``a/b/__init__.py``; the folder's
+        own ``__init__.py`` for no module). Kept per (folder, module): an absolute import is looked
+        up from each importing folder, and the folders above it (the repository root, ``src/``)
+        are the same for every folder below them."""
+        key = (base, module)
+        if key in self._in_bases:
+            return self._in_bases[key]
+        if module:
+            stem = os.path.join(base, *module.split("."))
+            found = self._load(stem + ".py")
+            if found is None:
+                found = self._load(os.path.join(stem, "__init__.py"))
+        else:
+            found = self._load(os.path.join(base, "__init__.py"))
+        self._in_bases[key] = found
         return found
 
     def _load(self, path: str) -> PythonFile | None:

@@ -1,4 +1,4 @@
-"""Issue 18: a dataclass imported from another repository module is linked (its definition
+"""Issue 18: module lookups kept per folder give each importing folder its own module; a dataclass imported from another repository module is linked (its definition
 kept, its module joined to the script's setups) only where the script can read it: a parser
 of the script (``HfArgumentParser``/``TrlParser`` in its text, or an imported repository
 subclass of one) or a module-level class of the script that derives from it. Each test below
@@ -93,3 +93,21 @@ def test_a_script_that_cannot_read_it_does_not_carry_its_module(tmp_path):
     assert any(p.endswith("arguments.py") for p in by_script["train.py"].files)
     r = lint_folder(tmp_path)
     assert [d.line for d in _found(r, "TL201") if d.path.endswith("build.py")] == [4]
+
+
+def test_the_same_import_from_two_folders_finds_each_folders_module(tmp_path):
+    # ``from config import ta`` in a/ finds a/config.py, in b/ the root's config.py: the lookup
+    # of the root's folder is kept and shared, the folder's own is not
+    ta = "from transformers import TrainingArguments\nta = TrainingArguments(output_dir='o', logging_steps={})\n"
+    main = "from transformers import Trainer\nfrom config import ta\nTrainer(model=m, args=ta).train()\n"
+    write_files(tmp_path, {".git/HEAD": "x\n", "config.py": ta.format(1), "a/config.py": ta.format(500),
+                           "a/main.py": main, "b/main.py": main, "c/main.py": main})
+    settings = load_settings(tmp_path)
+    ws = read_workspace([tmp_path], settings, {})
+    setups = build_setups(ws, settings)
+    got = {}
+    for s in setups:
+        if s.scripts and s.scripts[0].path.endswith("main.py"):
+            (site,) = [x for x in s.sites if x.path.endswith("config.py")]
+            got[Path(s.scripts[0].path).parent.name] = (Path(site.path).parent.name, site.values["logging_steps"].value)
+    assert got == {"a": ("a", 500), "b": (tmp_path.name, 1), "c": (tmp_path.name, 1)}
