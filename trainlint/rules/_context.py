@@ -26,6 +26,7 @@ from functools import cached_property
 from pathlib import PurePath
 from typing import Any
 
+from trainlint.lazyre import lazy
 from trainlint.setup import ArgsSite, Setup
 
 SHORT_MAX_STEPS = 100  # "max_steps in the tens": a smoke or debug run
@@ -43,7 +44,7 @@ MODEL_FLAGS = ("model_name_or_path", "model_name", "model_id", "base_model", "mo
 SEQ_FLAGS = ("max_seq_length", "max_length", "model_max_length", "max_seq_len", "cutoff_len", "sequence_len")
 PACKING_FLAGS = ("packing", "sample_packing")
 
-_SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([bBmM])(?![a-zA-Z0-9])")
+_SIZE_IN_NAME = lazy(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)([bBmM])(?![a-zA-Z0-9])")
 _TEST_NAME = re.compile(r"^(test_.*|.*_test|conftest|tests?)\.py$")
 _TEST_DIRS = {"tests", "test", "testing"}
 

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Iterator
 
+from trainlint.lazyre import lazy
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._versioned import SiteRule, fields_for
 from trainlint.rules.base import Case
@@ -17,7 +18,7 @@ _NUMBER = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE
 _JSON_NUMBER = r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$"
 _PYTHON_NUMBER = r"^(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?$"
 _SCIENTIFIC = r"^([-+]?)([0-9]+)(?:\.([0-9]*))?([eE])([-+]?)([0-9]+)$"
-_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_WORD = lazy(r"[A-Za-z_][A-Za-z_0-9]*")
 
 HF_SCRIPT = ("import sys\nfrom transformers import HfArgumentParser, TrainingArguments\n"
              "parser = HfArgumentParser((TrainingArguments,))\n"

@@ -1,0 +1,151 @@
+"""Start-up (issue 18, eighth session): what a one-file check no longer imports or compiles
+(patterns compiled on first use, the commands besides ``check`` defined when they run, stdlib
+modules only some paths need), and the hand-written scans that replace patterns on its path
+answer as the patterns do."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+
+from trainlint.lazyre import lazy
+
+from helpers import REPO_ROOT, lint_folder, run_cli, write_files
+
+# patterns of the modules a one-file check imports that only other paths use (a walk of many
+# files, a fix, another file kind, a finding's fix text): never compiled by that check
+UNUSED_ON_ONE_FILE = {
+    "trainlint.partition": ["_FILE_NAME", "_MARK", "_NAME_AT", "_MODULE_AT", "_RUN_REST", "_UP_TO_LAST_GAP",
+                            "_NAME_RUN", "_PLAIN_NAME"],
+    "trainlint.sources.pruning": ["_LINE_END", "_CUT", "_WORD"],
+    "trainlint.sources.python": ["_AST_LINE"],
+    "trainlint.config": ["_VERSION"],
+    "trainlint.linking": ["_LEADING_VARS"],
+    "trainlint.resolve": ["_WHERE"],
+}
+
+
+def _probe(path, cwd) -> tuple[set[str], set[str]]:
+    """(modules in sys.modules, ``module.NAME`` of the lazy patterns compiled) after a one-file check."""
+    probe = (
+        "import sys, io, contextlib\n"
+        f"sys.argv = ['trainlint', 'check', {str(path)!r}, '--no-cache']\n"
+        "from trainlint.cli import main\n"
+        "try:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "from trainlint.lazyre import lazy\n"
+        "done = [f'{m}.{k}' for m, mod in list(sys.modules.items()) if m.startswith('trainlint')\n"
+        "        for k, v in vars(mod).items() if isinstance(v, lazy) and '_compiled' in vars(v)]\n"
+        "print('MODS=' + ','.join(sorted(sys.modules)), file=sys.stderr)\n"
+        "print('DONE=' + ','.join(sorted(done)), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd,
+                         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    found = {line[:5]: line[5:] for line in out.stderr.splitlines() if line[:5] in ("MODS=", "DONE=")}
+    assert set(found) == {"MODS=", "DONE="}, out.stderr
+    return set(found["MODS="].split(",")), set(filter(None, found["DONE="].split(",")))
+
+
+def test_one_file_check_leaves_out_what_it_does_not_need():
+    mods, compiled = _probe(REPO_ROOT / "examples" / "bert_imdb" / "train.py", REPO_ROOT)
+    assert "trainlint.checking" in mods  # the check ran
+    # the other commands, and stdlib modules only a near miss or the rule discovery use
+    assert not {"trainlint.cli_commands", "difflib", "pkgutil"} & mods
+    for module, names in UNUSED_ON_ONE_FILE.items():
+        assert module in mods, module
+        assert not {f"{module}.{n}" for n in names} & compiled
+
+
+def test_the_other_commands_are_there():
+    out = run_cli("--help")
+    for name in ("check", "fix", "rules", "gpus", "rule"):
+        assert re.search(rf"^\s+{name}\s", out.stdout, re.M), out.stdout
+    assert "Fix what can be fixed" in run_cli("fix", "--help").stdout
+    assert run_cli("rule", "TL201").stdout.startswith("# logging-steps-too-low (TL201)")
+    assert "TL201" in run_cli("rules").stdout and "A100" in run_cli("gpus").stdout
+
+
+def test_lazy_pattern_is_the_compiled_pattern():
+    text = "a1 b22 c333 --x-y no_z"
+    for pattern, flags in [(r"[a-z](\d+)", 0), (r"^(?P<w>\w+)", re.M), (r"NO_(\w+)", re.I), (rb"\d+", 0)]:
+        lz, rx = lazy(pattern, flags), re.compile(pattern, flags)
+        data = text.encode() if isinstance(pattern, bytes) else text
+        assert "_compiled" not in vars(lz)
+        assert lz.pattern == rx.pattern and lz.flags == rx.flags and lz.groups == rx.groups
+        assert lz.groupindex == rx.groupindex
+        assert "_compiled" in vars(lz)
+        assert [m.span() for m in lz.finditer(data, 2, 15)] == [m.span() for m in rx.finditer(data, 2, 15)]
+        assert lz.findall(data) == rx.findall(data)
+        assert (lz.search(data) or None) == (rx.search(data) or None) or lz.search(data).span() == rx.search(data).span()
+        sub = b"-" if isinstance(pattern, bytes) else "-"
+        assert lz.sub(sub, data) == rx.sub(sub, data) and lz.split(data) == rx.split(data)
+        assert lz.compiled() is lz.compiled()
+    with pytest.raises(re.error):
+        lazy("(").search("x")  # a bad pattern fails where it is used, as re.compile would there
+
+
+def test_requirement_line_scan_answers_as_the_pattern():
+    from trainlint.knowledge.versions import _line_of, _requirement_at, _requirement_pattern
+
+    rnd = random.Random(18)
+    pieces = ["transformers", "Transformers", "TRL", "trl", "peft", " ", "\t", '"', "'", "=", ">", "<", "[", "]",
+              "~", "^", "!", "a", "-", "_", ".", "x", "#", "\x1f"]
+    for _ in range(40_000):
+        line = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 9)))
+        for package in ("transformers", "trl"):
+            assert _requirement_at(line.lower(), package) == bool(_requirement_pattern(package).search(line)), \
+                (line, package)
+    text = 'name = "x"\ndependencies = [\n  "torch",\n  "Transformers >= 4.40",\n]\n'
+    assert _line_of(text, "transformers") == 4 and _line_of(text, "trl") == 1
+    # a line that is not ASCII goes to the pattern (re.IGNORECASE folds 'ſ' to 's')
+    assert _line_of('a = 1\n"tranſformers>=4.40"\n', "transformers") == 2
+    assert _line_of('"transformers>=4.40" # é\n', "transformers") == 1
+
+
+def test_other_breaks_as_the_pattern():
+    from trainlint.sources.python import _other_break_in
+
+    pattern = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+    for text in ["", "a\nb\r\n", "x\x0by", "é\u2028", "\x85", "ab\x1d", "plain text", "\u00e9\u00e8", "\x1f"]:
+        assert _other_break_in(text) == (pattern.search(text) is not None), repr(text)
+
+
+def test_lowest_allowed_is_the_oldest_admitted():
+    from trainlint.knowledge import public_names
+    from trainlint.knowledge.pep440 import SpecifierSet, Version
+    from trainlint.knowledge.versions import allowed_versions, lowest_allowed
+
+    known = public_names.known_versions("transformers")
+    rnd = random.Random(7)
+    specs = [">=4.40", "<5", "==4.46.0", "~=4.45", "!=4.40.0,>=4.40", ">=3.0", "<4", "==4.44.9", ">=4.41.0,<4.50",
+             ">5.0,<=5.3", "==4.40.0.0", ">=4.57.0.dev0"]
+    for _ in range(60):
+        a, b = rnd.sample(known, 2)
+        specs.append(f">={min(a, b, key=Version)},<{max(a, b, key=Version)}")
+    for text in specs:
+        spec = SpecifierSet(text)
+        named = [s.version for s in spec if s.operator in ("==", "===", ">=", "~=") and "*" not in s.version]
+        candidates = [v for v in [*allowed_versions(spec, known), *map(Version, named)]
+                      if spec.contains(v, prereleases=True)]
+        assert lowest_allowed(spec, known) == (str(min(candidates)) if candidates else None), text
+
+
+@pytest.mark.parametrize("comment, silenced", [
+    ("# noqa", True), ("# NOQA", True), ("# noqa: TL201", True), ("# noqa: TL101", False),
+    ("# trainlint: disable=TL201", True), ("# TrainLint: Disable=logging-steps-too-low", True),
+    ("# trainlint: disable=TL101", False), ("# noqa: TL201 (é)", True), ("# plain comment", False),
+    ("# café noqa", False), ("# café # noqa", True),
+])
+def test_suppression_comments_on_the_finding_line(tmp_path, comment, silenced):
+    write_files(tmp_path, {"train.py": "from transformers import Trainer, TrainingArguments\n"
+                                       f"args = TrainingArguments(output_dir='o', logging_steps=1)  {comment}\n"
+                                       "Trainer(model=m, args=args).train()\n"})
+    codes = [d.code for d in lint_folder(tmp_path).diagnostics]
+    assert ("TL201" not in codes) == silenced, codes
