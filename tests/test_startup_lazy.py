@@ -26,6 +26,7 @@ UNUSED_ON_ONE_FILE = {
     "trainlint.config": ["_VERSION"],
     "trainlint.linking": ["_LEADING_VARS"],
     "trainlint.resolve": ["_WHERE"],
+    "trainlint.knowledge.versions": ["_DIST"],
 }
 
 
@@ -149,3 +150,17 @@ def test_suppression_comments_on_the_finding_line(tmp_path, comment, silenced):
                                        "Trainer(model=m, args=args).train()\n"})
     codes = [d.code for d in lint_folder(tmp_path).diagnostics]
     assert ("TL201" not in codes) == silenced, codes
+
+
+def test_distribution_folder_names_read_as_the_pattern():
+    from trainlint.knowledge.versions import _DIST, _dist_parts
+
+    rnd = random.Random(3)
+    pieces = ["torch", "Trans", "formers", "-", "_", ".", "4", "40", "0", "a", "rc1", "+cpu", ".dist-info",
+              ".egg-info", "-info", "é", " ", "\n", "dev"]
+    names = ["transformers-4.46.0.dist-info", "torch-2.13.0+cpu.dist-info", "a-1-2.dist-info", "x.egg-info",
+             "-1.dist-info", "_a-1.dist-info", "a-x1.dist-info", "a-1.dist-info.dist-info", "a-1.dist-info\n"]
+    names += ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 7))) for _ in range(30_000)]
+    for n in names:
+        m = _DIST.match(n)
+        assert _dist_parts(n) == ((m.group("name"), m.group("version")) if m else None), repr(n)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Callable
 from trainlint import reads
 from trainlint.diagnostics import OLDER_THAN_DATA
 from trainlint.knowledge import training_args
+from trainlint.lazyre import lazy
 from trainlint.record import Row
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -231,7 +232,7 @@ def _satisfies(spec: SpecifierSet, version: str) -> bool:
         return False
 
 
-_DIST = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*?)-(?P<version>[0-9][^-]*?)\.(dist-info|egg-info)$")
+_DIST = lazy(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._]*?)-(?P<version>[0-9][^-]*?)\.(dist-info|egg-info)$")
 
 
 def _normalize(name: str) -> str:
@@ -258,10 +259,34 @@ def _installed() -> dict[str, str]:
         for n in names:
             if not n.endswith("-info"):
                 continue
-            m = _DIST.match(n)
-            if m:
-                found.setdefault(_normalize(m.group("name")), m.group("version"))
+            parts = _dist_parts(n)
+            if parts is not None:
+                found.setdefault(_normalize(parts[0]), parts[1])
     return found
+
+
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._")
+
+
+def _dist_parts(n: str) -> tuple[str, str] | None:
+    """(name, version) of a ``<name>-<version>.dist-info`` / ``.egg-info`` folder name, as
+    ``_DIST.match`` reads it (neither part holds a ``-``), without compiling the pattern for
+    the usual names (printable ASCII)."""
+    if not (n.isascii() and n.isprintable()):
+        m = _DIST.match(n)
+        return (m.group("name"), m.group("version")) if m else None
+    for suffix in (".dist-info", ".egg-info"):
+        if n.endswith(suffix):
+            stem = n[: -len(suffix)]
+            break
+    else:
+        return None
+    name, dash, version = stem.partition("-")
+    if not dash or "-" in version or not name or not version:
+        return None
+    if not (name[0].isalnum() and version[0].isdigit()) or not _NAME_CHARS.issuperset(name):
+        return None
+    return name, version
 
 
 def _tool_trainlint(root: Path, key: str) -> str | None:
