@@ -27,6 +27,8 @@ UNUSED_ON_ONE_FILE = {
     "trainlint.linking": ["_LEADING_VARS"],
     "trainlint.resolve": ["_WHERE"],
     "trainlint.knowledge.versions": ["_DIST"],
+    "trainlint.knowledge.training_args": ["_VERSION_RE"],
+    "trainlint.rules._context": ["_TEST_NAME"],
 }
 
 
@@ -164,3 +166,59 @@ def test_distribution_folder_names_read_as_the_pattern():
     for n in names:
         m = _DIST.match(n)
         assert _dist_parts(n) == ((m.group("name"), m.group("version")) if m else None), repr(n)
+
+
+def test_selection_reads_each_selector_as_matches_does():
+    from trainlint.rule_index import entries, matches, selected
+
+    rnd = random.Random(5)
+    pool = ["ALL", "all", " TL2", "TL20", "tl6", "TL", "", "  ", "logging-steps-too-low", "LOGGING-STEPS-TOO-LOW",
+            "TL201", "TL9", "x", "removed-argument ", "T"]
+    for _ in range(300):
+        select = rnd.sample(pool, rnd.randint(0, 3))
+        ignore = rnd.sample(pool, rnd.randint(0, 2))
+        expected = [e for e in entries() if any(matches(e["code"], e["name"], s) for s in select)
+                    and not any(matches(e["code"], e["name"], s) for s in ignore)]
+        assert selected(select, ignore) == expected, (select, ignore)
+
+
+def test_version_keys_of_plain_releases_as_the_pattern():
+    from trainlint.knowledge import training_args as ta
+
+    def by_pattern(version: str) -> tuple:
+        m = ta._VERSION_RE.match(version)
+        nums = [int(p) for p in m.group(1).split(".")]
+        while len(nums) < 3:
+            nums.append(0)
+        rest = m.group(2).strip().lower()
+        pre = -1 if rest and not rest.lstrip(".").startswith("post") and not rest.startswith("+") else 0
+        return (*nums, pre)
+
+    for v in ["4.46.0", "4", "4.40", "5.24.0.1", "04.040", "0.0.0", "10.2.3.4.5", *ta.known_versions(),
+              *ta.trl_known_versions()]:
+        assert ta.vkey.__wrapped__(v) == by_pattern(v), v
+    for v in ["4.46.0rc1", "v4.1", " 4.2", "4.2.post1", "4.2+cpu", "4..0", "4.", "٤.٤"]:
+        assert ta.vkey.__wrapped__(v) == by_pattern(v), v
+    with pytest.raises(ValueError):
+        ta.vkey.__wrapped__("x4")
+
+
+def _random_texts(pieces: list[str], n: int, seed: int) -> list[str]:
+    rnd = random.Random(seed)
+    return ["".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 7))) for _ in range(n)]
+
+
+def test_hand_scans_of_rule_helpers_answer_as_their_patterns():
+    from trainlint.knowledge.versions import _LEADING_NAME, _leading_name
+    from trainlint.rules._context import _TEST_NAME, _is_test_name
+    from trainlint.rules.args.number_as_string import _NUMBER, _may_be_number
+
+    spaces = [" ", "\t", "\x1c", "\u00a0", "\u2028", "\u200b", "\n"]
+    for text in _random_texts(["torch", "Trl", "_", "-", ".", "9", "é", ">=", "[x]", ";", *spaces], 30_000, 1):
+        m = _LEADING_NAME.match(text)
+        assert _leading_name(text) == (m.group(1) if m else None), repr(text)
+    for text in _random_texts(["test", "_", "tests", "conf", "conftest", ".py", "py", ".", "x", "\n", "T"], 30_000, 2):
+        assert _is_test_name(text) == bool(_TEST_NAME.match(text)), repr(text)
+    for text in _random_texts(["+", "-", ".", "0", "9", "_", "e", "E", "1e5", "x", " ", "٣"], 30_000, 3):
+        if _NUMBER.match(text):
+            assert _may_be_number(text), repr(text)  # what it lets through is what the pattern reads

@@ -419,12 +419,29 @@ def parse_requirement(text: str) -> Req | None:
     return Req(req.name, wrap(req.specifier))
 
 
-_LEADING_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+_LEADING_NAME = lazy(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_RUN_CHARS = _ALNUM | frozenset("._-")
+
+
+def _leading_name(text: str) -> str | None:
+    """``_LEADING_NAME.match(text).group(1)`` (None without a match), scanned by hand."""
+    i, n = 0, len(text)
+    while i < n and text[i].isspace():
+        i += 1
+    if i == n or text[i] not in _ALNUM:
+        return None
+    j = i + 1
+    while j < n and text[j] in _NAME_RUN_CHARS:
+        j += 1
+    while text[j - 1] not in _ALNUM:  # the name ends with a letter or digit
+        j -= 1
+    return text[i:j]
 
 
 def _matches(req_text: str, package: str) -> Req | None:
-    lead = _LEADING_NAME.match(req_text)
-    if lead is not None and canonicalize_name(lead.group(1)) != canonicalize_name(package):
+    lead = _leading_name(req_text)
+    if lead is not None and canonicalize_name(lead) != canonicalize_name(package):
         return None  # another project's requirement, valid or not: not parsed
     req = parse_requirement(req_text)
     if req is None or canonicalize_name(req.name) != canonicalize_name(package):
