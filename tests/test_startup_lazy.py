@@ -222,3 +222,16 @@ def test_hand_scans_of_rule_helpers_answer_as_their_patterns():
     for text in _random_texts(["+", "-", ".", "0", "9", "_", "e", "E", "1e5", "x", " ", "٣"], 30_000, 3):
         if _NUMBER.match(text):
             assert _may_be_number(text), repr(text)  # what it lets through is what the pattern reads
+
+
+def test_requirement_files_as_the_glob(tmp_path):
+    from trainlint.knowledge.versions import REQUIREMENT_GLOB, requirement_files
+
+    for name in ["requirements.txt", "requirement.txt", "requirements-dev.txt", "Requirements.txt",
+                 "requirements.txt.bak", "requirements", "requirement_x.TXT", "requirementstxt", ".requirements.txt",
+                 "requirement\n.txt"]:
+        (tmp_path / name).write_text("x\n")
+    (tmp_path / "requirements-dir.txt").mkdir()
+    assert requirement_files(tmp_path) == list(tmp_path.glob(REQUIREMENT_GLOB))
+    assert requirement_files(tmp_path / "requirements.txt") == [] == list((tmp_path / "requirements.txt").glob("requirement*.txt"))
+    assert requirement_files(tmp_path / "missing") == []

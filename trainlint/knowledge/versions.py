@@ -461,7 +461,7 @@ _SEPARATORS = re.compile(r"[-_.]+")
 def _requirement_files(root: Path) -> list[Path]:
     reads.note_glob(root, REQUIREMENT_GLOB)  # the result depends on them (the cache)
     reads.note_glob(root / "requirements", "*.txt")
-    files = sorted(p for p in root.glob(REQUIREMENT_GLOB) if p.is_file())
+    files = sorted(p for p in requirement_files(root) if p.is_file())
     sub = root / "requirements"
     if sub.is_dir():
         files += sorted(p for p in sub.glob("*.txt") if p.is_file())
@@ -743,6 +743,22 @@ DECLARATION_LEVELS = 6
 # singular ``requirement.txt`` (princeton-nlp/LESS pins transformers==4.36.2 there and its
 # setup.py reads it); the main ones are read first
 REQUIREMENT_GLOB = "requirement*.txt"
+
+
+def requirement_files(folder: Path) -> list[Path]:
+    """``list(folder.glob(REQUIREMENT_GLOB))``, in the same order, without compiling the glob's
+    pattern (``requirement*.txt``: a name that starts with ``requirement`` and ends with
+    ``.txt``, case-sensitive as on POSIX)."""
+    if os.name != "posix":  # pragma: no cover - the glob folds case there
+        return list(folder.glob(REQUIREMENT_GLOB))
+    if not folder.is_dir():
+        return []
+    try:
+        with os.scandir(folder) as entries:
+            names = [e.name for e in entries]
+    except PermissionError:
+        return []
+    return [folder / n for n in names if len(n) >= 15 and n.startswith("requirement") and n.endswith(".txt")]
 MAIN_REQUIREMENT_FILES = ("requirements.txt", "requirement.txt")
 
 
@@ -785,7 +801,7 @@ def find_project_root(paths: list[Path] | list[str]) -> Path | None:
     for _ in range(12):
         try:
             if any((current / m).exists() for m in (".git", "pyproject.toml", "setup.py", "setup.cfg")) \
-                    or any(current.glob(REQUIREMENT_GLOB)):
+                    or any(requirement_files(current)):
                 return current
         except OSError:
             pass
