@@ -31,6 +31,7 @@ import bisect
 import re
 from array import array
 from typing import Iterator
+
 from trainlint.lazyre import lazy
 
 LARGE_MODULE_CHARS = 1_000_000  # below this a module is parsed whole, as it is
