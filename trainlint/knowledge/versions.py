@@ -958,10 +958,16 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
     chunks: list[tuple[list[str], str, bool]] = []  # (lines, where prefix, every line is shell)
     reads.note(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = path.read_bytes()
+    except OSError:
         return []
-    if "install" not in text:  # every line kept below says it (JSON never escapes ASCII letters)
+    if b"install" not in data:  # every line kept below says it (JSON never escapes ASCII letters)
+        return []
+    try:
+        # (no newline translation: the lines are split below either way, and a notebook's
+        # text is then the one its reader decoded, found without decoding it again)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
         return []
     if suffix == ".ipynb":
         for n, src in _code_cells(text):
