@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from trainlint.setup import UNKNOWN
 from trainlint.sources.python import parse_python
 
@@ -266,3 +268,91 @@ def test_a_file_that_names_no_library_class_is_walked_on_first_question():
     assert _index_facts(pf) == _index_facts(ReferencePythonFile("helpers.py", text, tree))
     for named in ("from transformers import Trainer\n", "x = trl.SFTConfig()\n", "TrainingArguments\n"):
         assert PythonFile("x.py", named, ast.parse(named))._walked  # may build or derive from one
+
+
+def test_calls_by_name_of_a_file_not_yet_walked_agree_with_its_walk():
+    """``calls_named`` on a file the index has not walked answers from the text when an ASCII
+    text holds none of the names (no walk); a text that holds one, or any non-ASCII text (the
+    parser NFKC-normalizes identifiers: ``ｆrom_pretrained`` is ``from_pretrained``), is walked,
+    and every answer is the walked file's."""
+    import ast
+
+    from trainlint.analysis import model_flows
+    from trainlint.sources.python import PythonFile
+
+    texts = ["import torch\nm = torch.nn.Linear(2, 2)\nm.to('cuda')\n",
+             "from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\n",
+             "from transformers import AutoModel\nm = AutoModel.\uff46rom_pretrained('x')  # é\n",
+             "from transformers import AutoModel\nm = AutoModel.from_config(c)\nfrom_pretrained = 1\n",
+             "def from_pretrained(): pass\nfrom_pretrained()\n"]
+    asked = ("from_pretrained", "from_config")
+    walked = []
+    for text in texts:
+        lazy, eager = PythonFile("x.py", text, ast.parse(text)), PythonFile("x.py", text, ast.parse(text))
+        eager._walk()
+        for names in (asked[:1], asked, ("Linear", "to")):  # the last walks every file
+            assert [ast.dump(cs.node) for cs in lazy.calls_named(*names)] == \
+                [ast.dump(cs.node) for cs in eager.calls_named(*names)]
+            if names == asked:
+                walked.append(lazy._walked)
+    assert walked == [False, True, True, True, True]
+    assert PythonFile("x.py", texts[2], ast.parse(texts[2])).calls_named("from_pretrained")  # found, normalized
+    # a file without a Trainer call has no model flow, and is not walked for it
+    pf = PythonFile("x.py", texts[0], ast.parse(texts[0]))
+    assert model_flows(pf) == [] and not pf._walked
+
+
+_SYNTAX_CASES = [
+    "x = 1\n", "await x\n", "yield 1\n", "return 1\n", "nonlocal x\n", "def f(a, a): pass\n",
+    "from __future__ import braces\n", "import os\nfrom __future__ import annotations\n", "def f(x):\n  global x\n",
+    "[x for x in y for x in (yield)]\n", "class A:\n  x: (yield)\n", "*a = 1\n", "a\x00b\n", "def f(:\n", "x = (1,\n",
+    "f'{a['b']}'\n", "x = '\ud800'\n", "x = " + "[" * 180 + "]" * 180 + "\n", "x = " + "-" * 5000 + "1\n",
+    "a" + "+a" * 5000 + "\n", "f" + "(x)" * 3000 + "\n", "a" + ".b" * 8000 + "\n", "f = " + "lambda: " * 3000 + "1\n",
+    "if 1:\n pass\n  x\n", "print 'x'\n", "del f()\n", "(a) = 1\n", "def f():\n    def g():\n        nonlocal y\n",
+    "import transformers\n" + "x = 1\n" * 4000,
+]
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_the_syntax_check_of_a_walked_script_agrees_with_the_syntax_tree(tmp_path, deep: bool):
+    """A walked script only the broad pre-filter lets through is checked to parse through its
+    symbol table when the text is short enough (``parses_by_table``): the same TL001 (message,
+    position) as building the tree, at the default recursion limit and at the run's deep one,
+    on texts that fail in the parser, in the symbol table only, or by their depth; and the
+    table never says a text parses that the tree refuses."""
+    import ast
+
+    from trainlint.config import load_settings
+    from trainlint.sources.python import parses_by_table
+    from trainlint.stack import with_deep_stack
+    from trainlint.workspace import Workspace, _parse_python
+
+    settings = load_settings(tmp_path, {})
+
+    def problems(text: str, table: bool) -> list:
+        ws = Workspace(settings=settings, overlay={})
+        if table:
+            _parse_python(ws, "t.py", text, syntax_only=True)
+        else:  # the tree alone, as before
+            try:
+                ast.parse(text, filename="t.py")
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                _parse_python(ws, "t.py", text)
+        return [(d.code, d.line, d.column, d.message) for d in ws.problems]
+
+    def compare() -> list:
+        out = []
+        for text in _SYNTAX_CASES:
+            try:
+                ast.parse(text, filename="t.py")
+                tree = True
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = False
+            out.append((text[:30], tree, tree or not parses_by_table(text, "t.py"),
+                        problems(text, True) == problems(text, False), len(text) < __import__("sys").getrecursionlimit()))
+        return out
+
+    got = with_deep_stack(compare) if deep else compare()
+    assert [g for g in got if not (g[2] and g[3])] == []
+    assert {g[1] for g in got} == {True, False}  # both answers occur
+    assert {g[4] for g in got} == {True, False}  # texts under and over the limit

@@ -617,11 +617,13 @@ def model_flows(pf: PythonFile) -> list[ModelFlow]:
     if cached is not None:
         return cached
     flows: list[ModelFlow] = []
-    stmt_scope = {id(s): sc for s, sc in pf.statements}
+    stmt_scope: dict[int, Scope] | None = None  # once a Trainer has a model (no walk of a file without one)
     for tc in pf.trainer_calls:
         model = tc.keywords.get("model")
         if model is None:
             continue
+        if stmt_scope is None:
+            stmt_scope = {id(s): sc for s, sc in pf.statements}
         flow = ModelFlow(tc)
         _FlowBuilder(pf, flow).trace(model, tc.site.scope, tc.site.stmt, None)
         tpos = _pos(tc.site.stmt)

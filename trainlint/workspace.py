@@ -19,7 +19,7 @@ from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_
 from trainlint.record import Record
 from trainlint.sources.files import ParsedFile, ReadProblem, TextFile, read_text, walk  # noqa: F401
 from trainlint.sources import pruning
-from trainlint.sources.python import PythonFile, parse_python
+from trainlint.sources.python import PythonFile, parse_python, parses_by_table
 
 # A walked (not explicitly named) Python file is parsed only if it mentions a trigger of a
 # selected rule (``Rule.triggers``, from the rule index): a substring search is ~free, a parse
@@ -106,7 +106,8 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
     ``syntax_only``: only check that it parses (the tree is dropped; None either way)."""
     try:
         if syntax_only:
-            ast.parse(text, filename=path)
+            if not parses_by_table(text, path):  # the tree only when the table cannot tell
+                ast.parse(text, filename=path)
             return None
         if len(text) >= pruning.LARGE_MODULE_CHARS:
             from trainlint.rule_index import prefilter

@@ -23,13 +23,11 @@ included: ``cells[N-1]`` of the JSON) and *line within the cell*.
 
 from __future__ import annotations
 
-import _symtable
 import ast
 import json
 import os
 import re
 import shlex
-import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -991,18 +989,12 @@ def _indented(src: str) -> bool:
 
 def _parses_program(text: str, path: str) -> bool:
     """Whether ``compile_program(text)`` succeeds, without building the syntax tree when it
-    can be known otherwise: the symbol table (``_symtable``) is built from the same parse,
-    1.7x faster than its tree of Python objects, and it succeeds only where the parse does.
-    It refuses more (``nonlocal`` at the top, a duplicate argument, a top-level ``await``):
-    then the tree decides. Only for a text shorter than the recursion limit: no tree of it can
-    be deep enough for the tree's construction to fail where the table's succeeds (both stop
-    at the same depth, three times the limit, and each level takes a character)."""
-    if len(text) < sys.getrecursionlimit():
-        try:
-            _symtable.symtable(text, path, "exec")
-            return True
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            pass
+    can be known otherwise (``python.parses_by_table``: the symbol table, built from the
+    same parse, for a text shorter than the recursion limit); else the tree decides."""
+    from trainlint.sources.python import parses_by_table
+
+    if parses_by_table(text, path):
+        return True
     try:
         compile_program(text, path)
     except _PARSE_ERRORS:
