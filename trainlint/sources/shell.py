@@ -168,8 +168,9 @@ def has_placeholder(text: str) -> bool:
 
 
 # A template's filler folder, written in before a run: smollm's accelerate config template names
-# ``./experiments/pretraining/vloom/xxxx/ds_config.json``
-_FILLER = re.compile(r"x{3,}|X{3,}")
+# ``./experiments/pretraining/vloom/xxxx/ds_config.json``; BELLE's run_dpo.sh writes
+# ``deepspeed_config=...`` and ``/.../${model_name}`` (an ellipsis, never ``..``)
+_FILLER = re.compile(r"x{3,}|X{3,}|\.{3,}|…+")
 
 
 def filler_folder(path: str) -> str | None:
