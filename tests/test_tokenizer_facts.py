@@ -64,3 +64,30 @@ def test_an_evidence_config_with_a_bos_token_is_refused(monkeypatch):
     monkeypatch.setattr(gen, "FAMILIES", [fam])
     with pytest.raises(SystemExit, match="no evidence"):
         gen.build()
+
+
+def test_tokenizer_defaults_are_what_the_installed_transformers_declares():
+    """tokenizer_defaults.json (scripts/gen_tokenizer_defaults.py) against the installed classes:
+    the generator's output, and a tiny LlamaTokenizer built here has the tokens in its vocabulary."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("gen_tokenizer_defaults", root / "scripts" / "gen_tokenizer_defaults.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)  # type: ignore[union-attr]
+    stored = json.loads(gen.OUT.read_text(encoding="utf-8"))
+    built = gen.build()
+    import transformers
+
+    if built["transformers"] == stored["transformers"]:
+        assert built == stored
+    from trainlint.knowledge.tokenizer_facts import class_default_tokens
+
+    assert class_default_tokens("LlamaTokenizer") == frozenset({"<s>", "</s>", "<unk>"})
+    assert class_default_tokens("AutoTokenizer") is None
+    tok = transformers.LlamaTokenizer(vocab={"<unk>": 0, "<s>": 1, "</s>": 2, "a": 3}, merges=[])
+    before = len(tok)
+    assert tok.add_special_tokens({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}) == 0
+    assert len(tok) == before
