@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from helpers import run_cli, settings_for, write_files
 
 from trainlint.diagnostics import Severity
@@ -516,6 +517,29 @@ def test_a_placeholder_folder_in_a_template_is_info(tmp_path):
                             "  zero3_init_flag: true\nnum_processes: 8\n"})
     (d,) = _found(_lint(root), "TL004")
     assert d.severity is Severity.INFO and "'xxxx' in it is a placeholder" in d.message, d.message
+
+
+@pytest.mark.parametrize("config, filler", [("YOUR_CONFIG_DIR/ds_z3.json", "YOUR_CONFIG_DIR"),
+                                            ("your-configs/ds_z3.json", "your-configs"),
+                                            ("path_to_deepspeed/ds_z3.json", "path_to_deepspeed"),
+                                            ("path/to/ds_z3.json", "path/to"),
+                                            ("PATH_TO/ds_z3.json", "PATH_TO")])
+def test_a_filler_folder_in_a_launch_line_is_info(tmp_path, config, filler):
+    """READMEs' and scripts' `--deepspeed YOUR_CONFIG_DIR/ds.json`, `path/to/ds.json`: a path to
+    fill in, not a missing file of this repository."""
+    root = _repo(tmp_path, {"configs/other.json": "{}\n", "train.py": TRAIN_PY,
+                            "run.sh": f"torchrun --nproc_per_node 2 train.py --deepspeed {config} --logging_steps 10\n"})
+    (d,) = _found(_lint(root), "TL004")
+    assert d.severity is Severity.INFO and f"{filler!r} in it is a placeholder" in d.message, d.message
+
+
+@pytest.mark.parametrize("config", ["configs/ds_z3.json", "yourself/ds_z3.json", "mypath/to/ds_z3.json"])
+def test_a_missing_config_in_a_real_folder_name_is_still_reported(tmp_path, config):
+    root = _repo(tmp_path, {"configs/other.json": "{}\n", "train.py": TRAIN_PY,
+                            "yourself/x.json": "{}\n", "mypath/to/x.json": "{}\n",
+                            "run.sh": f"torchrun --nproc_per_node 2 train.py --deepspeed {config} --logging_steps 10\n"})
+    (d,) = _found(_lint(root), "TL004")
+    assert d.severity is not Severity.INFO and "placeholder" not in d.message, d.message
 
 
 def test_an_ellipsis_placeholder_in_a_launch_template_is_info(tmp_path):

@@ -167,15 +167,23 @@ def has_placeholder(text: str) -> bool:
     return ("<" in text or "{" in text) and _PLACEHOLDER_IN_TEXT.search(text) is not None
 
 
-# A template's filler folder, written in before a run: smollm's accelerate config template names
-# ``./experiments/pretraining/vloom/xxxx/ds_config.json``; BELLE's run_dpo.sh writes
-# ``deepspeed_config=...`` and ``/.../${model_name}`` (an ellipsis, never ``..``)
-_FILLER = re.compile(r"x{3,}|X{3,}|\.{3,}|…+")
+# A template's filler, written in before a run: smollm's accelerate config template names
+# ``./experiments/pretraining/vloom/xxxx/ds_config.json``; READMEs and scripts write
+# ``YOUR_DATA_DIR/train.json``, ``your-output/ds.json``, ``path_to_config/ds.json``, ``path/to/ds.json``;
+# BELLE's run_dpo.sh writes ``deepspeed_config=...`` and ``/.../${model_name}`` (an ellipsis, never ``..``)
+_FILLER = re.compile(r"x{3,}|X{3,}|(?i:your)(?:[_-]\w*)?|(?i:path[_-]to)(?:[_-]\w*)?|\.{3,}|\u2026+")
 
 
 def filler_folder(path: str) -> str | None:
-    """The first part of ``path`` that is a template's filler (``xxxx``), or None."""
-    return next((s for s in path.replace(os.sep, "/").split("/") if _FILLER.fullmatch(s)), None)
+    """The first part of ``path`` that is a template's filler (``xxxx``, ``YOUR_DIR``,
+    ``path_to_data``, ``path/to``), or None."""
+    parts = path.replace(os.sep, "/").split("/")
+    for i, s in enumerate(parts):
+        if _FILLER.fullmatch(s):
+            return s
+        if s.lower() == "path" and i + 1 < len(parts) - 1 and parts[i + 1].lower() == "to":
+            return "path/to"
+    return None
 
 
 @dataclass(frozen=True)
