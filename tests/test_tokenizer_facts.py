@@ -68,19 +68,21 @@ def test_an_evidence_config_with_a_bos_token_is_refused(monkeypatch):
 
 def test_tokenizer_defaults_are_what_the_installed_transformers_declares():
     """tokenizer_defaults.json (scripts/gen_tokenizer_defaults.py) against the installed classes:
-    the generator's output, and a tiny LlamaTokenizer built here has the tokens in its vocabulary."""
-    import importlib.util
+    the generator's output in a fresh interpreter (other tests patch transformers in this one),
+    and a tiny LlamaTokenizer built here has the tokens in its vocabulary."""
     import json
+    import subprocess
+    import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("gen_tokenizer_defaults", root / "scripts" / "gen_tokenizer_defaults.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)  # type: ignore[union-attr]
-    stored = json.loads(gen.OUT.read_text(encoding="utf-8"))
-    built = gen.build()
     import transformers
 
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", "import json, sys; sys.path.insert(0, 'scripts'); "
+                          "import gen_tokenizer_defaults as g; print(json.dumps(g.build()))"],
+                         cwd=root, capture_output=True, text=True, check=True).stdout
+    built = json.loads(out)
+    stored = json.loads((root / "trainlint" / "knowledge" / "data" / "tokenizer_defaults.json").read_text("utf-8"))
     if built["transformers"] == stored["transformers"]:
         assert built == stored
     from trainlint.knowledge.tokenizer_facts import class_default_tokens
