@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,9 +22,24 @@ def env(root: Path | None = None) -> dict[str, str]:
     return e
 
 
-def measure(cmd: list[str], cwd: Path, root: Path | None = None) -> tuple[float, float, float]:
-    """(wall s, CPU s of the process and its children, peak RSS in MiB of the largest); exits
-    with the command's stderr when it fails (exit codes 0 and 1 are a check's normal ends)."""
+class Usage(NamedTuple):
+    """One run of a command: wall s, user and system CPU s (the process and its children),
+    peak RSS in MiB of the largest, minor page faults."""
+
+    wall: float
+    user: float
+    system: float
+    peak_mib: float
+    minor_faults: int
+
+    @property
+    def cpu(self) -> float:
+        return self.user + self.system
+
+
+def run_usage(cmd: list[str], cwd: Path, root: Path | None = None) -> Usage:
+    """``cmd`` run once in ``cwd`` (trainlint of the checkout ``root``); exits with the
+    command's stderr when it fails (exit codes 0 and 1 are a check's normal ends)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env(root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -31,4 +47,11 @@ def measure(cmd: list[str], cwd: Path, root: Path | None = None) -> tuple[float,
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):
         raise SystemExit(f"failed ({code}) in {cwd}: {' '.join(cmd)}\n{proc.stderr.read().decode()[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return Usage(wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, usage.ru_minflt)
+
+
+def measure(cmd: list[str], cwd: Path, root: Path | None = None) -> tuple[float, float, float]:
+    """(wall s, CPU s of the process and its children, peak RSS in MiB of the largest); exits
+    with the command's stderr when it fails (exit codes 0 and 1 are a check's normal ends)."""
+    u = run_usage(cmd, cwd, root)
+    return u.wall, u.cpu, u.peak_mib

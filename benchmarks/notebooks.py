@@ -14,7 +14,9 @@ it builds two trees with one file per notebook:
 Both run as whole processes, ``trainlint check --no-cache -j 1`` (CPU seconds of the process,
 user + system), in interleaved rounds (round i of every command before round i+1 of any), at
 the set's own size and at ``--scale`` files (the set cycled, each copy under a new name). It
-prints the median CPU seconds per tree, per file, and the ratio notebooks / scripts.
+prints the median CPU seconds per tree, per file, and the ratio notebooks / scripts; and,
+per tree, the median system CPU seconds, peak RSS and minor page faults (what holding the
+notebooks' text costs shows there).
 
 With ``--code DIR`` (repeatable) it runs those checkouts of trainlint instead of this one,
 each on the same trees in the same interleaved rounds (before and after a change): a ratio per
@@ -43,10 +45,10 @@ PY = sys.executable
 CHECK = [PY, "-m", "trainlint", "check", ".", "--no-cache", "-j", "1", "--exit-zero", "--format", "concise"]
 
 
-def measure(cwd: Path, root: Path | None = None) -> tuple[float, float]:
-    """(wall s, CPU s of the process and its children) of ``CHECK`` in ``cwd`` (trainlint of
-    the checkout ``root``, this one by default)."""
-    return _proc.measure(CHECK, cwd, root)[:2]
+def measure(cwd: Path, root: Path | None = None) -> _proc.Usage:
+    """One run of ``CHECK`` in ``cwd`` (trainlint of the checkout ``root``, this one by
+    default): wall, user and system CPU s, peak RSS, minor page faults."""
+    return _proc.run_usage(CHECK, cwd, root)
 
 
 def build(sources: list[Path], out: Path, scale: int) -> dict[str, tuple[Path, Path, int, float, float]]:
@@ -131,24 +133,31 @@ def main() -> None:
                 cmds[(code, label, "scripts")] = pydir
         for (code, *_k), cwd in cmds.items():  # warm the OS cache and the bytecode
             measure(cwd, code)
-        times: dict[tuple, list[tuple[float, float]]] = {k: [] for k in cmds}
+        times: dict[tuple, list[_proc.Usage]] = {k: [] for k in cmds}
         for _ in range(args.rounds):
             for key, cwd in cmds.items():
                 times[key].append(measure(cwd, key[0]))
         print(f"## Notebooks vs the same programs as scripts (`check --no-cache -j 1`, median of "
               f"{args.rounds} interleaved rounds; CPU s = user + system)\n")
         print("| code | tree | files | notebooks MB / scripts MB | notebooks CPU s | scripts CPU s | "
-              "per file (ms) nb / py | ratio nb/py (CPU) | same-round ratio (median) |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "per file (ms) nb / py | ratio nb/py (CPU) | same-round ratio (median) | system s nb / py | "
+              "peak MiB nb / py | minor faults nb / py |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for code in codes:
             for label, (_nbdir, _pydir, count, nb_mb, py_mb) in trees.items():
                 a = times[(code, label, "notebooks")]
                 b = times[(code, label, "scripts")]
-                ca = statistics.median(x[1] for x in a)
-                cb = statistics.median(x[1] for x in b)
-                same = statistics.median(x[1] / y[1] for x, y in zip(a, b))
+
+                def med(runs: list[_proc.Usage], field: str) -> float:
+                    return statistics.median(getattr(x, field) for x in runs)
+
+                ca, cb = med(a, "cpu"), med(b, "cpu")
+                same = statistics.median(x.cpu / y.cpu for x, y in zip(a, b))
                 print(f"| {code.name} | {label} | {count} | {nb_mb:.1f} / {py_mb:.1f} | {ca:.2f} | {cb:.2f} | "
-                      f"{1000 * ca / count:.2f} / {1000 * cb / count:.2f} | {ca / cb:.2f} | {same:.2f} |")
+                      f"{1000 * ca / count:.2f} / {1000 * cb / count:.2f} | {ca / cb:.2f} | {same:.2f} | "
+                      f"{med(a, 'system'):.2f} / {med(b, 'system'):.2f} | {med(a, 'peak_mib'):.0f} / "
+                      f"{med(b, 'peak_mib'):.0f} | {med(a, 'minor_faults') / 1000:.1f}k / "
+                      f"{med(b, 'minor_faults') / 1000:.1f}k |")
     finally:
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)

@@ -11,6 +11,11 @@ Floors (whole processes, like the check):
   ``sys.modules``, in the same order (what a click program that does the same work with the
   standard library would import at least).
 
+With ``--against DIR`` the other tree's check runs in the same loop, and when it imports
+another set of standard-library modules, the floor of that set too (``click + stdlib (DIR)``):
+a change that imports fewer stdlib modules lowers its own floor, so a ratio to the own floor
+alone would hide the saving.
+
 Every command runs in an interleaved loop (round i of every command before round i+1 of any,
 3 warm-up rounds), so a change of load on a shared machine hits the floors and the check
 alike. It prints the median wall and CPU time of each and the ratios of the medians, plus the
@@ -35,8 +40,9 @@ sys.path.insert(0, str(HERE))
 from bench import PY, env  # noqa: E402
 
 
-def check_modules(target: Path, cwd: Path) -> list[str]:
-    """Every module a real one-file check leaves in sys.modules, in load order."""
+def check_modules(target: Path, cwd: Path, tree: Path | None = None) -> list[str]:
+    """Every module a real one-file check leaves in sys.modules, in load order (of the check
+    of ``tree``, another trainlint tree, when given)."""
     probe = textwrap.dedent(f"""
         import sys, json, io, contextlib
         sys.argv = ["trainlint", "check", {str(target)!r}, "--no-cache"]
@@ -48,7 +54,8 @@ def check_modules(target: Path, cwd: Path) -> list[str]:
             pass
         sys.stderr.write("MODS=" + json.dumps(list(sys.modules)) + "\\n")
     """)
-    out = subprocess.run([PY, "-c", probe], cwd=cwd, env=env(), capture_output=True, text=True)
+    e = env() if tree is None else {**env(), "PYTHONPATH": str(tree)}
+    out = subprocess.run([PY, "-c", probe], cwd=cwd if tree is None else tree, env=e, capture_output=True, text=True)
     line = [x for x in out.stderr.splitlines() if x.startswith("MODS=")]
     if not line:
         raise SystemExit(f"could not list modules:\n{out.stderr}")
@@ -114,14 +121,28 @@ def main() -> None:
             "click + stdlib": [PY, str(floor_file)],
             "check --no-cache": [PY, "-m", "trainlint", "check", "--no-cache", str(f)],
         }
+        against_floor = None
         if args.against is not None:
             # run from that tree (``-m`` puts the working directory first on sys.path), the same file
             tree = args.against.resolve()
             subprocess.run([PY, "-m", "compileall", "-q", str(tree / "trainlint")], env=env(), check=False)
             named[f"check ({tree.name})"] = ["env", "--chdir", str(tree), f"PYTHONPATH={tree}",
                                               PY, "-m", "trainlint", "check", "--no-cache", str(f)]
+            # the floor of that tree's standard-library set: a change that imports fewer stdlib
+            # modules lowers its own floor too, so both checks are also compared with this one
+            their_std = [m for m in check_modules(f, ROOT, tree) if stdlib(m) and m not in sys.builtin_module_names]
+            if their_std != std:
+                against_floor = f"click + stdlib ({tree.name})"
+                their_file = floor_file.with_name(floor_file.stem + "-against.py")
+                their_file.write_text("import click\n" + floor_statement(their_std))
+                named[against_floor] = [PY, str(their_file)]
+                print(f"  {tree.name}'s check imports {len(their_std)} stdlib modules; this tree's {len(std)} "
+                      f"(only there: {', '.join(sorted(set(their_std) - set(std))) or 'none'}; "
+                      f"only here: {', '.join(sorted(set(std) - set(their_std))) or 'none'})")
         res = time_commands(named, args.runs, ROOT)
         floor_file.unlink()
+        if against_floor is not None:
+            floor_file.with_name(floor_file.stem + "-against.py").unlink()
         rule_mods = [m for m in own if m.startswith("trainlint.rules.") and m.count(".") >= 3]
         print(f"\n{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}: {len(mods)} modules, "
               f"{len(own)} trainlint ({len(rule_mods)} rule modules), {len(std)} stdlib; "
@@ -132,10 +153,20 @@ def main() -> None:
                   f"= {r['median'] / res['import click']['median']:4.2f}x / {r['median'] / base:4.2f}x wall, "
                   f"{r['cpu'] / res['import click']['cpu']:4.2f}x / {r['cpu'] / base_cpu:4.2f}x CPU "
                   "(import click / click + stdlib)")
+        if against_floor is not None:
+            theirs = res[against_floor]["cpu"]
+            for name in [n for n in res if n.startswith("check")]:
+                print(f"  {name:18s} / {against_floor}: {res[name]['cpu'] / theirs:4.2f}x CPU "
+                      f"(same-round {paired_ratio(res, name, against_floor, 'cpus'):.2f}x)")
         print(f"  same-round ratio check / click + stdlib: "
-              f"{paired_ratio(res, 'check --no-cache', 'click + stdlib'):.2f}x, "
-              f"check / import click: {paired_ratio(res, 'check --no-cache', 'import click'):.2f}x "
+              f"{paired_ratio(res, 'check --no-cache', 'click + stdlib'):.2f}x wall, "
+              f"{paired_ratio(res, 'check --no-cache', 'click + stdlib', 'cpus'):.2f}x CPU; "
+              f"check / import click: {paired_ratio(res, 'check --no-cache', 'import click'):.2f}x wall "
               f"(median of {args.runs}; load {os.getloadavg()[0]:.2f})")
+        for name in [n for n in res if n.startswith("check (")]:
+            print(f"  same-round ratio {name} / click + stdlib: "
+                  f"{paired_ratio(res, name, 'click + stdlib', 'cpus'):.2f}x CPU; check / {name}: "
+                  f"{paired_ratio(res, 'check --no-cache', name, 'cpus'):.2f}x CPU")
 
 
 if __name__ == "__main__":

@@ -716,6 +716,34 @@ def test_install_lines_the_same_from_the_reader_and_from_json(tmp_path: Path):
             assert [w for _, w in with_reader] == [f"n{i}.ipynb:cell 2", f"n{i}.ipynb:cell 2", f"n{i}.ipynb:cell 3"]
 
 
+
+def test_install_lines_of_crlf_files_as_of_lf_ones_and_no_second_decoding(tmp_path: Path, monkeypatch):
+    """A notebook or shell script saved with CRLF (or CR) line ends runs the same install
+    lines as with LF; a notebook the reader decoded in this process is not decoded again."""
+    from trainlint.knowledge import versions
+    from trainlint.sources import notebook as reader
+
+    shell = "pip install 'peft==0.2.0' \\\n  deepspeed\npython train.py\n"
+    for k, end in enumerate(("\r\n", "\r")):
+        cells = [("markdown", f"variant {k}"), ("code", '%pip install -q "transformers==4.44.2" trl\n!pip install \\\n  peft'),
+                 ("code", "%%bash\npip install accelerate==1.0.0")]
+        for suffix, text in (("ipynb", notebook(cells)), ("sh", shell)):
+            path = tmp_path / f"x{k}.{suffix}"
+            data = text.replace("\n", end).encode()
+            path.write_bytes(data)
+            if suffix == "ipynb":
+                reader.decoded_cells(data.decode())  # what the run's reading decoded
+            decodes: list = []
+            monkeypatch.setattr(reader, "_decode", lambda *a, real=reader._decode: decodes.append(a) or real(*a))
+            got = versions._install_lines(path)
+            monkeypatch.undo()
+            assert not decodes, "the cells the reader decoded are used"
+            same = tmp_path / f"lf{k}.{suffix}"
+            same.write_text(text, encoding="utf-8")
+            want = [(line, where.replace("lf", "x")) for line, where in versions._install_lines(same)]
+            assert got == want and len(got) == (3 if suffix == "ipynb" else 1), (end, suffix, got, want)
+
+
 # -- shell processes and %env as IPython runs them (issue 16 §2) --------------------------------
 
 def _launches(cells):

@@ -105,7 +105,7 @@ LAYERS = [
     ("schedulers", ["trainlint.parallel", "trainlint.cache"]),
     ("pipeline", ["trainlint.engine", "trainlint.fixing"]),
     ("report", ["trainlint.report"]),
-    ("cli", ["trainlint.cli", "trainlint.preflight", "trainlint.__main__", "trainlint.estimate_command", "trainlint.verify",
+    ("cli", ["trainlint.cli", "trainlint.cli_commands", "trainlint.preflight", "trainlint.__main__", "trainlint.estimate_command", "trainlint.verify",
              "trainlint.server"]),
 ]
 

@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trainlint.lazyre import lazy
 from trainlint.diagnostics import Severity
 
 if sys.version_info >= (3, 11):  # pragma: no cover
@@ -180,7 +181,7 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-_VERSION = re.compile(r"^v?\d+(\.\d+){0,3}((a|b|rc|\.?dev|\.?post)\d*)?(\+[\w.]+)?$", re.I)
+_VERSION = lazy(r"^v?\d+(\.\d+){0,3}((a|b|rc|\.?dev|\.?post)\d*)?(\+[\w.]+)?$", re.I)
 
 
 def _check_versions(data: dict[str, Any], path: Path | None, overrides: dict[str, Any]) -> None:

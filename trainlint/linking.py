@@ -35,6 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainlint.lazyre import lazy
 from trainlint import reads
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.record import Record, replace
@@ -108,7 +109,7 @@ def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str],
 # -- where a referenced path is ---------------------------------------------------------------
 
 FOUND, GENERATED, MISSING, ELSEWHERE, UNRESOLVED = "found", "generated", "missing", "elsewhere", "unresolved"
-_LEADING_VARS = re.compile(r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}?/)+")
+_LEADING_VARS = lazy(r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}?/)+")
 
 
 class Located(Record):

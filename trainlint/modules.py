@@ -44,6 +44,7 @@ class Modules:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._cache: dict[tuple[str, str, int], PythonFile | None] = {}
+        self._in_bases: dict[tuple[str, str], PythonFile | None] = {}  # (folder, module): ``_in_base``
         self._roots_of: dict[str, list[str]] = {}  # by folder: where an absolute import may start
         self._not_files: set[str] = set()  # paths looked at that are no file
         self._tops: dict[int, tuple[PythonFile, _Top]] = {}  # by id of the file (kept alive here)
@@ -80,7 +81,6 @@ class Modules:
         if key in self._cache:
             return self._cache[key]
         found = None
-        parts = module.split(".") if module else []
         if level > 0:
             base = os.path.dirname(from_file)
             for _ in range(level - 1):
@@ -89,16 +89,28 @@ class Modules:
         else:
             bases = self._roots(from_file)
         for base in bases:
-            stem = os.path.join(base, *parts) if parts else base
-            for cand in (stem + ".py", os.path.join(stem, "__init__.py")):
-                if parts or cand.endswith("__init__.py"):
-                    pf = self._load(cand)
-                    if pf is not None:
-                        found = pf
-                        break
+            found = self._in_base(base, module)
             if found is not None:
                 break
         self._cache[key] = found
+        return found
+
+    def _in_base(self, base: str, module: str) -> PythonFile | None:
+        """``module`` under the folder ``base`` (``a/b.py`` or ``a/b/__init__.py``; the folder's
+        own ``__init__.py`` for no module). Kept per (folder, module): an absolute import is looked
+        up from each importing folder, and the folders above it (the repository root, ``src/``)
+        are the same for every folder below them."""
+        key = (base, module)
+        if key in self._in_bases:
+            return self._in_bases[key]
+        if module:
+            stem = os.path.join(base, *module.split("."))
+            found = self._load(stem + ".py")
+            if found is None:
+                found = self._load(os.path.join(stem, "__init__.py"))
+        else:
+            found = self._load(os.path.join(base, "__init__.py"))
+        self._in_bases[key] = found
         return found
 
     def _load(self, path: str) -> PythonFile | None:
@@ -248,6 +260,12 @@ class _Top:
                 self.functions.setdefault(node.name, []).append(node)  # type: ignore[attr-defined, arg-type]
 
 
+def _module_level_bases(pf: PythonFile) -> frozenset[str]:
+    """The plain names that the module-level classes of ``pf`` derive from."""
+    return frozenset(b.id for node in pf.tree.body if type(node) is ast.ClassDef
+                     for b in node.bases if type(b) is ast.Name)
+
+
 def _might_import_repository(pf: PythonFile) -> bool:
     for node in pf.tree.body:
         if isinstance(node, ast.ImportFrom):
@@ -291,6 +309,14 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
         objects: dict[str, TrainingArgsCall] = {}
         functions: dict[str, tuple[PythonFile, ast.FunctionDef, TrainingArgsCall]] = {}
         used: list[str] = []
+        # imported dataclasses: a script uses one only if a parser reads it (``consumers.parser_uses``,
+        # ``PythonFile.dataclass_option``: "Parser" in its text, or an imported repository subclass
+        # of a parser) or it is a base of one of its module-level classes (``class_def`` of a base:
+        # the fields of a project subclass, ``_field_default``); else neither its definition nor its
+        # module is kept (peft's tests import ~100 config dataclasses through ``peft``: each joined
+        # the test's setups, where the rules ran over it again)
+        defs: list[tuple[str, tuple[PythonFile, ast.ClassDef], bool]] = []  # (local name, class, dataclass)
+        reads_dataclasses = "Parser" in pf.text
         for node in pf.tree.body:
             if isinstance(node, ast.ImportFrom):
                 for a in node.names:
@@ -308,8 +334,10 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
                             used.append(found[0].path)
                         elif _is_dataclass(found[1]) or mods.parser_base(found[0], found[1]) is not None:
                             # parsed by HfArgumentParser, or the repository's subclass of the parser
-                            pf.external_defs.setdefault(local, found)
-                            used.append(found[0].path)
+                            dataclass = _is_dataclass(found[1])
+                            defs.append((local, found, dataclass))
+                            if not dataclass:
+                                reads_dataclasses = True  # a parser: it may parse any of them
                         continue
                     obj = mods.args_object(other, a.name)
                     if obj is not None:
@@ -333,6 +361,13 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
                     if other is None or other is pf:
                         continue
                     _qualify(mods, other, pf.imports.get(top, top), qualified, used, functions)
+        bases = None if reads_dataclasses or not defs else _module_level_bases(pf)
+        for local, found, dataclass in defs:  # in the order of the imports, as ``setdefault`` keeps the first
+            if dataclass and bases is not None and local not in bases \
+                    and mods.parser_base(found[0], found[1]) is None:
+                continue
+            pf.external_defs.setdefault(local, found)
+            used.append(found[0].path)
         if used:
             pf.link_repository(classes, qualified, objects)
             if functions:

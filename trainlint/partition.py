@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from trainlint.lazyre import lazy
 from trainlint.linking import MARKDOWN_SUFFIXES, SAME_FOLDER_NAMES
 from trainlint.record import Record
 from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
@@ -80,8 +81,8 @@ class Plan(Record):
 # followed by a word character or ``-``), and does it name one of the run's non-Python files (a
 # substring). Searching all the text once per file costs files x bytes; here each text is
 # scanned once into sets, and each question is a lookup with the same answer.
-_NAME_RUN = re.compile(r"[\w.-]+")
-_PLAIN_NAME = re.compile(r"[\w.-]+\Z")
+_NAME_RUN = lazy(r"[\w.-]+")
+_PLAIN_NAME = lazy(r"[\w.-]+\Z")
 
 
 def _word(name: str) -> re.Pattern[str]:
@@ -430,7 +431,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\.*([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
 
 
-_FILE_NAME = re.compile(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
+_FILE_NAME = lazy(r"([\w.-]+\.(?:py|ipynb|sh|json|ya?ml))\b|-m\s+(?:[\w]+\.)*(\w+)")
 
 
 def _scan_text(path: str, text: str) -> str:
@@ -500,11 +501,11 @@ def _imports_between(scripts: list[Unit], parts: dict[str, set[str]] | None = No
 # the longest), and the ``-m`` branch only at a run's final ``-m``; and only a run holding one of
 # the marks below holds a match. So the marks are found first (a fast scan), and each run that
 # holds one is tried once from its start (a randomized test compares the results).
-_MARK = re.compile(r"\.(?:py|ipynb|sh|json|ya?ml)\b|-m\s")
-_NAME_AT = re.compile(r"[\w.-]+\.(?:py|ipynb|sh|json|ya?ml)\b")
-_MODULE_AT = re.compile(r"-m\s+(?:[\w]+\.)*(\w+)")
-_RUN_REST = re.compile(r"[\w.-]*")
-_UP_TO_LAST_GAP = re.compile(r".*[^\w.-]", re.S)
+_MARK = lazy(r"\.(?:py|ipynb|sh|json|ya?ml)\b|-m\s")
+_NAME_AT = lazy(r"[\w.-]+\.(?:py|ipynb|sh|json|ya?ml)\b")
+_MODULE_AT = lazy(r"-m\s+(?:[\w]+\.)*(\w+)")
+_RUN_REST = lazy(r"[\w.-]*")
+_UP_TO_LAST_GAP = lazy(r".*[^\w.-]", re.S)
 
 
 def _mentioned_names(text: str) -> set[str]:

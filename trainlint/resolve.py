@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from trainlint.lazyre import lazy
 from trainlint.config import ConfigError, Settings
 from trainlint.record import Record, _set
 from trainlint.setup import OPTION, Setup, Value
@@ -129,7 +130,7 @@ def _may_declare(folder: str) -> bool:
     return any(n.startswith(_DECLARATION_NAMES) or n.startswith("Dockerfile") for n in names)
 
 
-_WHERE = re.compile(r"^(?P<lead>installed, within )?(?P<path>[^\s:;,]+):(?P<line>\d+)$")
+_WHERE = lazy(r"^(?P<lead>installed, within )?(?P<path>[^\s:;,]+):(?P<line>\d+)$")
 
 
 def _rebased(v: Value, prefix: str) -> Value:

@@ -54,9 +54,21 @@ def is_selected(code: str, name: str, selectors: list[str]) -> bool:
 
 
 def selected(select: list[str], ignore: list[str]) -> list[dict[str, Any]]:
-    """The entries ``select`` picks and ``ignore`` does not."""
-    return [e for e in entries() if any(matches(e["code"], e["name"], s) for s in select)
-            and not any(matches(e["code"], e["name"], s) for s in ignore)]
+    """The entries ``select`` picks and ``ignore`` does not (``matches``, each selector read
+    once)."""
+    picks, skips = _selector(select), _selector(ignore)
+    return [e for e in entries() if picks(e["code"], e["name"]) and not skips(e["code"], e["name"])]
+
+
+def _selector(selectors: list[str]) -> Any:
+    """``lambda code, name: any(matches(code, name, s) for s in selectors)``."""
+    kept = [s.strip() for s in selectors]
+    kept = [s for s in kept if s]
+    if any(s.upper() == "ALL" for s in kept):
+        return lambda code, name: True
+    prefixes = tuple(s.upper() for s in kept)
+    names = {s.lower() for s in kept}
+    return lambda code, name: code.upper().startswith(prefixes) or name in names
 
 
 def _active(entry: dict[str, Any], settings: Any) -> bool:
@@ -144,7 +156,7 @@ def can_trigger(entry: dict[str, Any], present: set[str], tokens: Any = None) ->
     trigger names ``present`` occur (substrings); ``tokens()`` gives the words of the setup's
     texts (``words_of``), for a rule with ``index_words()`` or ``fires_on``."""
     triggers = entry["triggers"]
-    if triggers is not None and not any(t in present for t in triggers):
+    if triggers is not None and present.isdisjoint(triggers):
         return False
     if tokens is None:
         return True

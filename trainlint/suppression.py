@@ -17,16 +17,17 @@ import re
 from typing import TYPE_CHECKING
 
 from trainlint.diagnostics import Diagnostic
+from trainlint.lazyre import lazy
 from trainlint.rule_index import is_selected
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.workspace import Workspace
 
-_DISABLE = re.compile(r"#\s*trainlint:\s*disable=([\w\-, ]+)", re.IGNORECASE)
+_DISABLE = lazy(r"#\s*trainlint:\s*disable=([\w\-, ]+)", re.IGNORECASE)
 # compiled on first use (re's cache): a text is searched only when it holds the word
 _DISABLE_FILE = r"#\s*trainlint:\s*disable-file=([\w\-, ]+)"
 _DISABLE_NEXT = r"^\s*#\s*trainlint:\s*disable-next=([\w\-, ]+)"
-_NOQA = re.compile(r"#\s*noqa(?::\s*([\w\-, ]+))?", re.IGNORECASE)
+_NOQA = lazy(r"#\s*noqa(?::\s*([\w\-, ]+))?", re.IGNORECASE)
 
 
 def _codes(text: str) -> list[str]:
@@ -95,10 +96,13 @@ class Suppressions:
             text = lines[ln - 1]
             if "#" not in text:
                 continue
-            m = _DISABLE.search(text)
+            # an ASCII line holds a comment only with its word (case aside): most lines with a
+            # ``#`` hold neither, and the patterns are not compiled for them
+            low = text.lower() if text.isascii() else None
+            m = _DISABLE.search(text) if low is None or "trainlint" in low else None
             if m and is_selected(d.code, d.name, _codes(m.group(1))):
                 return True
-            m = _NOQA.search(text)
+            m = _NOQA.search(text) if low is None or "noqa" in low else None
             if m:
                 if m.group(1) is None:
                     return True

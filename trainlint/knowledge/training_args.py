@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from trainlint.lazyre import lazy
 from trainlint.record import Row
 
 __all__ = [
@@ -168,19 +169,24 @@ class Rename(Row):
 # versions
 
 
-_VERSION_RE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)(.*)$")
+_VERSION_RE = lazy(r"^\s*v?(\d+(?:\.\d+)*)(.*)$")
 
 
 @lru_cache(maxsize=4096)
 def vkey(version: str) -> tuple:
     """A sort key for a version string: numeric release parts, then pre-release < release."""
-    m = _VERSION_RE.match(str(version))
-    if not m:
-        raise ValueError(f"not a version: {version!r}")
-    nums = [int(p) for p in m.group(1).split(".")]
+    text = str(version)
+    parts = text.split(".")
+    if all(p.isascii() and p.isdigit() for p in parts):  # a plain release (``4.46.0``): no pattern
+        nums, rest = [int(p) for p in parts], ""
+    else:
+        m = _VERSION_RE.match(text)
+        if not m:
+            raise ValueError(f"not a version: {version!r}")
+        nums = [int(p) for p in m.group(1).split(".")]
+        rest = m.group(2).strip().lower()
     while len(nums) < 3:
         nums.append(0)
-    rest = m.group(2).strip().lower()
     # x.y.z < x.y.z.post1; x.y.z.dev0 / rc1 / a1 / b1 < x.y.z
     pre = -1 if rest and not rest.lstrip(".").startswith("post") and not rest.startswith("+") else 0
     return (*nums, pre)

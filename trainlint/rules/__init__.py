@@ -13,7 +13,6 @@ only the modules of the selected rules.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from functools import lru_cache
 
 from trainlint.rule_index import entries, is_selected, matches
@@ -26,6 +25,8 @@ __all__ = ["Case", "NoOptions", "Rule", "all_rules", "discover_rules", "get_rule
 def discover_rules() -> tuple[type[Rule], ...]:
     """Every rule class defined in this package or a sub-package, found by importing them all
     (for the index generator and its test), ordered by code."""
+    import pkgutil
+
     found: dict[str, type[Rule]] = {}
     for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
         leaf = info.name.rsplit(".", 1)[-1]

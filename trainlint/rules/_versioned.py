@@ -694,7 +694,7 @@ def _allowed_low(setup: Setup, package: str, path: str | None) -> tuple[str, str
         reads.note(folder / "pyproject.toml")
         reads.note(folder / "setup.py")
         reads.note_isdir(folder / ".git")
-        files = [folder / "pyproject.toml", folder / "setup.py", *folder.glob(versions.REQUIREMENT_GLOB)]
+        files = [folder / "pyproject.toml", folder / "setup.py", *versions.requirement_files(folder)]
         if any(p.is_file() for p in files):
             stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in files if p.is_file()))
             low = _oldest_cached(str(folder), stamp, package)

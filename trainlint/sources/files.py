@@ -61,9 +61,6 @@ class TextFile(Record):
         return data
 
 
-_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
-
-
 class ParsedFile(Record):
     """A file read for the run, with its kind and parsed document."""
 

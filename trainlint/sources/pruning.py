@@ -32,15 +32,17 @@ import re
 from array import array
 from typing import Iterator
 
+from trainlint.lazyre import lazy
+
 LARGE_MODULE_CHARS = 1_000_000  # below this a module is parsed whole, as it is
 PIECE_CHARS = 64 * 1024
 KEEP_ALL_ABOVE = 0.9  # kept lines above this share of the module: read it as it is
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
+_LINE_END = lazy(r"\r\n|\r|\n")
 # a line where a top-level statement can start: code in column 0 that does not continue the
 # statement before it (a clause of a compound statement, a closing bracket)
-_CUT = re.compile(r"^(?![\s#)\]}])(?!(?:else|elif|except|finally)\b)", re.M)
-_WORD = re.compile(r"[^\W\d]\w*")
+_CUT = lazy(r"^(?![\s#)\]}])(?!(?:else|elif|except|finally)\b)", re.M)
+_WORD = lazy(r"[^\W\d]\w*")
 _ALWAYS = ("import", "__name__", "__all__")
 
 

@@ -22,6 +22,7 @@ import operator
 import re
 from typing import Any, Iterator
 
+from trainlint.lazyre import lazy
 from trainlint.diagnostics import Span
 from trainlint.record import Record, Row
 from trainlint.sources import pruning
@@ -68,10 +69,16 @@ def _lib_class(qualname: str) -> tuple[str, str] | None:
 # --- scopes and bindings -------------------------------------------------------------------
 
 
-_AST_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_AST_LINE = lazy(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 # the line breaks of ``str.splitlines`` that ast does not break lines at: without them in a
 # text, both splits are the same list
-_OTHER_BREAK = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # one ``in`` each: no pattern to compile
+
+
+def _other_break_in(text: str) -> bool:
+    return any(c in text for c in _OTHER_BREAKS)
+
+
 _AST = ast.AST
 # Leaf singletons (Load/Store, operators): nothing under them, never asked about.
 _LEAF_TYPES = frozenset(c for base in (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
@@ -405,7 +412,7 @@ class PythonFile:
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            if self._ast_lines is not None and _OTHER_BREAK.search(self.text) is None:
+            if self._ast_lines is not None and not _other_break_in(self.text):
                 self._lines = self._ast_lines  # the same split: one list, not two
             else:
                 self._lines = self.text.splitlines(keepends=True)
@@ -450,7 +457,7 @@ class PythonFile:
         if end_col is None:
             return ""
         if self._ast_lines is None:  # the line split ast uses: \r\n, \r, \n
-            if self._lines is not None and _OTHER_BREAK.search(self.text) is None:
+            if self._lines is not None and not _other_break_in(self.text):
                 self._ast_lines = self._lines  # ``lines`` split the same: one list, not two
             else:
                 self._ast_lines = _AST_LINE.findall(self.text)

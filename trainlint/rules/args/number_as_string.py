@@ -6,18 +6,30 @@ import json
 import re
 from typing import Iterator
 
+from trainlint.lazyre import lazy
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._versioned import SiteRule, fields_for
 from trainlint.rules.base import Case
 from trainlint.setup import ARGSFILE, PYTHON, ArgsSite, Setup, Value
 
 # A decimal number as people write it: 5e-5, 1E3, 2.5e3, .5, 1_000, -0.1.
-_NUMBER = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?$")
+_NUMBER = lazy(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?$")
 # compiled on first use (re's cache): only a fix writes a number
 _JSON_NUMBER = r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$"
 _PYTHON_NUMBER = r"^(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?$"
 _SCIENTIFIC = r"^([-+]?)([0-9]+)(?:\.([0-9]*))?([eE])([-+]?)([0-9]+)$"
-_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_WORD = lazy(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def _may_be_number(text: str) -> bool:
+    """What ``_NUMBER`` needs first: a sign or none, then a digit or a dot and a digit (most
+    string values fail here, and the pattern is not compiled for them)."""
+    rest = text[1:] if text[:1] in ("+", "-") else text
+    head = rest[1:2] if rest[:1] == "." else rest[:1]
+    return head in _DIGITS
+
+
+_DIGITS = frozenset("0123456789")
 
 HF_SCRIPT = ("import sys\nfrom transformers import HfArgumentParser, TrainingArguments\n"
              "parser = HfArgumentParser((TrainingArguments,))\n"
@@ -134,7 +146,7 @@ class NumberReadAsString(SiteRule):
                 continue
             text = v.value.strip()
             f = fields.get(name)
-            if f is None or not f.init or not _NUMBER.match(text):
+            if f is None or not f.init or not _may_be_number(text) or not _NUMBER.match(text):
                 continue
             kinds = numeric_kinds(f.type)
             if not kinds:

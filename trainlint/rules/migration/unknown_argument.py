@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
@@ -159,6 +158,8 @@ class UnknownArgument(Rule):
                 guesses = []
             others = parser_dataclasses(setup) if site.call is None else ([], [])
             if not guesses and (others[0] or others[1]):
+                import difflib  # only for a near miss
+
                 valid = valid_names(setup, site) or frozenset()
                 guesses = difflib.get_close_matches(name, sorted(valid), n=3, cutoff=0.8)
             if value.origin == "flag":

@@ -6,6 +6,7 @@ import ast
 import re
 from typing import Iterable
 
+from trainlint.lazyre import lazy
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.fixing.python_edits import (
     add_keyword,
@@ -231,7 +232,7 @@ def _is_call_result(pf: PythonFile, expr: ast.AST, call: ast.Call, scope: Scope)
     return False
 
 
-_INFERENCE_NAMES = re.compile(r"predict|infer|generat|evaluat|^eval|^test|score|serve|demo|chat", re.I)
+_INFERENCE_NAMES = lazy(r"predict|infer|generat|evaluat|^eval|^test|score|serve|demo|chat", re.I)
 
 
 def _train_calls(pf: PythonFile) -> list[CallSite]:

@@ -1,0 +1,113 @@
+"""Issue 18: module lookups kept per folder give each importing folder its own module; a dataclass imported from another repository module is linked (its definition
+kept, its module joined to the script's setups) only where the script can read it: a parser
+of the script (``HfArgumentParser``/``TrlParser`` in its text, or an imported repository
+subclass of one) or a module-level class of the script that derives from it. Each test below
+is a case where the link matters, and must still give the finding; the last checks that a
+script that cannot read it no longer carries its module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import lint_folder, write_files
+
+from trainlint.config import load_settings
+from trainlint.modules import link_modules
+from trainlint.resolve import build_setups, read_workspace
+
+EXTRA = ("from dataclasses import dataclass, field\n\n\n@dataclass\nclass Extra:\n"
+         "    lora_r: int = 8\n    log_every: int = field(default=1)\n")
+
+
+def _found(result, code: str):
+    return [d for d in result.diagnostics if d.code == code]
+
+
+def test_a_parser_reads_the_imported_dataclass(tmp_path):
+    # "Parser" in the script's text: the field default crosses the module (TL201 at the use)
+    write_files(tmp_path, {
+        ".git/HEAD": "x\n", "arguments.py": EXTRA,
+        "train.py": "from transformers import HfArgumentParser, TrainingArguments, Trainer\n"
+                    "from arguments import Extra\n"
+                    "parser = HfArgumentParser((Extra, TrainingArguments))\n"
+                    "extra, _ = parser.parse_args_into_dataclasses()\n"
+                    "args = TrainingArguments(output_dir='o', logging_steps=extra.log_every)\n"
+                    "Trainer(model=m, args=args).train()\n"})
+    (d,) = _found(lint_folder(tmp_path), "TL201")
+    assert d.path.endswith("train.py") and d.line == 5
+
+
+def test_a_repository_parser_whose_name_has_no_parser_in_it(tmp_path):
+    # the script's text never says "Parser": the imported parser subclass reads the dataclass,
+    # whose fields make the args file's keys known, so its typo is an unknown argument
+    write_files(tmp_path, {
+        ".git/HEAD": "x\n", "arguments.py": EXTRA,
+        "reading.py": "from transformers import HfArgumentParser\n\n\nclass ArgReader(HfArgumentParser):\n    pass\n",
+        "train.py": "import sys\nfrom transformers import TrainingArguments, Trainer\n"
+                    "from reading import ArgReader\nfrom arguments import Extra\n"
+                    "reader = ArgReader((Extra, TrainingArguments))\n"
+                    "extra, args = reader.parse_yaml_file(sys.argv[1])\n"
+                    "Trainer(model=m, args=args).train()\n",
+        "run.sh": "python train.py config.yaml\n",
+        "config.yaml": "output_dir: o\nlora_r: 4\nlearning_rat: 0.0001\n"})
+    r = lint_folder(tmp_path, options={"transformers_version": "4.57.1"})
+    found = _found(r, "TL602")
+    assert [d.path.endswith("config.yaml") and "learning_rat" in d.message for d in found] == [True]
+    settings = load_settings(tmp_path)
+    ws = read_workspace([tmp_path], settings, {})
+    uses = link_modules(ws)
+    assert any(p.endswith("arguments.py") for p in uses[str(tmp_path / "train.py")])
+
+
+def test_a_local_subclass_of_the_imported_dataclass(tmp_path):
+    # no parser: ``class MyArgs(TrainingArguments, Extra)`` takes Extra's fields, so
+    # ``lora_r`` is accepted and ``lora_rr`` is not (without Extra's fields nothing is judged)
+    write_files(tmp_path, {
+        ".git/HEAD": "x\n", "arguments.py": EXTRA,
+        "train.py": "from dataclasses import dataclass\nfrom transformers import TrainingArguments, Trainer\n"
+                    "from arguments import Extra\n\n\n@dataclass\nclass MyArgs(TrainingArguments, Extra):\n"
+                    "    pass\n\n\nargs = MyArgs(output_dir='o', lora_r=4, lora_rr=2)\n"
+                    "Trainer(model=m, args=args).train()\n"})
+    r = lint_folder(tmp_path, options={"transformers_version": "4.57.1"})
+    (d,) = _found(r, "TL602")
+    assert d.path.endswith("train.py") and "lora_rr" in d.message
+
+
+def test_a_script_that_cannot_read_it_does_not_carry_its_module(tmp_path):
+    # peft's tests build ``LoraConfig(...)`` (a dataclass of the package) beside a Trainer: no
+    # parser reads it, so its module is not one of the test's setup files; with a parser it is
+    write_files(tmp_path, {
+        ".git/HEAD": "x\n", "arguments.py": EXTRA,
+        "build.py": "from transformers import TrainingArguments, Trainer\nfrom arguments import Extra\n"
+                         "cfg = Extra(lora_r=4)\n"
+                         "Trainer(model=m, args=TrainingArguments(output_dir='o', logging_steps=1)).train()\n",
+        "train.py": "from transformers import HfArgumentParser, TrainingArguments, Trainer\n"
+                    "from arguments import Extra\n"
+                    "extra, args = HfArgumentParser((Extra, TrainingArguments)).parse_args_into_dataclasses()\n"
+                    "Trainer(model=m, args=args).train()\n"})
+    settings = load_settings(tmp_path)
+    ws = read_workspace([tmp_path], settings, {})
+    setups = build_setups(ws, settings)
+    by_script = {Path(s.scripts[0].path).name: s for s in setups if s.scripts}
+    assert not any(p.endswith("arguments.py") for p in by_script["build.py"].files)
+    assert any(p.endswith("arguments.py") for p in by_script["train.py"].files)
+    r = lint_folder(tmp_path)
+    assert [d.line for d in _found(r, "TL201") if d.path.endswith("build.py")] == [4]
+
+
+def test_the_same_import_from_two_folders_finds_each_folders_module(tmp_path):
+    # ``from config import ta`` in a/ finds a/config.py, in b/ the root's config.py: the lookup
+    # of the root's folder is kept and shared, the folder's own is not
+    ta = "from transformers import TrainingArguments\nta = TrainingArguments(output_dir='o', logging_steps={})\n"
+    main = "from transformers import Trainer\nfrom config import ta\nTrainer(model=m, args=ta).train()\n"
+    write_files(tmp_path, {".git/HEAD": "x\n", "config.py": ta.format(1), "a/config.py": ta.format(500),
+                           "a/main.py": main, "b/main.py": main, "c/main.py": main})
+    settings = load_settings(tmp_path)
+    ws = read_workspace([tmp_path], settings, {})
+    setups = build_setups(ws, settings)
+    got = {}
+    for s in setups:
+        if s.scripts and s.scripts[0].path.endswith("main.py"):
+            (site,) = [x for x in s.sites if x.path.endswith("config.py")]
+            got[Path(s.scripts[0].path).parent.name] = (Path(site.path).parent.name, site.values["logging_steps"].value)
+    assert got == {"a": ("a", 500), "b": (tmp_path.name, 1), "c": (tmp_path.name, 1)}
