@@ -540,3 +540,20 @@ def test_a_missing_config_in_a_real_folder_name_is_still_reported(tmp_path, conf
                             "run.sh": f"torchrun --nproc_per_node 2 train.py --deepspeed {config} --logging_steps 10\n"})
     (d,) = _found(_lint(root), "TL004")
     assert d.severity is not Severity.INFO and "placeholder" not in d.message, d.message
+
+
+def test_an_ellipsis_placeholder_in_a_launch_template_is_info(tmp_path):
+    """BELLE's run_dpo.sh: `deepspeed_config=...` and `--deepspeed ${deepspeed_config}`, paths
+    written `/.../${model_name}`: an ellipsis to fill in, not a missing file; `..` is still the
+    parent folder, and a real missing config is still reported as missing."""
+    run = ("deepspeed_config=...\nmodel=/.../llama\n"
+           "torchrun --nproc_per_node 8 train.py --model_name_or_path ${model} --deepspeed ${deepspeed_config} "
+           "--output_dir out\n")
+    script = ("from transformers import HfArgumentParser, TrainingArguments\n"
+              "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n")
+    root = _repo(tmp_path, {"scripts/run.sh": run, "scripts/train.py": script})
+    (d,) = _found(_lint(root), "TL004")
+    assert d.severity is Severity.INFO and "'...' in it is a placeholder" in d.message, d.message
+    (root / "scripts/run.sh").write_text(run.replace("deepspeed_config=...", "deepspeed_config=../configs/ds.json"))
+    (d,) = _found(_lint(root), "TL004")
+    assert d.severity is not Severity.INFO and "'../configs/ds.json' does not exist" in d.message, d.message

@@ -64,3 +64,32 @@ def test_an_evidence_config_with_a_bos_token_is_refused(monkeypatch):
     monkeypatch.setattr(gen, "FAMILIES", [fam])
     with pytest.raises(SystemExit, match="no evidence"):
         gen.build()
+
+
+def test_tokenizer_defaults_are_what_the_installed_transformers_declares():
+    """tokenizer_defaults.json (scripts/gen_tokenizer_defaults.py) against the installed classes:
+    the generator's output in a fresh interpreter (other tests patch transformers in this one),
+    and a tiny LlamaTokenizer built here has the tokens in its vocabulary."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import transformers
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", "import json, sys; sys.path.insert(0, 'scripts'); "
+                          "import gen_tokenizer_defaults as g; print(json.dumps(g.build()))"],
+                         cwd=root, capture_output=True, text=True, check=True).stdout
+    built = json.loads(out)
+    stored = json.loads((root / "trainlint" / "knowledge" / "data" / "tokenizer_defaults.json").read_text("utf-8"))
+    if built["transformers"] == stored["transformers"]:
+        assert built == stored
+    from trainlint.knowledge.tokenizer_facts import class_default_tokens
+
+    assert class_default_tokens("LlamaTokenizer") == frozenset({"<s>", "</s>", "<unk>"})
+    assert class_default_tokens("AutoTokenizer") is None
+    tok = transformers.LlamaTokenizer(vocab={"<unk>": 0, "<s>": 1, "</s>": 2, "a": 3}, merges=[])
+    before = len(tok)
+    assert tok.add_special_tokens({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}) == 0
+    assert len(tok) == before

@@ -316,7 +316,33 @@ class Setup(Record):
         """Whether rules judge ``site`` (it is one of ``sites``): for rules that reach a site
         through a script's calls rather than through ``sites``."""
         c = site.consumer  # None: the library class itself, which requires nothing (``reader``)
-        return c is None or (c.kind == LIBRARY and (not c.requires or self._satisfied(c.requires)))
+        if not (c is None or (c.kind == LIBRARY and (not c.requires or self._satisfied(c.requires)))):
+            return False
+        return self._class_at_target(site.class_name)
+
+    def _class_at_target(self, class_name: str) -> bool:
+        """Whether the TRL class ``class_name`` exists in the target TRL release (a
+        transformers class, or an unknown target, counts as present). A class the target no
+        longer (or not yet) has reads nothing there: the import fails (``removed-import``),
+        and which release the values were written for is not known, so they are not judged."""
+        trl = self.target_trl
+        if not trl or not class_name.endswith("Config"):
+            return True
+        present = _TRL_CLASSES_AT.get(trl)
+        if present is None:
+            from trainlint.knowledge import training_args as ta
+
+            if not ta.is_trl_class(class_name):
+                return True
+            try:
+                present = _TRL_CLASSES_AT[trl] = frozenset(ta.trl_classes(trl))
+            except Exception:  # noqa: BLE001 - a target the data cannot place: judge as before
+                return True
+        if class_name in present:
+            return True
+        from trainlint.knowledge import training_args as ta
+
+        return not ta.is_trl_class(class_name)
 
     def target_of(self, package: str) -> str | None:
         if package == "transformers":
@@ -389,6 +415,7 @@ class Setup(Record):
 
 
 _MAJOR_MINOR: dict[str, tuple[int, int]] = {}
+_TRL_CLASSES_AT: dict[str, frozenset[str]] = {}  # target TRL release -> the config classes it has
 
 
 def _major_minor(text: str) -> tuple[int, int]:

@@ -24,3 +24,16 @@ def adds_no_bos(model_id: str) -> bool:
         if mid in ids or (org and org in orgs) or (prefixes and name.startswith(prefixes)):
             return True
     return False
+
+
+@lru_cache(maxsize=1)
+def _class_defaults() -> dict[str, frozenset[str]]:
+    data = json.loads((Path(__file__).resolve().parent / "data" / "tokenizer_defaults.json").read_text(encoding="utf-8"))
+    return {cls: frozenset(roles.values()) for cls, roles in data["classes"].items()}
+
+
+def class_default_tokens(class_name: str) -> frozenset[str] | None:
+    """The special tokens the transformers tokenizer class ``class_name`` declares by default
+    (``LlamaTokenizer``: ``<s>``, ``</s>``, ``<unk>``), which its vocabulary holds; None for a
+    class the data does not describe (``AutoTokenizer``: the class is the checkpoint's)."""
+    return _class_defaults().get(class_name)

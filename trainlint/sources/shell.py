@@ -169,8 +169,9 @@ def has_placeholder(text: str) -> bool:
 
 # A template's filler, written in before a run: smollm's accelerate config template names
 # ``./experiments/pretraining/vloom/xxxx/ds_config.json``; READMEs and scripts write
-# ``YOUR_DATA_DIR/train.json``, ``your-output/ds.json``, ``path_to_config/ds.json``, ``path/to/ds.json``
-_FILLER = re.compile(r"x{3,}|X{3,}|(?i:your)(?:[_-]\w*)?|(?i:path[_-]to)(?:[_-]\w*)?")
+# ``YOUR_DATA_DIR/train.json``, ``your-output/ds.json``, ``path_to_config/ds.json``, ``path/to/ds.json``;
+# BELLE's run_dpo.sh writes ``deepspeed_config=...`` and ``/.../${model_name}`` (an ellipsis, never ``..``)
+_FILLER = re.compile(r"x{3,}|X{3,}|(?i:your)(?:[_-]\w*)?|(?i:path[_-]to)(?:[_-]\w*)?|\.{3,}|\u2026+")
 
 
 def filler_folder(path: str) -> str | None:

@@ -21,6 +21,8 @@ class DeviceMapDistributed(Rule):
     Flags `from_pretrained(..., device_map="auto")` (or `"balanced"`, `"balanced_low_0"`,
     `"sequential"`) in a script that its launch line starts as several processes (torchrun,
     accelerate launch, deepspeed with more than one process), or that trains with DeepSpeed.
+    The model a `Trainer` trains is left to `device-map-multi-process` (TL103), which names
+    the Trainer: one finding per call.
 
     ## Why is this bad?
     `device_map` splits one model over the GPUs of one process (naive model parallelism);
@@ -56,12 +58,17 @@ class DeviceMapDistributed(Rule):
 
     cases = [
         Case(files={"run.sh": "torchrun --nproc_per_node 4 train.py\n",
+                    "train.py": "from accelerate import Accelerator\nfrom transformers import AutoModel\n"
+                                "model = AutoModel.from_pretrained('m', device_map='auto')\n"
+                                "model = Accelerator().prepare(model)\n"},
+             fixed="from accelerate import Accelerator\nfrom transformers import AutoModel\n"
+                   "model = AutoModel.from_pretrained('m')\nmodel = Accelerator().prepare(model)\n"),
+        # must not flag
+        Case(files={"run.sh": "torchrun --nproc_per_node 4 train.py\n",
                     "train.py": "from transformers import AutoModel, Trainer\n"
                                 "model = AutoModel.from_pretrained('m', device_map='auto')\n"
                                 "Trainer(model=model)\n"},
-             fixed="from transformers import AutoModel, Trainer\nmodel = AutoModel.from_pretrained('m')\n"
-                   "Trainer(model=model)\n"),
-        # must not flag
+             flags=False, note="the model a Trainer trains: device-map-multi-process (TL103) reports it, once"),
         Case(files={"run.sh": "python train.py\n",
                     "train.py": "from transformers import AutoModel, Trainer\n"
                                 "model = AutoModel.from_pretrained('m', device_map='auto')\n"
@@ -82,13 +89,14 @@ class DeviceMapDistributed(Rule):
 
         why = f"{world} processes ({where(setup.world_size)})" if world and world > 1 and setup.world_size \
             else "DeepSpeed"
+        covered = _trained_by_trainer(setup)
         for pf in setup.scripts:
             for cs in pf.calls:
                 f = cs.node.func
                 if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
                     continue
                 kw = pf.keyword(cs.node, "device_map")
-                if kw is None:
+                if kw is None or id(cs.node) in covered:
                     continue
                 val = pf.resolve(kw.value, cs.scope).value
                 if not isinstance(val, str) or val not in DEVICE_MAPS:
@@ -99,3 +107,19 @@ class DeviceMapDistributed(Rule):
                                       f"distributed mode; let the Trainer place it",
                                       edits=[remove_argument(pf, cs.node, kw)], fix_message="remove device_map")
 
+
+def _trained_by_trainer(setup: Setup) -> set[int]:
+    """The ``from_pretrained`` calls (ids) that device-map-multi-process (TL103) reports: the
+    model a Trainer trains in a multi-process run. One finding per call: that rule says more
+    (the Trainer that trains it, the quantized-model advice)."""
+    from trainlint.analysis import multi_process, trainer_contexts
+
+    out: set[int] = set()
+    for ctx in trainer_contexts(setup):
+        if ctx.flow is None or multi_process(setup, ctx.sites) is None:
+            continue
+        for ld in ctx.flow.loads:
+            dm = ld.kw("device_map")
+            if dm is not None and isinstance(dm.value, str) and dm.value in DEVICE_MAPS:
+                out.add(id(ld.call))
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
@@ -15,7 +16,10 @@ class MultiGpuPlainPython(Rule):
     ## What it does
     Flags a launch line that runs a Trainer script with plain `python` when the setup has more
     than one GPU (`CUDA_VISIBLE_DEVICES` on the line lists several, or `--gpus N`), with or
-    without a DeepSpeed config.
+    without a DeepSpeed config. A script that spreads its model over the GPUs itself
+    (`from_pretrained(..., device_map="auto")`, `"balanced"`, `"sequential"`, even under a
+    condition) is naive model parallelism in one process, which is what plain `python` is for:
+    the Trainer sees the model's `hf_device_map` and does not wrap it in `DataParallel`.
 
     ## Why is this bad?
     One process sees all the GPUs and the Trainer falls back to `torch.nn.DataParallel`: one
@@ -69,6 +73,24 @@ class MultiGpuPlainPython(Rule):
              flags=False),
         Case(files={"run.sh": "CUDA_VISIBLE_DEVICES=0 python train.py\n", "train.py": "from transformers import Trainer\n"},
              flags=False),
+        Case(files={"run.sh": "export CUDA_VISIBLE_DEVICES=0,1\npython main.py --output_dir out --model_parallel True\n",
+                    "main.py": "from transformers import AutoModel, Seq2SeqTrainer\n"
+                               "if args.model_parallel:\n"
+                               "    model = AutoModel.from_pretrained('m', device_map='auto')\n"
+                               "else:\n    model = AutoModel.from_pretrained('m')\n"
+                               "Seq2SeqTrainer(model=model)\n"},
+             flags=False, note="zero_nlp's chatglm_v2_6b_lora: naive model parallelism over the two GPUs"),
+        Case(files={"run.sh": "CUDA_VISIBLE_DEVICES=0,1,2 python train.py --output_dir out\n",
+                    "train.py": "from transformers import AutoModelForCausalLM, Trainer\n"
+                                "dm = 'balanced'\n"
+                                "model = AutoModelForCausalLM.from_pretrained('m', device_map=dm)\n"
+                                "Trainer(model=model)\n"},
+             flags=False, note="a device map through a variable"),
+        Case(files={"run.sh": "CUDA_VISIBLE_DEVICES=0,1 python train.py --output_dir out\n",
+                    "train.py": "from transformers import AutoModelForCausalLM, Trainer\n"
+                                "model = AutoModelForCausalLM.from_pretrained('m', device_map={'': 0})\n"
+                                "Trainer(model=model)\n"},
+             note="a device map that keeps the model on one GPU: DataParallel over both"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -88,7 +110,7 @@ class MultiGpuPlainPython(Rule):
         elif setup.world_size is not None and isinstance(setup.world_size.value, int):
             n = setup.world_size.value
             source = f"--gpus {n}"
-        if n is None or n < 2:
+        if n is None or n < 2 or any(_spreads_model(pf) for pf in setup.scripts):
             return
         span = launch.launcher_span
         edits = [span.edit(f"torchrun --nproc_per_node {n}")] if span.line == span.end_line else None
@@ -103,3 +125,20 @@ class MultiGpuPlainPython(Rule):
         yield self.diagnostic(span, message,
                               edits=edits, fix_message=f"launch with torchrun --nproc_per_node {n}")
 
+
+_SPREADING = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+
+
+def _spreads_model(pf) -> bool:
+    """A ``from_pretrained(..., device_map="auto")``-like call in the script."""
+    for cs in pf.calls:
+        f = cs.node.func
+        if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
+            continue
+        kw = pf.keyword(cs.node, "device_map")
+        if kw is None:
+            continue
+        value = pf.resolve(kw.value, cs.scope).value
+        if isinstance(value, str) and value in _SPREADING:
+            return True
+    return False

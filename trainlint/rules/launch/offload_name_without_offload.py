@@ -24,7 +24,9 @@ class OffloadNameWithoutOffload(Rule):
     ## What it does
     Flags a DeepSpeed JSON (or an accelerate YAML with a DeepSpeed block) whose file name says
     `offload` (`ds_zero3_offload.json`, `zero2_cpu_offload.yaml`) while none of its offload
-    devices is `cpu` or `nvme` (`offload_optimizer`/`offload_param` absent or `"none"`).
+    devices is `cpu` or `nvme` (`offload_optimizer`/`offload_param` absent or `"none"`). A name
+    that negates the word (`ds_zero2_no_offload.json`, `zero3_without_offload.json`,
+    `nooffload`, `offload_none`) says the file offloads nothing, and is not reported.
 
     ## Why is this bad?
     The file does not do what its name says: a launch that picks it to fit a model in memory
@@ -69,11 +71,20 @@ class OffloadNameWithoutOffload(Rule):
         Case(files={"zero3_offload.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
                                           "deepspeed_config:\n  zero_stage: 3\n  offload_param_device: cpu\n"
                                           "num_processes: 2\n"}, flags=False),
+        Case(files={"ds_zero2_no_offload.json": '{"zero_optimization": {"stage": 2}}\n'}, flags=False,
+             note="Chinese-LLaMA-Alpaca-2: named for no offload"),
+        Case(files={"zero3-without-offload.json": '{"zero_optimization": {"stage": 3}}\n'}, flags=False),
+        Case(files={"ds_zero3_nooffload.json": '{"zero_optimization": {"stage": 3}}\n'}, flags=False),
+        Case(files={"zero2_offload_none.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+                                               "deepspeed_config:\n  zero_stage: 2\n  offload_optimizer_device: none\n"
+                                               "num_processes: 2\n"}, flags=False),
+        Case(files={"ds_no_fp16_offload.json": '{"zero_optimization": {"stage": 3}}\n'},
+             note="the negation is of another word"),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         ds = setup.extra.get("deepspeed")
-        if ds is not None and any(w in Path(ds.path).name.lower() for w in WORDS):
+        if ds is not None and named_for_offload(Path(ds.path).name):
             devs = [_device(ds.offload_device(w)) for w in ("optimizer", "param")]
             if all(d is None or d in NONE for d in devs):
                 node = ds.zero_optimization or ds.root
@@ -82,7 +93,7 @@ class OffloadNameWithoutOffload(Rule):
                                       "offload_optimizer/offload_param device cpu or nvme): check that the file does "
                                       "what its name says")
         acc = setup.extra.get("accelerate")
-        if acc is None or acc.deepspeed_config is None or not any(w in Path(acc.path).name.lower() for w in WORDS):
+        if acc is None or acc.deepspeed_config is None or not named_for_offload(Path(acc.path).name):
             return
         if acc.deepspeed_config_file is not None:
             return
@@ -93,3 +104,25 @@ class OffloadNameWithoutOffload(Rule):
                                   f"{Path(acc.path).name} is named for offload but its deepspeed_config offloads "
                                   "nothing (offload_optimizer_device/offload_param_device none): check that the file "
                                   "does what its name says")
+
+
+
+_NEGATIONS = ("no", "non", "not", "without", "wo", "disable", "disabled")
+_NEGATED_AFTER = ("none", "off", "false", "disabled")
+
+
+def named_for_offload(file_name: str) -> bool:
+    """The file name says the config offloads: a word ``offload`` that no negation next to it
+    turns around (``no_offload``, ``without-offload``, ``nooffload``, ``offload_none``)."""
+    import re
+
+    words = re.findall(r"[a-z0-9]+", file_name.lower())
+    for i, w in enumerate(words):
+        if not any(k in w for k in WORDS):
+            continue
+        head = w[: w.index("offload")] if "offload" in w else ""
+        negated = head in _NEGATIONS or (i > 0 and words[i - 1] in _NEGATIONS and not head) \
+            or (i + 1 < len(words) and words[i + 1] in _NEGATED_AFTER)
+        if not negated:
+            return True
+    return False

@@ -90,6 +90,28 @@ def _model_helper_method(pf: PythonFile, name: str, scope) -> bool:
     return any(n.endswith(_MODEL_CLASS_ENDS) for n in names)
 
 
+# how a template writes the BOS token: the variable, or the token of a family spelled out
+_BOS_MARKS = ("bos_token", "<s>", "<|begin_of_text|>", "<bos>", "<|startoftext|>", "<\uff5cbegin\u2581of\u2581sentence\uff5c>")
+
+
+def _own_template_writes_no_bos(pf: PythonFile, tmpl: ast.Call, tok: str, scope) -> bool:
+    """The template is the script's own text (``chat_template=`` of the call, else every
+    ``tok.chat_template = "..."`` of the file) and none of it writes a BOS token (a zephyr-style
+    ``'<|user|>\\n' + message['content'] + eos_token``): the text holds no BOS to double."""
+    kw = pf.keyword(tmpl, "chat_template")
+    texts: list[object] = []
+    if kw is not None:
+        texts.append(pf.resolve(kw.value, scope).value)
+    else:
+        for node in pf.of_type(ast.Assign):
+            for t in node.targets:  # type: ignore[attr-defined]
+                if isinstance(t, ast.Attribute) and t.attr == "chat_template" and _receiver(t.value) == tok:
+                    texts.append(pf.resolve(node.value, scope).value)  # type: ignore[attr-defined]
+    if not texts or not all(isinstance(x, str) for x in texts):
+        return False
+    return not any(m in x for x in texts for m in _BOS_MARKS)  # type: ignore[operator]
+
+
 def _receiver(expr: ast.AST) -> str:
     return ast.unparse(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else ""
 
@@ -115,6 +137,9 @@ class ChatTemplateDoubleBos(ScriptRule):
     Qwen2 model whose tokenizer has a BOS). A model class's own helper method (`def chat(self,
     tokenizer, ...)` of a `...ForCausalLM` in a modeling file copied from the hub) is not flagged
     either: its tokenizer and template are that model's, and nothing says the template writes BOS.
+    Nor is a template the script writes itself (`tok.chat_template = "..."`, or
+    `apply_chat_template(..., chat_template="...")`) whose text writes no BOS (no `bos_token`,
+    `<s>`, `<|begin_of_text|>`, `<bos>`): a zephyr-style template starts with `<|user|>`.
 
     ## Example
     ```python
@@ -155,6 +180,20 @@ class ChatTemplateDoubleBos(ScriptRule):
              "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n", flags=False,
              note="Qwen's tokenizer adds no BOS"),
         Case(HEAD + "text = tok.apply_chat_template(msgs, tokenize=False)\nprint(text)\n", flags=False),
+        Case(HEAD + "DEFAULT_CHAT_TEMPLATE = \"{% for message in messages %}{{ '<|user|>\\n' + message['content']"
+                    " + eos_token }}{% endfor %}\"\n"
+                    "tok.chat_template = DEFAULT_CHAT_TEMPLATE\n"
+                    "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n",
+             flags=False, note="the script's own zephyr-style template writes no BOS"),
+        Case(HEAD + "text = tok.apply_chat_template(msgs, tokenize=False, chat_template=\"{% for m in messages %}"
+                    "{{ m['content'] }}{% endfor %}\")\nids = tok(text)['input_ids']\n",
+             flags=False, note="a template given to the call"),
+        Case(HEAD + "tok.chat_template = \"{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}\"\n"
+                    "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n",
+             unsafe=True, fixed=HEAD + "tok.chat_template = \"{{ bos_token }}{% for m in messages %}{{ m['content'] }}"
+                                       "{% endfor %}\"\ntext = tok.apply_chat_template(msgs, tokenize=False)\n"
+                                       "ids = tok(text, add_special_tokens=False)['input_ids']\n",
+             note="the script's own template writes bos_token"),
         Case("from unsloth import FastLanguageModel\n"
              "model, tok = FastLanguageModel.from_pretrained(model_name='unsloth/Qwen3-14B', load_in_4bit=True)\n"
              "text = tok.apply_chat_template(msgs, tokenize=False)\nids = tok(text)['input_ids']\n", flags=False,
@@ -219,7 +258,8 @@ class ChatTemplateDoubleBos(ScriptRule):
                 continue
             if _receiver(tmpl.func.value) != tok:  # type: ignore[attr-defined]
                 continue
-            if _tokenizer_adds_no_bos(pf, tok, cs.scope) or _model_helper_method(pf, tok, cs.scope):
+            if _tokenizer_adds_no_bos(pf, tok, cs.scope) or _model_helper_method(pf, tok, cs.scope) \
+                    or _own_template_writes_no_bos(pf, tmpl, tok, cs.scope):
                 continue
             yield self.diagnostic(pf.span(call),
                                   "the chat template's text already contains the BOS token; tokenizing it again "

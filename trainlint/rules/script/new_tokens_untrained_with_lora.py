@@ -30,14 +30,41 @@ def _adds_tokens(pf, call: ast.Call, scope) -> bool:
         entries = pf.resolve_dict(call.args[0], scope)
         if entries is None:
             return False
+        known = None
         for k, _kn, vn, _s in entries:
             if k == "pad_token":
                 continue  # padding positions are masked out: an untrained pad row does no harm
             v = pf.resolve(vn, scope).value
+            if isinstance(v, (str, list)):
+                if known is None:
+                    known = _class_tokens(pf, f.value, scope, call) or frozenset()
+                if all(x in known for x in (v if isinstance(v, list) else [v]) if isinstance(x, str)):
+                    continue  # the class's own tokens (LlamaTokenizer's "<s>"): in the vocabulary already
             if isinstance(v, str) or (isinstance(v, list) and any(isinstance(x, str) for x in v)):
                 return True  # a literal token: new unless it is already in the vocabulary
         return False
     return False
+
+
+def _class_tokens(pf, tok: ast.expr, scope, call: ast.Call) -> frozenset[str] | None:
+    """The default special tokens of the tokenizer class that built ``tok`` (its nearest
+    assignment above ``call``: ``tok = LlamaTokenizer.from_pretrained(...)``), or None."""
+    from trainlint.knowledge.tokenizer_facts import class_default_tokens
+
+    if not isinstance(tok, ast.Name):
+        return None
+    above = [b for b in pf.bindings_of(tok.id, scope)
+             if b.kind == "assign" and isinstance(b.value, ast.Call) and b.node.lineno <= call.lineno]
+    if not above:
+        return None
+    value = max(above, key=lambda b: b.node.lineno).value
+    func = value.func  # type: ignore[union-attr]
+    if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
+        func = func.value
+    qn = pf.qualname(func) or ""
+    if not qn.startswith("transformers."):
+        return None
+    return class_default_tokens(qn.rsplit(".", 1)[-1])
 
 
 def _is_resize(call: ast.Call) -> bool:
@@ -75,7 +102,11 @@ class NewTokensUntrainedWithLora(Rule):
     token alone does not count: padding positions are masked; nor does
     `model.resize_token_embeddings(...)` alone, which does not say which tokens were added), in
     the function that builds the LoRA (PEFT) config of a trained model, when that config has neither `modules_to_save` nor `target_modules` with the
-    embedding/LM-head modules, nor `trainable_token_indices`.
+    embedding/LM-head modules, nor `trainable_token_indices`. A special token that the
+    tokenizer's class declares by default (`LlamaTokenizer.from_pretrained(...)` then
+    `add_special_tokens({"bos_token": "<s>", "eos_token": "</s>"})`: its own `<s>`, `</s>`,
+    `<unk>`, generated from the transformers classes) is in the vocabulary already and adds no
+    row; with `AutoTokenizer` the class is the checkpoint's, so a literal token counts as new.
 
     ## Why is this bad?
     The resized embedding matrix gets new rows initialised at random (or as the mean), but LoRA
@@ -125,6 +156,18 @@ class NewTokensUntrainedWithLora(Rule):
         Case(HEAD + "tok.add_special_tokens({'pad_token': tok.eos_token})\n" + TAIL.format(kw=""), flags=False,
              note="an existing token"),
         Case(HEAD + TAIL.format(kw=""), flags=False),
+        Case(HEAD.replace("AutoTokenizer", "LlamaTokenizer") +
+             "tok.add_special_tokens({'bos_token': '<s>', 'eos_token': '</s>', 'unk_token': '<unk>',"
+             " 'pad_token': '<unk>'})\n" + TAIL.format(kw=""), flags=False,
+             note="BELLE: LlamaTokenizer's own special tokens, re-declared"),
+        Case(HEAD.replace("AutoTokenizer", "LlamaTokenizer") + "eos = '</s>'\n"
+             "tok.add_special_tokens({'eos_token': eos, 'additional_special_tokens': ['<s>']})\n"
+             + TAIL.format(kw=""), flags=False, note="through a variable; an additional token the vocabulary has"),
+        Case(HEAD.replace("AutoTokenizer", "LlamaTokenizer") +
+             "tok.add_special_tokens({'bos_token': '<s>', 'eos_token': '<|im_end|>'})\n" + TAIL.format(kw=""),
+             note="a new end token: not one of LlamaTokenizer's"),
+        Case(HEAD + "tok.add_special_tokens({'bos_token': '<s>', 'eos_token': '</s>'})\n" + TAIL.format(kw=""),
+             note="AutoTokenizer: the checkpoint's class, whose tokens are not known"),
         Case(HEAD + "def other():\n    tok.add_tokens(['<x>'])\n    model.resize_token_embeddings(len(tok))\n" +
              TAIL.format(kw=""), flags=False, note="another function adds the tokens"),
         Case(HEAD + "add_padding_to_tokenizer(tok)\nif len(tok) > model.get_input_embeddings().weight.shape[0]:\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any, Iterable
 
 from trainlint.analysis import (
@@ -34,6 +35,44 @@ def effective_reentrant(sources: list[Source], major: int) -> Any:
 
 
 
+
+_EMBED = ("embed", "wte", "word_embeddings", "tok_embeddings", "shared")
+
+
+def _embeddings_trained(pf, step) -> bool | None:
+    """Whether the PEFT config of ``get_peft_model(model, config)`` makes the input embeddings
+    trainable (``modules_to_save`` with an embedding, ``trainable_token_indices``, LoRA on the
+    embedding in ``target_modules``): True, False, or None when it cannot be told
+    (``modules_to_save`` read from the command line, ``**kwargs``). A config the file does not
+    build (a parameter) counts as one without them, the common case."""
+    call = step.call
+    cfg = call.args[1] if len(call.args) >= 2 else next((k.value for k in call.keywords if k.arg == "peft_config"),
+                                                        None)
+    if isinstance(cfg, ast.Name):
+        b = pf.binding_of(cfg.id, step.scope)
+        cfg = b.value if b is not None and b.kind in ("assign", "annassign") else None
+    if not isinstance(cfg, ast.Call):
+        return False
+    if any(k.arg is None for k in cfg.keywords):
+        return None
+    for kw in cfg.keywords:
+        if kw.arg not in ("modules_to_save", "trainable_token_indices", "target_modules"):
+            continue
+        value = pf.resolve(kw.value, step.scope).value
+        if value is None and isinstance(kw.value, ast.Constant):
+            continue
+        if kw.arg == "trainable_token_indices":
+            return True
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            if kw.arg == "modules_to_save":
+                return None  # from the command line (BELLE, Chinese-LLaMA-Alpaca: "embed_tokens,lm_head")
+            continue
+        if any(isinstance(x, str) and any(w in x for w in _EMBED) for x in value):
+            return True
+    return False
+
 class PeftCheckpointingNoInputGrads(Rule):
     """
     ## What it does
@@ -41,7 +80,9 @@ class PeftCheckpointingNoInputGrads(Rule):
     `Seq2SeqTrainer` with reentrant gradient checkpointing (`use_reentrant=True`, which is the
     default of transformers 4.x when `gradient_checkpointing_kwargs` is not given) and nothing
     that makes the embedding outputs require grad: no `model.enable_input_require_grads()`, no
-    `prepare_model_for_kbit_training(...)`, and checkpointing not enabled before
+    `prepare_model_for_kbit_training(...)`, no trainable embeddings in the PEFT config
+    (`modules_to_save=["embed_tokens", ...]`, `trainable_token_indices`; a `modules_to_save`
+    read from the command line counts as unknown), and checkpointing not enabled before
     `get_peft_model` (then PEFT does it). transformers 5 enables input grads itself for text
     models and defaults to `use_reentrant=False`, so the rule is silent on 5.x targets.
 
@@ -169,6 +210,40 @@ class PeftCheckpointingNoInputGrads(Rule):
             """,
             options={"transformers-version": "4.57.1"}, flags=False, note="full fine-tuning",
         ),
+        Case(
+            """
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            from peft import LoraConfig, get_peft_model
+            lora = LoraConfig(target_modules=["q_proj", "v_proj"], modules_to_save=["embed_tokens", "lm_head"])
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("llama"), lora)
+            Trainer(model=model, args=TrainingArguments(output_dir="o", gradient_checkpointing=True))
+            """,
+            options={"transformers-version": "4.57.1"}, flags=False,
+            note="Chinese-LLaMA-Alpaca: the embeddings are trained, their outputs require grad",
+        ),
+        Case(
+            """
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            from peft import LoraConfig, get_peft_model
+            modules_to_save = args.modules_to_save.split(",")
+            cfg = LoraConfig(target_modules=["q_proj"], modules_to_save=modules_to_save)
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("llama"), cfg)
+            Trainer(model=model, args=TrainingArguments(output_dir="o", gradient_checkpointing=True))
+            """,
+            options={"transformers-version": "4.57.1"}, flags=False,
+            note="modules_to_save from the command line: which modules is not known",
+        ),
+        Case(
+            """
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+            from peft import LoraConfig, get_peft_model
+            cfg = LoraConfig(target_modules=["q_proj"], modules_to_save=["lm_head"])
+            model = get_peft_model(AutoModelForCausalLM.from_pretrained("llama"), cfg)
+            Trainer(model=model, args=TrainingArguments(output_dir="o", gradient_checkpointing=True))
+            """,
+            options={"transformers-version": "4.57.1"}, flags=True,
+            note="the LM head is trained, the embeddings stay frozen",
+        ),
     ]
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
@@ -185,6 +260,8 @@ class PeftCheckpointingNoInputGrads(Rule):
                 continue
             if effective_reentrant(sources, major) is not True:
                 continue
+            if any(_embeddings_trained(ctx.pf, st) is not False for st in flow.step("peft")):
+                continue  # trainable embeddings give inputs with grad (or it cannot be told)
             explicit = any(s.reentrant is True for s in sources)
             peft_pos = min(((s.stmt.lineno, s.stmt.col_offset) for s in flow.step("peft")), default=None)
             if peft_pos is not None and any(s.via == "call" and s.call is not None and
