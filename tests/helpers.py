@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from trainlint.config import Settings, load_settings
@@ -72,3 +73,25 @@ def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,
     full_env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), full_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return subprocess.run([trainlint_cmd(), *args], capture_output=True, text=True, cwd=cwd, input=input,
                           env=full_env)
+
+
+def probe_one_file_check(path: Path, cwd: Path, report: str) -> dict[str, str]:
+    """Run ``trainlint check PATH --no-cache`` in a fresh interpreter, then ``report`` (Python
+    code printing ``KEY=value`` lines to stderr); the values by key. For what a check imports."""
+    probe = (
+        "import sys, io, contextlib\n"
+        f"sys.argv = ['trainlint', 'check', {str(path)!r}, '--no-cache']\n"
+        "from trainlint.cli import main\n"
+        "try:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        main()\n"
+        "except SystemExit:\n"
+        "    pass\n" + report
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd,
+                         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    found = dict(line.split("=", 1) for line in out.stderr.splitlines()
+                 if "=" in line and line.split("=", 1)[0].isupper())
+    assert found, out.stderr
+    return found
+

@@ -14,7 +14,7 @@ from trainlint.diagnostics import Severity
 from trainlint.rules.args.logging_steps import LoggingStepsOptions
 from trainlint.rules.hardware.lr_scaling import LrScalingOptions
 
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, probe_one_file_check
 
 TRAIN = ("from transformers import Trainer, TrainingArguments\n"
          "args = TrainingArguments(output_dir='o', logging_steps=1)\n"
@@ -22,22 +22,10 @@ TRAIN = ("from transformers import Trainer, TrainingArguments\n"
 
 
 def _probe(path: Path, cwd: Path) -> set[str]:
-    probe = (
-        "import sys, io, contextlib\n"
-        f"sys.argv = ['trainlint', 'check', {str(path)!r}, '--no-cache']\n"
-        "from trainlint.cli import main\n"
-        "try:\n"
-        "    with contextlib.redirect_stdout(io.StringIO()):\n"
-        "        main()\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('MODS=' + ','.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd,
-                         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
-    line = [x for x in out.stderr.splitlines() if x.startswith("MODS=")]
-    assert line, out.stderr
-    return set(line[0][5:].split(","))
+    found = probe_one_file_check(
+        path, cwd, "print('MODS=' + ','.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)\n")
+    assert "MODS" in found, found
+    return set(found["MODS"].split(","))
 
 
 def test_one_file_check_never_imports_pydantic(tmp_path):

@@ -119,6 +119,23 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_ERROR)
 
 
+def _paths_or_stdin(paths, stdin_filename: str | None,
+                    apply_: bool = False) -> tuple[list[Path], dict[str, str], str | None]:
+    """The paths to check (``.`` when none), and for ``-`` the text read from stdin under
+    ``--stdin-filename`` (an overlay) and that name; usage errors exit 2."""
+    path_list = list(paths) or [Path(".")]
+    if not any(str(p) == "-" for p in path_list):
+        if stdin_filename:
+            _fail("--stdin-filename needs `-` as the path")
+        return path_list, {}, None
+    if len(path_list) != 1:
+        _fail("`-` (stdin) cannot be combined with other paths")
+    if apply_:
+        _fail("`fix -` prints the fixed text; --apply needs files")
+    name = os.path.normpath(stdin_filename or "stdin.py")
+    return [Path(name)], {name: sys.stdin.read()}, name
+
+
 class _LazyGroup(click.Group):
     """Every command but ``check`` is imported only when it runs (or for --help), so that
     none costs ``trainlint check`` any start-up time; those from optional parts (verify,
@@ -219,18 +236,7 @@ def check(paths: tuple[Path, ...], fmt: str | None, statistics: bool, exit_zero:
     from trainlint.engine import lint, nothing_checked
     from trainlint.report import render
 
-    path_list = list(paths) or [Path(".")]
-    overlay: dict[str, str] = {}
-    if any(str(p) == "-" for p in path_list):
-        if len(path_list) != 1:
-            _fail("`-` (stdin) cannot be combined with other paths")
-        import os
-
-        name = os.path.normpath(stdin_filename or "stdin.py")
-        overlay[name] = sys.stdin.read()
-        path_list = [Path(name)]
-    elif stdin_filename:
-        _fail("--stdin-filename needs `-` as the path")
+    path_list, overlay, _ = _paths_or_stdin(paths, stdin_filename)
     try:
         settings = _settings(path_list, **kw)
         _preflight(settings, path_list, bool(kw.get("base")))

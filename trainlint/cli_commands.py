@@ -16,6 +16,7 @@ from trainlint.cli import (
     _color,
     _fail,
     _light_pydantic,
+    _paths_or_stdin,
     _preflight,
     _settings,
     _write_guarded,
@@ -43,19 +44,7 @@ def fix(paths: tuple[Path, ...], apply_: bool, unsafe_fixes: bool, diff: bool, s
     from trainlint.engine import fix_outcome, nothing_checked
     from trainlint.fixing.apply import write_fixed
 
-    path_list = list(paths) or [Path(".")]
-    overlay: dict[str, str] = {}
-    stdin_name = None
-    if any(str(p) == "-" for p in path_list):
-        if len(path_list) != 1:
-            _fail("`-` (stdin) cannot be combined with other paths")
-        if apply_:
-            _fail("`fix -` prints the fixed text; --apply needs files")
-        stdin_name = os.path.normpath(stdin_filename or "stdin.py")
-        overlay[stdin_name] = sys.stdin.read()
-        path_list = [Path(stdin_name)]
-    elif stdin_filename:
-        _fail("--stdin-filename needs `-` as the path")
+    path_list, overlay, stdin_name = _paths_or_stdin(paths, stdin_filename, apply_)
     try:
         settings = _settings(path_list, **kw)
         _preflight(settings, path_list, bool(kw.get("base")))
