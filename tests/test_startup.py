@@ -12,7 +12,6 @@ import pytest
 from trainlint.config import ConfigError, Settings, _plain_values, load_settings
 from trainlint.diagnostics import Severity
 from trainlint.rules.args.logging_steps import LoggingStepsOptions
-from trainlint.rules.hardware.lr_scaling import LrScalingOptions
 
 from helpers import REPO_ROOT, probe_one_file_check
 
