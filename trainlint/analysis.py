@@ -19,6 +19,24 @@ TORCH_DTYPES = {
     "int64", "long", "bool", "complex64", "float8_e4m3fn", "float8_e5m2",
 }
 ACCEL_PREFIXES = ("cuda", "mps", "xpu", "npu", "hpu", "mlu", "musa")
+# device_map values that spread one model over every visible GPU of one process (naive model
+# parallelism), as accelerate's infer_auto_device_map / dispatch read them
+SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+
+
+def spreading_loads(pf: PythonFile):
+    """``(call site, device_map keyword, value)`` of each ``*.from_pretrained(...,
+    device_map=...)`` in ``pf`` whose device map resolves to a spreading value."""
+    for cs in pf.calls:
+        f = cs.node.func
+        if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
+            continue
+        kw = pf.keyword(cs.node, "device_map")
+        if kw is None:
+            continue
+        value = pf.resolve(kw.value, cs.scope).value
+        if isinstance(value, str) and value in SPREADING_DEVICE_MAPS:
+            yield cs, kw, value
 
 
 class DeviceMove(Row):  # a row (trainlint.record): cheaper to define than a NamedTuple

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
@@ -11,7 +10,6 @@ from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
 
-DEVICE_MAPS = {"auto", "balanced", "balanced_low_0", "sequential"}
 
 
 
@@ -85,21 +83,15 @@ class DeviceMapDistributed(Rule):
             or setup.extra.get("deepspeed") is not None
         if not distributed or not setup.scripts:
             return
+        from trainlint.analysis import spreading_loads
         from trainlint.fixing.python_edits import remove_argument
 
         why = f"{world} processes ({where(setup.world_size)})" if world and world > 1 and setup.world_size \
             else "DeepSpeed"
         covered = _trained_by_trainer(setup)
         for pf in setup.scripts:
-            for cs in pf.calls:
-                f = cs.node.func
-                if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
-                    continue
-                kw = pf.keyword(cs.node, "device_map")
-                if kw is None or id(cs.node) in covered:
-                    continue
-                val = pf.resolve(kw.value, cs.scope).value
-                if not isinstance(val, str) or val not in DEVICE_MAPS:
+            for cs, kw, val in spreading_loads(pf):
+                if id(cs.node) in covered:
                     continue
                 yield self.diagnostic(pf.keyword_name_span(kw),
                                       f"device_map={val!r} splits the model over the GPUs of one process, but this "
@@ -112,7 +104,7 @@ def _trained_by_trainer(setup: Setup) -> set[int]:
     """The ``from_pretrained`` calls (ids) that device-map-multi-process (TL103) reports: the
     model a Trainer trains in a multi-process run. One finding per call: that rule says more
     (the Trainer that trains it, the quantized-model advice)."""
-    from trainlint.analysis import multi_process, trainer_contexts
+    from trainlint.analysis import SPREADING_DEVICE_MAPS, multi_process, trainer_contexts
 
     out: set[int] = set()
     for ctx in trainer_contexts(setup):
@@ -120,6 +112,6 @@ def _trained_by_trainer(setup: Setup) -> set[int]:
             continue
         for ld in ctx.flow.loads:
             dm = ld.kw("device_map")
-            if dm is not None and isinstance(dm.value, str) and dm.value in DEVICE_MAPS:
+            if dm is not None and isinstance(dm.value, str) and dm.value in SPREADING_DEVICE_MAPS:
                 out.add(id(ld.call))
     return out

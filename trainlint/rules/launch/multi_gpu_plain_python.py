@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
@@ -110,8 +109,12 @@ class MultiGpuPlainPython(Rule):
         elif setup.world_size is not None and isinstance(setup.world_size.value, int):
             n = setup.world_size.value
             source = f"--gpus {n}"
-        if n is None or n < 2 or any(_spreads_model(pf) for pf in setup.scripts):
+        if n is None or n < 2:
             return
+        from trainlint.analysis import spreading_loads
+
+        if any(next(spreading_loads(pf), None) for pf in setup.scripts):
+            return  # naive model parallelism over the GPUs: one process is what it needs
         span = launch.launcher_span
         edits = [span.edit(f"torchrun --nproc_per_node {n}")] if span.line == span.end_line else None
         if ds is not None:
@@ -125,20 +128,3 @@ class MultiGpuPlainPython(Rule):
         yield self.diagnostic(span, message,
                               edits=edits, fix_message=f"launch with torchrun --nproc_per_node {n}")
 
-
-_SPREADING = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
-
-
-def _spreads_model(pf) -> bool:
-    """A ``from_pretrained(..., device_map="auto")``-like call in the script."""
-    for cs in pf.calls:
-        f = cs.node.func
-        if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
-            continue
-        kw = pf.keyword(cs.node, "device_map")
-        if kw is None:
-            continue
-        value = pf.resolve(kw.value, cs.scope).value
-        if isinstance(value, str) and value in _SPREADING:
-            return True
-    return False

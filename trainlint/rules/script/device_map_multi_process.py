@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from trainlint.analysis import multi_process, trainer_contexts
+from trainlint.analysis import SPREADING_DEVICE_MAPS, multi_process, trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import remove_argument
 from trainlint.rules._triggers import QUANTIZED_NAMES
 from trainlint.rules.base import Case, Rule
 from trainlint.setup import Setup
-
-SPREADING_DEVICE_MAPS = {"auto", "balanced", "balanced_low_0", "sequential"}
 
 
 
