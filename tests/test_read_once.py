@@ -1,0 +1,118 @@
+"""Issue 18 (the parse floor): each Python file is parsed once per workspace. A walked script no
+selected rule reads is only checked to parse (TL001), and that check waits until linking has
+read what it needs (``workspace.defer_syntax_checks`` / ``settle_syntax``): a repository module
+linking then reads in full is parsed once, not checked and then parsed. Each test below fails
+if the wait dropped a TL001 or a finding that crosses modules, or parsed a file twice."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from helpers import lint_folder, write_files
+
+import trainlint.workspace as workspace
+from trainlint.config import load_settings
+from trainlint.workspace import PY_PREFILTER, wanted_python
+
+# a dataclass module that mentions a training library (the broad pre-filter lets it through)
+# and no trigger of a rule: walked, it is only syntax-checked
+EXTRA = ("# options read with the transformers parser\n"
+         "from dataclasses import dataclass, field\n\n\n@dataclass\nclass Extra:\n"
+         "    lora_r: int = 8\n    log_every: int = field(default=1)\n")
+TRAIN = ("from transformers import HfArgumentParser, TrainingArguments, Trainer\n"
+         "from arguments import Extra\n"
+         "parser = HfArgumentParser((Extra, TrainingArguments))\n"
+         "extra, _ = parser.parse_args_into_dataclasses()\n"
+         "args = TrainingArguments(output_dir='o', logging_steps=extra.log_every)\n"
+         "Trainer(model=m, args=args).train()\n")
+BROKEN = "# a transformers helper\ndef f(:\n    pass\n"
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    """Every ``_parse_python`` call, by path: (syntax check only?)."""
+    seen: dict[str, list[bool]] = collections.defaultdict(list)
+    orig = workspace._parse_python
+
+    def counted(ws, path, text, syntax_only=False):
+        seen[path.replace("\\", "/").rsplit("/", 1)[-1]].append(syntax_only)
+        return orig(ws, path, text, syntax_only)
+
+    monkeypatch.setattr(workspace, "_parse_python", counted)
+    return seen
+
+
+def _codes(result, code):
+    return [d for d in result.diagnostics if d.code == code]
+
+
+def test_the_texts_are_what_the_tests_say(tmp_path):
+    settings = load_settings(tmp_path, {})
+    for text in (EXTRA, BROKEN):  # only syntax-checked when walked
+        assert not wanted_python(text, settings) and any(t in text for t in PY_PREFILTER)
+    assert wanted_python(TRAIN, settings)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_module_linking_reads_is_parsed_once_and_still_linked(tmp_path, parses, jobs):
+    write_files(tmp_path, {".git/HEAD": "x\n", "arguments.py": EXTRA, "train.py": TRAIN})
+    from helpers import settings_for
+    from trainlint.engine import lint
+
+    result = lint([tmp_path], settings_for(tmp_path), jobs=jobs, min_files=1)
+    (d,) = _codes(result, "TL201")  # the field default crosses the module
+    assert d.path.endswith("train.py") and d.line == 5
+    if jobs == 1:  # (a pool parses in its workers)
+        assert parses["arguments.py"] == [False]  # the full read linking made, no syntax check first
+        assert parses["train.py"] == [False]
+
+
+def test_a_walked_script_nothing_reads_is_still_checked(tmp_path, parses):
+    write_files(tmp_path, {".git/HEAD": "x\n", "helper.py": BROKEN, "ok.py": "# transformers\nx = 1\n",
+                           "train.py": TRAIN, "arguments.py": EXTRA})
+    result = lint_folder(tmp_path)
+    (d,) = _codes(result, "TL001")
+    assert d.path.endswith("helper.py") and (d.line, d.column) == (2, 7)
+    assert parses["helper.py"] == [True] and parses["ok.py"] == [True]
+
+
+def test_a_broken_module_that_linking_reads_is_reported_once(tmp_path, parses):
+    # walked (syntax check waiting) and imported by the script: linking's full read reports it
+    write_files(tmp_path, {".git/HEAD": "x\n", "arguments.py": BROKEN + EXTRA, "train.py": TRAIN})
+    result = lint_folder(tmp_path)
+    (d,) = _codes(result, "TL001")
+    assert d.path.endswith("arguments.py") and (d.line, d.column) == (2, 7)
+    assert "cannot parse Python" in d.message
+    assert parses["arguments.py"] == [False]
+    # the script's own findings stay (its TrainingArguments still checked)
+    assert result.diagnostics and all(x.path.endswith(("arguments.py", "train.py")) for x in result.diagnostics)
+
+
+def test_a_broken_module_that_is_not_walked_is_reported_by_the_link(tmp_path, parses):
+    # excluded from the walk: only linking reads it (as an explicit file), and reports it
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nexclude = ["vendor"]\n', encoding="utf-8")
+    write_files(tmp_path, {".git/HEAD": "x\n", "vendor/arguments.py": BROKEN + EXTRA,
+                           "train.py": TRAIN.replace("from arguments", "from vendor.arguments")})
+    result = lint_folder(tmp_path)
+    (d,) = _codes(result, "TL001")
+    assert d.path.replace("\\", "/").endswith("vendor/arguments.py")
+    assert parses["arguments.py"] == [False]
+
+
+def test_the_same_outcome_as_checking_at_once(tmp_path, monkeypatch):
+    """The wait turned off (each walked script checked as it is read) gives the same findings."""
+    write_files(tmp_path, {".git/HEAD": "x\n", "arguments.py": EXTRA, "train.py": TRAIN, "helper.py": BROKEN,
+                           "pkg/__init__.py": "# transformers\nfrom .mod import Extra\n",
+                           "pkg/mod.py": BROKEN, "run.py": TRAIN.replace("from arguments", "from pkg")})
+    waited = lint_folder(tmp_path)
+    monkeypatch.setattr(workspace, "defer_syntax_checks", lambda ws: None)
+    import trainlint.checking as checking
+
+    monkeypatch.setattr(checking, "defer_syntax_checks", lambda ws: None)
+    at_once = lint_folder(tmp_path)
+    assert [d.to_dict() if hasattr(d, "to_dict") else repr(d) for d in waited.diagnostics] == \
+        [d.to_dict() if hasattr(d, "to_dict") else repr(d) for d in at_once.diagnostics]
+    assert {d.path.replace("\\", "/").rsplit("/", 1)[-1] for d in waited.diagnostics if d.code == "TL001"} \
+        == {"helper.py", "mod.py"}
+    assert sorted(waited.unparsable) == sorted(at_once.unparsable)
