@@ -116,3 +116,24 @@ def test_the_same_outcome_as_checking_at_once(tmp_path, monkeypatch):
     assert {d.path.replace("\\", "/").rsplit("/", 1)[-1] for d in waited.diagnostics if d.code == "TL001"} \
         == {"helper.py", "mod.py"}
     assert sorted(waited.unparsable) == sorted(at_once.unparsable)
+
+
+@pytest.mark.parametrize("text, problems", [
+    ('{"a": 1, "b": [1, 2]}\n', 0),
+    ('{"a": 1, "a": 2}\n', 1),  # a duplicate key: still reported (the verdict is the text's)
+    ('{"a": NaN}\n', 1),
+])
+def test_a_walked_json_is_loaded_once_by_its_kind_and_its_reader(tmp_path, monkeypatch, text, problems):
+    import trainlint.sources.jsondoc as jsondoc
+    from trainlint.workspace import Workspace, read_entry
+
+    loads = []
+    orig = jsondoc._checked_loads
+    monkeypatch.setattr(jsondoc, "_checked_loads", lambda t: loads.append(t) or orig(t))
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    ws = Workspace(settings=load_settings(tmp_path, {}), overlay={})
+    read_entry(ws, str(tmp_path / "results.json"), False)
+    assert len(loads) == 1
+    doc = ws.files[str(tmp_path / "results.json")].doc
+    assert len(doc.doc.problems) + len(ws.deferred_problems.get(str(tmp_path / "results.json"), [])) >= problems
+    assert bool(ws.deferred_problems.get(str(tmp_path / "results.json"))) == bool(problems)
