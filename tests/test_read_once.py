@@ -137,3 +137,36 @@ def test_a_walked_json_is_loaded_once_by_its_kind_and_its_reader(tmp_path, monke
     doc = ws.files[str(tmp_path / "results.json")].doc
     assert len(doc.doc.problems) + len(ws.deferred_problems.get(str(tmp_path / "results.json"), [])) >= problems
     assert bool(ws.deferred_problems.get(str(tmp_path / "results.json"))) == bool(problems)
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_a_valid_walked_json_is_loaded_once_and_not_searched_for_dialects(tmp_path, monkeypatch, large):
+    """The searches for another dialect (comments, a template) run only for a file that does
+    not read; a large walked JSON only validated is not loaded again after its kind was told."""
+    import json
+
+    from trainlint.sources import registry
+    from trainlint.workspace import Workspace, read_entry
+
+    if large:
+        monkeypatch.setattr(registry, "MAX_WALKED_GENERIC_JSON", 100)
+    searched, loads = [], []
+    for name in ("_other_dialect", "_template"):
+        orig = getattr(registry, name)
+        monkeypatch.setattr(registry, name, lambda t, orig=orig, name=name: searched.append(name) or orig(t))
+    real_loads = json.loads
+    monkeypatch.setattr(json, "loads", lambda t, *a, **k: loads.append(1) or real_loads(t, *a, **k))
+    good = '[' + ", ".join(f'{{"instruction": "q{i}", "output": "a{i}"}}' for i in range(20)) + "]\n"
+    broken_plain = good[:-3] + "\n"  # cut short: broken in no other dialect
+    broken_jsonc = "// a dataset\n" + good.replace("]\n", ",]\n")
+    for name, text in (("good.json", good), ("plain.json", broken_plain), ("jsonc.json", broken_jsonc)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    ws = Workspace(settings=load_settings(tmp_path, {}), overlay={})
+    read_entry(ws, str(tmp_path / "good.json"), False)
+    assert searched == [] and len(loads) == 1
+    assert not ws.problems and not ws.deferred_problems
+    read_entry(ws, str(tmp_path / "plain.json"), False)
+    read_entry(ws, str(tmp_path / "jsonc.json"), False)
+    assert searched  # the broken files were searched
+    assert [p.code for p in ws.problems] == ["TL003"] and ws.problems[0].path.endswith("plain.json")
+    assert list(ws.deferred_problems) == [str(tmp_path / "jsonc.json")]

@@ -320,6 +320,12 @@ def json_value(text: str) -> Any:
     return value
 
 
+def loaded_just_now(text: str) -> bool:
+    """Whether ``text`` (this very object) is the last one ``json_value`` loaded: it is valid
+    JSON (``json.loads`` reads it without an error)."""
+    return bool(_CHECKED) and _CHECKED[0][0] is text
+
+
 def _lazy_root(text: str, path: str, max_depth: int, line_offset: int) -> JsonNode | None:
     """The tree of ``text`` built on demand, when ``json.loads`` reads it with nothing to
     report: no duplicate key, no NaN/Infinity, no nesting deeper than ``max_depth``; else None
