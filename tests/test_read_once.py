@@ -170,3 +170,63 @@ def test_a_valid_walked_json_is_loaded_once_and_not_searched_for_dialects(tmp_pa
     assert searched  # the broken files were searched
     assert [p.code for p in ws.problems] == ["TL003"] and ws.problems[0].path.endswith("plain.json")
     assert list(ws.deferred_problems) == [str(tmp_path / "jsonc.json")]
+
+
+def test_the_notebook_flow_finds_what_a_walk_of_every_node_finds():
+    """``notebook_flow`` finds the aliases of ``os`` among the statements (an import is one) and
+    the names a statement binds with the reader's child walk: the same as ``ast.walk`` and
+    ``ast.iter_child_nodes`` on this project's modules and on nested, aliased imports."""
+    import ast
+    from pathlib import Path
+
+    from trainlint.sources import notebook_flow as flow
+
+    def aliases_by_walk(tree):
+        out = {"os": set(), "environ": set(), "chdir": set()}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name == "os":
+                        out["os"].add(a.asname or "os")
+            elif isinstance(node, ast.ImportFrom) and node.module == "os" and not node.level:
+                for a in node.names:
+                    if a.name in ("environ", "chdir"):
+                        out[a.name].add(a.asname or a.name)
+        return out
+
+    def bound_by_walk(stmt):
+        out, todo = set(), [stmt]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+                continue
+            if isinstance(node, ast.Lambda):
+                continue
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                out.add(node.id)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                out.update(a.asname or a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                out.update(node.names)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                out.add(node.name)
+            todo.extend(ast.iter_child_nodes(node))
+        return out
+
+    snippet = ("def f():\n    try:\n        import os as o\n    except ImportError as e:\n        from os import environ as env\n"
+               "    finally:\n        pass\n"
+               "match x:\n    case 1:\n        from os import chdir as cd\n"
+               "with a as (b, c):\n    [d for d in range(3)]\n    del q\n    (w := 1)\n    global g\n"
+               "for i, *j in z:\n    lambda k: k\n    class C: pass\n")
+    root = Path(__file__).resolve().parent.parent / "trainlint"
+    texts = [snippet] + [p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.py"))[:120]]
+    found = 0
+    for text in texts:
+        tree = ast.parse(text)
+        assert flow._aliases(tree) == aliases_by_walk(tree)
+        for stmt in tree.body:
+            assert flow._bound(stmt) == bound_by_walk(stmt)
+        found += any(aliases_by_walk(tree).values())
+    assert flow._aliases(ast.parse(snippet)) == {"os": {"o"}, "environ": {"env"}, "chdir": {"cd"}}
+    assert found > 5
