@@ -19,7 +19,7 @@ from trainlint.resolve import RunContext, build_setups, single_file_setup, works
 from trainlint.rule_index import can_trigger, is_selected, selected, words_of
 from trainlint.rules.base import Facts, Rule, ScriptRule
 from trainlint.suppression import Suppressions
-from trainlint.workspace import Workspace, read_entry
+from trainlint.workspace import Workspace, defer_syntax_checks, read_entry, settle_syntax
 
 if TYPE_CHECKING:  # fix's memo: imported where a fix makes one, never by ``check``
     from trainlint.fixing.setup_memo import SetupMemo
@@ -180,6 +180,7 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
         docs += [(f.path, f.doc.python) for f in ws.files.values()  # a notebook's program
                  if f.kind == "notebook" and f.doc is not None and f.doc.python is not None]
         setups = [single_file_setup(path, doc, ctx) for path, doc in docs]
+    settle_syntax(ws)  # the syntax checks linking's full reads did not make needless
     out: list[Diagnostic] = list(ws.problems)
     if linking_error is not None:
         out.append(linking_error)
@@ -362,6 +363,7 @@ def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: di
     ws = Workspace(settings=settings, overlay=overlay)
     if reuse is not None and reuse.wanted(entries):
         ws.reads = reuse.reads
+    defer_syntax_checks(ws)  # settled in ``run_rules``, after linking's reads
     for path, explicit in entries:
         read_entry(ws, path, explicit)
     if ws.reads is not None:

@@ -286,7 +286,7 @@ def _container_ends(text: str, start: int, max_depth: int) -> dict[int, int] | N
     return ends
 
 
-_CHECKED: list[tuple[str, bool]] = []  # the last long text ``json_value`` read, and whether it was plain
+_CHECKED: list[tuple[str, bool]] = []  # the last text ``json_value`` read, and whether it was plain
 
 
 def _checked_loads(text: str) -> tuple[Any, bool]:
@@ -311,12 +311,19 @@ def _checked_loads(text: str) -> tuple[Any, bool]:
 
 
 def json_value(text: str) -> Any:
-    """``json.loads(text)`` (the same value and errors); a long text's verdict is kept for the
-    ``parse_json`` of the same text that usually follows (file kinds are told by the value)."""
+    """``json.loads(text)`` (the same value and errors); the text's verdict is kept for the
+    ``parse_json`` of the same text that usually follows (file kinds are told by the value;
+    the reader asks for a lazy tree of every walked JSON: peft's 239 results files were each
+    loaded twice)."""
     value, plain = _checked_loads(text)
-    if len(text) >= LAZY_MIN_CHARS:
-        _CHECKED[:] = [(text, plain)]
+    _CHECKED[:] = [(text, plain)]
     return value
+
+
+def loaded_just_now(text: str) -> bool:
+    """Whether ``text`` (this very object) is the last one ``json_value`` loaded: it is valid
+    JSON (``json.loads`` reads it without an error)."""
+    return bool(_CHECKED) and _CHECKED[0][0] is text
 
 
 def _lazy_root(text: str, path: str, max_depth: int, line_offset: int) -> JsonNode | None:
