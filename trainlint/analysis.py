@@ -24,10 +24,25 @@ ACCEL_PREFIXES = ("cuda", "mps", "xpu", "npu", "hpu", "mlu", "musa")
 SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
 
 
+def may_name(pf: PythonFile, *names: str) -> bool:
+    """Whether an identifier, attribute or keyword of ``pf`` can be one of ``names``: false
+    only when the text holds none of them and is ASCII (a non-ASCII identifier is
+    NFKC-normalized by the parser, so ``ｔorch_dtype`` is ``torch_dtype``: such a text always
+    may). A rule asks this of the names it needs before it asks for the file's calls or
+    attributes, so a file that cannot hold its finding is never walked for it."""
+    text = pf.text
+    for n in names:
+        if n in text:
+            return True
+    return not text.isascii()
+
+
 def spreading_loads(pf: PythonFile):
     """``(call site, device_map keyword, value)`` of each ``*.from_pretrained(...,
     device_map=...)`` in ``pf`` whose device map resolves to a spreading value."""
-    for cs in pf.calls:
+    if not may_name(pf, "device_map"):
+        return  # no such keyword (and no walk of the file)
+    for cs in pf.calls_named("from_pretrained"):
         f = cs.node.func
         if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
             continue
