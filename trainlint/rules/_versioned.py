@@ -625,6 +625,17 @@ def replace_with_field_edits(setup: Setup, site: ArgsSite, value: Value, new: st
     return None
 
 
+def known_sites(setup: Setup) -> list[ArgsSite]:
+    """The setup's judged sites (``Setup.sites``) of a class whose fields the versioned data
+    knows at the target: what every ``SiteRule`` looks at, worked out once per setup (some
+    thirty site rules ask)."""
+    found = setup.extra.get("_known_sites")
+    if found is None:
+        found = setup.extra["_known_sites"] = [
+            s for s in setup.sites if is_known_class(s.class_name) and fields_for(setup, s.class_name) is not None]
+    return found
+
+
 class SiteRule(Rule):
     """A rule that looks at each TrainingArguments-like site of a known class (one whose
     fields the versioned data knows); subclasses implement ``site_check``."""
@@ -632,9 +643,7 @@ class SiteRule(Rule):
     triggers = SETUP_NAMES  # a site is a call of (or a parser for) a TrainingArguments-like class
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for site in setup.sites:
-            if not is_known_class(site.class_name) or fields_for(setup, site.class_name) is None:
-                continue
+        for site in known_sites(setup):
             yield from self.site_check(setup, site)
 
     def site_check(self, setup: Setup, site: ArgsSite) -> Iterator[Diagnostic]:  # pragma: no cover
