@@ -266,7 +266,11 @@ def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None
     facts: Facts | None = None
     for rule in rules:
         try:
-            if share is not None and isinstance(rule, ScriptRule) and type(rule).check is ScriptRule.check:
+            shared = _SHARED.get(type(rule))
+            if shared is None:
+                t = type(rule)
+                shared = _SHARED[t] = issubclass(t, ScriptRule) and t.check is ScriptRule.check
+            if share is not None and shared:
                 if facts is None:
                     facts = Facts(setup)
                 found = share.findings(rule, setup, facts)
@@ -289,6 +293,7 @@ def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None
 
 
 _DOCS = (".md", ".markdown", ".mdx")
+_SHARED: dict[type, bool] = {}  # rule class -> its findings are per script (``ScriptShare``)
 
 
 def _assumed_version(d: Diagnostic) -> Diagnostic:
