@@ -26,15 +26,22 @@ SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequen
 
 def may_name(pf: PythonFile, *names: str) -> bool:
     """Whether an identifier, attribute or keyword of ``pf`` can be one of ``names``: false
-    only when the text holds none of them and is ASCII (a non-ASCII identifier is
-    NFKC-normalized by the parser, so ``ｔorch_dtype`` is ``torch_dtype``: such a text always
-    may). A rule asks this of the names it needs before it asks for the file's calls or
-    attributes, so a file that cannot hold its finding is never walked for it."""
+    only when neither the text nor, for a non-ASCII text, its NFKC normal form holds one (the
+    parser NFKC-normalizes identifiers, so ``ｔorch_dtype=`` is the keyword ``torch_dtype``). A
+    rule asks this of the names it needs before it asks for the file's calls or attributes,
+    so a file that cannot hold its finding is never walked for it."""
     text = pf.text
     for n in names:
         if n in text:
             return True
-    return not text.isascii()
+    if text.isascii():
+        return False
+    normal = pf.__dict__.get("_tl_nfkc")
+    if normal is None:
+        import unicodedata
+
+        normal = pf.__dict__["_tl_nfkc"] = unicodedata.normalize("NFKC", text)
+    return normal is not text and any(n in normal for n in names)
 
 
 def spreading_loads(pf: PythonFile):

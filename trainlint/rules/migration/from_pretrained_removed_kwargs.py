@@ -89,6 +89,10 @@ class FromPretrainedRemovedKwargs(Rule):
             def load(name):
                 return tf.AutoModelForCausalLM.from_pretrained(name, load_in_8bit=True)
             """, options=V524, note="through a module alias, in a function"),
+        Case(files={"run.sh": "python train.py\n",
+                    "train.py": "from transformers import AutoModelForCausalLM\n"
+                                "m = AutoModelForCausalLM.from_pretrained('x', \uff4coad_in_4bit=True)\n"},
+             options=V524, note="a keyword spelled with a compatibility character (NFKC: load_in_4bit)"),
         Case("""
             from transformers import AutoModelForCausalLM
             m = AutoModelForCausalLM.from_pretrained("x", token=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
-from trainlint.analysis import _dotted, collator_call, trainer_contexts
+from trainlint.analysis import _dotted, collator_call, may_name, trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
 from trainlint.rules._triggers import SETUP_NAMES
@@ -45,7 +45,7 @@ def _pad_is_eos(pf) -> list[tuple[ast.Assign, str]]:
     found = pf.__dict__.get("_tl_pad_is_eos")
     if found is None:
         found = []
-        if "pad_token" in pf.text or not pf.text.isascii():
+        if may_name(pf, "pad_token"):
             for stmt, _sc in pf.statements:
                 if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
                     continue
