@@ -69,6 +69,19 @@ def _config_call_of(pf: PythonFile, tc: TrainerCall) -> TrainingArgsCall | None:
     return ac
 
 
+
+def _keywords(pf: PythonFile, tc: TrainerCall) -> dict:
+    """The keyword values of the Trainer call (``PythonFile.call_keywords``), once per call of
+    the file (every setup that holds the file asks; do not mutate)."""
+    kept = pf.__dict__.get("_tl610_keywords")
+    if kept is None:
+        kept = pf.__dict__["_tl610_keywords"] = {}
+    found = kept.get(id(tc))
+    if found is None:
+        found = kept[id(tc)] = (tc, pf.call_keywords(tc.site.node, tc.site.scope)[0])
+    return found[1]
+
+
 class TrainerKeywordMoved(Rule):
     """
     ## What it does
@@ -218,7 +231,7 @@ class TrainerKeywordMoved(Rule):
                 if any(k.arg == "args" for k in tc.site.node.keywords) \
                         and patched_config_keywords(pf, tc.class_name) is not None:
                     continue  # a framework imported first (unsloth) moves them into args=
-                values, _ = pf.call_keywords(tc.site.node, tc.site.scope)
+                values = _keywords(pf, tc)
                 if not values:
                     continue
                 # the signature data is read (and its module imported) only from here on
