@@ -70,18 +70,6 @@ def _config_call_of(pf: PythonFile, tc: TrainerCall) -> TrainingArgsCall | None:
 
 
 
-def _keywords(pf: PythonFile, tc: TrainerCall) -> dict:
-    """The keyword values of the Trainer call (``PythonFile.call_keywords``), once per call of
-    the file (every setup that holds the file asks; do not mutate)."""
-    kept = pf.__dict__.get("_tl610_keywords")
-    if kept is None:
-        kept = pf.__dict__["_tl610_keywords"] = {}
-    found = kept.get(id(tc))
-    if found is None:
-        found = kept[id(tc)] = (tc, pf.call_keywords(tc.site.node, tc.site.scope)[0])
-    return found[1]
-
-
 class TrainerKeywordMoved(Rule):
     """
     ## What it does
@@ -231,12 +219,16 @@ class TrainerKeywordMoved(Rule):
                 if any(k.arg == "args" for k in tc.site.node.keywords) \
                         and patched_config_keywords(pf, tc.class_name) is not None:
                     continue  # a framework imported first (unsloth) moves them into args=
-                values = _keywords(pf, tc)
-                if not values:
-                    continue
                 # the signature data is read (and its module imported) only from here on
                 from trainlint.knowledge import trl_trainers
 
+                moved = trl_trainers.moved_keywords(tc.class_name)
+                keywords = tc.site.node.keywords
+                if all(k.arg is not None and k.arg not in moved for k in keywords):
+                    continue  # only a keyword that moved can be reported: none written, no **kwargs
+                values, _ = pf.call_keywords(tc.site.node, tc.site.scope)
+                if not values:
+                    continue
                 sig = trl_trainers.signature(tc.class_name, trl)
                 if sig is None or sig.varkw:
                     continue
