@@ -140,6 +140,9 @@ def is_device_expr(pf: PythonFile, expr: ast.AST, scope: Scope, _depth: int = 0)
     return False
 
 
+_MOVE_METHODS = frozenset({"cuda", "to"})  # the methods ``device_move`` reads
+
+
 def device_move(pf: PythonFile, call: ast.Call, scope: Scope) -> tuple[ast.expr, bool] | None:
     """(receiver, only_device) when ``call`` moves its receiver to an accelerator."""
     func = call.func
@@ -607,21 +610,25 @@ def _flow_index(pf: PythonFile) -> tuple[dict[str, list[int]], list, dict[str, l
     by_name: dict[str, list[int]] = {}
     moves: list = []
     for i, cs in enumerate(pf.calls):
-        names: set[str] = set()
-        func = cs.node.func
+        node = cs.node
+        func = node.func
+        root = mv = None
         if isinstance(func, ast.Attribute):
-            root = _root_name(func.value)
-            if root is not None:
-                names.add(root.id)
-        first = cs.node.args[0] if cs.node.args else None
-        if isinstance(first, ast.Name):
-            names.add(first.id)
-        mv = device_move(pf, cs.node, cs.scope)
+            r = _root_name(func.value)
+            if r is not None:
+                root = r.id
+            if func.attr in _MOVE_METHODS:  # ``device_move`` is None for any other call
+                mv = device_move(pf, node, cs.scope)
         moves.append(mv)
-        if mv is not None and isinstance(mv[0], ast.Name):
-            names.add(mv[0].id)
-        for n in names:
-            by_name.setdefault(n, []).append(i)
+        if root is not None:
+            by_name.setdefault(root, []).append(i)
+        args = node.args
+        first = args[0].id if args and isinstance(args[0], ast.Name) else None
+        if first is not None and first != root:
+            by_name.setdefault(first, []).append(i)
+        moved = mv[0].id if mv is not None and isinstance(mv[0], ast.Name) else None
+        if moved is not None and moved != root and moved != first:
+            by_name.setdefault(moved, []).append(i)
     assigns: dict[str, list[int]] = {}
     for j, (stmt, _) in enumerate(pf.statements):
         if isinstance(stmt, ast.Assign):

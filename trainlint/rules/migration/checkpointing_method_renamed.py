@@ -177,7 +177,7 @@ class CheckpointingMethodRenamed(ScriptRule):
         if any(n.name in renames for n in pf.of_type(ast.FunctionDef) + pf.of_type(ast.AsyncFunctionDef)):
             return
         overridden = _overridden_names(pf, set(renames))
-        calls = {id(c.node.func): c.node for c in pf.calls}
+        calls = {id(c.node.func): c.node for c in pf.calls_named(*renames)}  # ``x.<renamed>(...)``
         for node in pf.attribute_nodes():
             if not (node.attr in renames and isinstance(node.ctx, ast.Load)) \
                     or node.attr in overridden:
