@@ -269,10 +269,9 @@ def _enclosing_class(pf: PythonFile, fn: ast.AST) -> ast.ClassDef | None:
     owners = getattr(pf, "_class_of_method", None)
     if owners is None:  # found once per file (each tokenizer call of a large file asks)
         owners = pf._class_of_method = {}  # type: ignore[attr-defined]
-        for node in ast.walk(pf.tree):
-            if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    owners.setdefault(id(item), node)
+        for node in pf.of_type(ast.ClassDef):  # the statement index: no walk of the expressions
+            for item in node.body:
+                owners.setdefault(id(item), node)
     return owners.get(id(fn))
 
 
