@@ -164,3 +164,35 @@ def test_flow_index_moves_are_device_move_of_every_call():
         assert by_name == plain
         checked += sum(m is not None for m in moves)
     assert checked > 10
+
+
+def test_a_rule_that_breaks_on_a_readme_launched_setup_is_reported(tmp_path, monkeypatch):
+    """An internal error of a rule on a setup that a walked README launches is reported on the
+    setup's script (the README's own findings are not reported), never dropped."""
+    import trainlint.checking as checking
+    from trainlint.diagnostics import Severity
+    from trainlint.rules.base import Rule
+
+    from tests.helpers import lint_folder, write_files
+
+    class BreaksOnLaunch(Rule):
+        code = "TL197"
+        name = "test-breaks-on-launch"
+        severity = Severity.WARNING
+        summary = "test"
+
+        def check(self, setup):
+            if setup.extra.get("launch") is not None:
+                raise ZeroDivisionError("bug")
+            return iter(())
+
+    monkeypatch.setattr(checking, "make_rules", lambda settings: [BreaksOnLaunch(settings)])
+    write_files(tmp_path, {
+        "README.md": "Train:\n\n```bash\npython train.py --output_dir out\n```\n",
+        "train.py": "from transformers import TrainingArguments, HfArgumentParser\n"
+                    "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n",
+    })
+    monkeypatch.chdir(tmp_path)
+    found = lint_folder(tmp_path)
+    errors = [d for d in getattr(found, "diagnostics", found) if d.code == "TL000"]
+    assert errors and all(d.path.endswith("train.py") for d in errors), errors

@@ -287,7 +287,9 @@ def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None
                          and d.path.lower().endswith(_DOCS) else d for d in found]
             out.extend(found)
         except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
-            path = setup.files[0] if setup.files else str(setup.root)
+            # on a file that is reported: a README that launches the setup is not, when walked
+            path = next((str(f) for f in setup.files if not str(f).lower().endswith(_DOCS)),
+                        str(setup.files[0]) if setup.files else str(setup.root))
             out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
     return out
 
