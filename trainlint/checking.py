@@ -264,13 +264,18 @@ def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None
     out: list[Diagnostic] = []
     docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
     facts: Facts | None = None
+    sites: bool | None = None  # whether the setup has a site a site rule looks at (asked once)
     for rule in rules:
         try:
-            shared = _SHARED.get(type(rule))
-            if shared is None:
-                t = type(rule)
-                shared = _SHARED[t] = issubclass(t, ScriptRule) and t.check is ScriptRule.check
-            if share is not None and shared:
+            kind = _KIND.get(type(rule))
+            if kind is None:
+                kind = _kind(type(rule))
+            if kind == _SITE:
+                if sites is None:
+                    sites = _has_known_sites(setup)
+                if not sites:
+                    continue  # ``SiteRule.check`` looks at those sites only: nothing to report
+            if share is not None and kind == _PER_SCRIPT:
                 if facts is None:
                     facts = Facts(setup)
                 found = share.findings(rule, setup, facts)
@@ -295,7 +300,37 @@ def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None
 
 
 _DOCS = (".md", ".markdown", ".mdx")
-_SHARED: dict[type, bool] = {}  # rule class -> its findings are per script (``ScriptShare``)
+_PLAIN, _PER_SCRIPT, _SITE = range(3)
+_KIND: dict[type, int] = {}  # rule class -> how it is run: per script (``ScriptShare``), per site, plain
+
+
+def _kind(t: type) -> int:
+    """``_PER_SCRIPT`` for a ``ScriptRule`` that keeps ``ScriptRule.check``, ``_SITE`` for a
+    ``SiteRule`` that keeps ``SiteRule.check`` (a site rule's module imports ``_versioned``:
+    without it loaded there is none), else ``_PLAIN``."""
+    import sys
+
+    versioned = sys.modules.get("trainlint.rules._versioned")
+    site_rule = getattr(versioned, "SiteRule", None)
+    if issubclass(t, ScriptRule) and t.check is ScriptRule.check:
+        kind = _PER_SCRIPT
+    elif site_rule is not None and issubclass(t, site_rule) and t.check is site_rule.check:
+        kind = _SITE
+    else:
+        kind = _PLAIN
+    _KIND[t] = kind
+    return kind
+
+
+def _has_known_sites(setup: Any) -> bool:
+    """Whether ``setup`` has a site of a class the versioned data knows (``known_sites``);
+    True when asking fails (each site rule then meets the failure and reports it)."""
+    from trainlint.rules._versioned import known_sites
+
+    try:
+        return bool(known_sites(setup))
+    except Exception:  # noqa: BLE001 - the rules report it
+        return True
 
 
 def _assumed_version(d: Diagnostic) -> Diagnostic:
