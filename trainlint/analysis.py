@@ -40,7 +40,9 @@ def may_name(pf: PythonFile, *names: str) -> bool:
     if normal is None:
         import unicodedata
 
-        normal = pf.__dict__["_tl_nfkc"] = unicodedata.normalize("NFKC", text)
+        # most such texts are in normal form already (an accent, a dash), which is quick to tell
+        normal = pf.__dict__["_tl_nfkc"] = text if unicodedata.is_normalized("NFKC", text) \
+            else unicodedata.normalize("NFKC", text)
     return normal is not text and any(n in normal for n in names)
 
 
