@@ -97,6 +97,19 @@ def test_may_name_never_misses_an_identifier():
     assert not may_name(parse_python("c.py", "x = 1\n"), "from_pretrained")
 
 
+def test_calls_named_spares_the_walk_of_a_non_ascii_file_without_the_name():
+    """``calls_named`` of a name a non-ASCII text cannot hold answers without walking the file
+    (a comment or string in another script is not a reason to walk it), and a call spelled with
+    a compatibility character is still found (the text does not hold the name, its NFKC form
+    does)."""
+    plain = parse_python("a.py", "# 训练脚本\nx = f('é')\n")
+    assert plain.calls_named("from_pretrained") == [] and not plain._walked
+    spelled = parse_python("b.py", "# 训练\nm = M.ｆrom_pretrained('x')\n")
+    assert "from_pretrained" not in spelled.text
+    found = spelled.calls_named("from_pretrained")
+    assert [cs.node.func.attr for cs in found] == ["from_pretrained"]
+
+
 def test_calls_of_a_name_from_the_index_are_the_scan():
     """The calls the rules now take from ``calls_named`` (``setattr(...)``, ``HfDeepSpeedConfig(...)``,
     ``x.train(...)``, ``x.from_pretrained(...)``/``x.push_to_hub(...)``) are, in order, those a scan

@@ -34,15 +34,7 @@ def may_name(pf: PythonFile, *names: str) -> bool:
     for n in names:
         if n in text:
             return True
-    if text.isascii():
-        return False
-    normal = pf.__dict__.get("_tl_nfkc")
-    if normal is None:
-        import unicodedata
-
-        # most such texts are in normal form already (an accent, a dash), which is quick to tell
-        normal = pf.__dict__["_tl_nfkc"] = text if unicodedata.is_normalized("NFKC", text) \
-            else unicodedata.normalize("NFKC", text)
+    normal = pf.identifier_text()
     return normal is not text and any(n in normal for n in names)
 
 

@@ -541,14 +541,30 @@ class PythonFile:
         return found
 
     def _may_hold(self, names: tuple[str, ...]) -> bool:
-        """Whether an identifier of the file can be one of ``names``: false only when the text
-        is ASCII and holds none of them (a non-ASCII identifier is NFKC-normalized by the
-        parser, so ``ｆrom_pretrained`` is ``from_pretrained``: such a text is always walked)."""
+        """Whether an identifier of the file can be one of ``names``: false only when neither
+        the text nor, for a non-ASCII text, its NFKC form holds one (the parser NFKC-normalizes
+        identifiers, so ``ｆrom_pretrained`` is ``from_pretrained``)."""
         text = self.text
-        ascii_ = self.__dict__.get("_ascii")
-        if ascii_ is None:
-            ascii_ = self._ascii = text.isascii()
-        return not ascii_ or any(n in text for n in names)
+        if any(n in text for n in names):
+            return True
+        normal = self.identifier_text()
+        return normal is not text and any(n in normal for n in names)
+
+    def identifier_text(self) -> str:
+        """The text as the parser sees its identifiers: the text itself when it is ASCII or
+        already in NFKC form (most non-ASCII texts: an accent, a dash in a string), else its
+        NFKC normal form. A name not in it is no identifier, attribute or keyword of the file."""
+        normal = self.__dict__.get("_nfkc")
+        if normal is None:
+            text = self.text
+            if text.isascii():
+                normal = text
+            else:
+                import unicodedata
+
+                normal = text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+            self._nfkc = normal
+        return normal
 
     # -- indexing -----------------------------------------------------------------------
 
