@@ -266,8 +266,10 @@ def test_a_file_that_names_no_library_class_is_walked_on_first_question():
     assert [n.name for n in pf.of_type(ast.ClassDef)] == ["Head"] and not pf._walked  # statements only
     assert len(pf.calls) == 2 and pf._walked  # (a default's own call is not one of them, as before)
     assert _index_facts(pf) == _index_facts(ReferencePythonFile("helpers.py", text, tree))
-    for named in ("from transformers import Trainer\n", "x = trl.SFTConfig()\n", "TrainingArguments\n"):
-        assert PythonFile("x.py", named, ast.parse(named))._walked  # may build or derive from one
+    for named, walked in (("from transformers import Trainer\n", False), ("x = trl.SFTConfig()\n", True),
+                          ("TrainingArguments\n", False), ("class A(Trainer):\n    pass\n", True)):
+        # walked only when a call or a class base may build or derive from one
+        assert PythonFile("x.py", named, ast.parse(named))._walked is walked, named
 
 
 def test_calls_by_name_of_a_file_not_yet_walked_agree_with_its_walk():
@@ -356,3 +358,41 @@ def test_the_syntax_check_of_a_walked_script_agrees_with_the_syntax_tree(tmp_pat
     assert [g for g in got if not (g[2] and g[3])] == []
     assert {g[1] for g in got} == {True, False}  # both answers occur
     assert {g[4] for g in got} == {True, False}  # texts under and over the limit
+
+
+# -- the walk spared where no call or base can name a library class --------------------------
+
+def _training_names(pf):
+    return ([c.class_name for c in pf.args_calls], [c.class_name for c in pf.trainer_calls], dict(pf.local_classes))
+
+
+@pytest.mark.parametrize("src, args, trainers, local", [
+    # the name followed by ``(`` across what may stand between two tokens
+    ("from trl import SFTTrainer\nt = (SFTTrainer)(model=m)\n", [], ["SFTTrainer"], {}),
+    ("from trl import SFTTrainer\nt = SFTTrainer  (model=m)\n", [], ["SFTTrainer"], {}),
+    ("from trl import SFTTrainer\nt = [SFTTrainer  # the trainer\n     (model=m)]\n", [], ["SFTTrainer"], {}),
+    ("from trl import SFTTrainer\nt = SFTTrainer \\\n    (model=m)\n", [], ["SFTTrainer"], {}),
+    # a local alias, a module attribute, a compatibility character
+    ("from transformers import TrainingArguments as TA\nargs = TA(output_dir='o')\n", ["TrainingArguments"], [], {}),
+    ("import transformers as tf\nargs = tf.TrainingArguments(output_dir='o')\n", ["TrainingArguments"], [], {}),
+    ("from transformers import TrainingArguments\nargs = Ｔraining\u0041rguments(output_dir='o')\n", ["TrainingArguments"], [], {}),
+    # a class chain through an alias: B(TA) defined after A(B)
+    ("from transformers import Trainer as T\nclass A(B):\n    pass\nclass B(T):\n    pass\nt = A(model=m)\n",
+     [], ["Trainer"], {"A": ("trainer", "Trainer"), "B": ("trainer", "Trainer")}),
+    ("import trl\nclass C(trl.SFTConfig):\n    pass\nc = C(output_dir='o')\n",
+     ["SFTConfig"], [], {"C": ("args", "SFTConfig")}),
+])
+def test_training_calls_found_through_every_spelling_the_text_gate_allows(src, args, trainers, local):
+    pf = parse_python("t.py", src)
+    assert _training_names(pf) == (args, trainers, local)
+
+
+@pytest.mark.parametrize("src", [
+    '"""Train with SFTTrainer or TrainingArguments."""\nimport torch.nn as nn\nclass M(nn.Module):\n    pass\n',
+    "# the SFTTrainer is built elsewhere\nfrom trl import SFTTrainer\nx = SFTTrainerish(1)\ny = f(SFTTrainer)\n",
+    "from trl import SFTConfig\nclass C(Generic[T]):\n    pass\nname = 'SFTConfig'\n",
+])
+def test_no_walk_for_a_file_whose_library_names_build_nothing(src):
+    pf = parse_python("t.py", src)
+    assert _training_names(pf) == ([], [], {})
+    assert not pf._walked

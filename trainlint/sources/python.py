@@ -50,6 +50,14 @@ TRL_TRAINER_CLASSES = {
 # Names that, when not bound in the file at all, still mean the library class (snippets,
 # notebooks exported without their import cell).
 _CANONICAL_UNBOUND = TRAINING_ARGS_CLASSES | TRL_CONFIG_CLASSES | TRAINER_CLASSES | TRL_TRAINER_CLASSES
+# what may stand between a called name and its ``(``: spaces and line breaks, comments,
+# backslash continuations, the ``)`` of a parenthesized name (``(SFTTrainer)(...)``)
+_CALL_TAIL = lazy(r"(?:[\s)]|\\\r?\n|#[^\r\n]*(?=[\r\n]|\Z))*\(")
+
+
+def _is_ident_char(c: str) -> bool:
+    return c.isalnum() or c == "_" or (not c.isascii() and ("a" + c).isidentifier())
+
 
 def _lib_class(qualname: str) -> tuple[str, str] | None:
     """``transformers.training_args.TrainingArguments`` -> ("args", "TrainingArguments")."""
@@ -620,6 +628,50 @@ class PythonFile:
         return "Trainer" in text or "TrainingArguments" in text or \
             ("Config" in text and any(n in text for n in TRL_CONFIG_CLASSES))
 
+    def _may_be_library_base(self, base: ast.AST, own: set[str]) -> bool:
+        """Whether ``library_class`` can name a library class for the class base ``base`` before
+        the file is linked to the repository: a name that is one of the libraries' names, a
+        local alias of one, or another class of the file; ``x.Name`` with such a name; nothing
+        else (a subscript, a call, ``nn.Module``)."""
+        t = type(base)
+        if t is _Name:
+            name = base.id  # type: ignore[attr-defined]
+            if name in _CANONICAL_UNBOUND or name in own:
+                return True
+            qualified = self.imports.get(name)
+            return qualified is not None and qualified.rpartition(".")[2] in _CANONICAL_UNBOUND
+        return t is ast.Attribute and base.attr in _CANONICAL_UNBOUND  # type: ignore[attr-defined]
+
+    def _may_call_library_class(self) -> bool:
+        """Whether a call of the file can build a TrainingArguments-like or Trainer-like class
+        (what ``_library_calls`` looks for): false only when no name such a call can have (one
+        of the libraries' names, a class of the file or of the repository that derives from
+        one, a local alias of either) stands in the text, as a whole identifier, before a ``(``
+        with only spaces, line breaks, comments, continuations or ``)`` between. A name in a
+        docstring or a comment (``SFTTrainer`` in most of TRL's modules) is no call, and the
+        file is not walked for one."""
+        if not self.local_classes and not self.external_qualified and not self._may_name_library_class():
+            return False
+        if self._walked:
+            return True  # the calls are at hand: asking them costs less than the scan
+        text = self.identifier_text()
+        external = self.external_qualified
+        names = {n for n in _CANONICAL_UNBOUND if n in text}
+        names.update(self.local_classes)
+        names.update(q.rpartition(".")[2] for q in external)
+        names.update(local for local, qualified in self.imports.items()
+                     if qualified in external or qualified.rpartition(".")[2] in _CANONICAL_UNBOUND)
+        tail = _CALL_TAIL.match
+        for name in names:
+            i = text.find(name)
+            while i >= 0:
+                end = i + len(name)
+                if (i == 0 or not _is_ident_char(text[i - 1])) and \
+                        (end == len(text) or not _is_ident_char(text[end])) and tail(text, end):
+                    return True
+                i = text.find(name, end)
+        return False
+
     def _index(self) -> None:
         # the statements in ``nodes`` order (imports and classes: the first binding of a name wins)
         self._statement_nodes = statement_nodes(self.tree)
@@ -637,9 +689,12 @@ class PythonFile:
                         self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
         if not self._may_name_library_class():
             return  # no class derives from a library class; the walk waits for a question
+        class_defs = [n for n in self._statement_nodes if isinstance(n, ast.ClassDef) and n.bases]
+        own = {cd.name for cd in class_defs}
+        if not any(self._may_be_library_base(b, own) for cd in class_defs for b in cd.bases):
+            return  # no base can name a library class (``library_class`` would find none)
         self._walk()
         # classes in the file that subclass a library class (to a fixed point: A(B), B(TA))
-        class_defs = [n for n in self._statement_nodes if isinstance(n, ast.ClassDef)]
         changed = True
         while changed:
             changed = False
@@ -1237,7 +1292,7 @@ class PythonFile:
         return out
 
     def _find_training_calls(self) -> None:
-        if not self.local_classes and not self.external_qualified and not self._may_name_library_class():
+        if not self._may_call_library_class():
             return  # no call can build a library class (``_library_calls`` would find none)
         by_name: dict[tuple[int, str], TrainingArgsCall] = {}
         found = self._library_calls()
