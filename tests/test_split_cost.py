@@ -4,6 +4,7 @@ work they replace."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pathspec
 import pytest
@@ -64,3 +65,104 @@ def test_a_pattern_is_asked_at_the_start_only_when_its_anchor_holds_for_all_of_i
     for pattern, path in ((r"^a|b", "xb"), (r"^[]|]x|y", "zy")):  # a spec of such a pattern
         spec = pathspec.PathSpec([pathspec.pattern.RegexPattern(pattern)])
         assert spec.match_file(path) and _IgnoreSpec(spec).match_file(path)
+
+
+# -- the split: its indexes made once per text give the groups of the plain searches ----------
+
+_WORD = r"(?<![\w.-]){}(?![\w-])"
+_PIECES = ["train", "run", "x", ".", "-", "_", "py", "sh", "yaml", " ", "/", "\n", "'", "=", "é", "+", "r",
+           ".py", ".sh", ".yaml", "t", "ds", "cfg", "--", "Ω"]
+_SCRIPTS = ["train.py", "run.py", "xtrain.py", "train-x.py", "ds.py", "Ω.py", "r.py"]
+_OTHERS = ["run.sh", "train.sh", "ds.yaml", "cfg.yaml", "t+r.sh", "x.sh", "train.py.sh"]
+
+
+def _reference_groups(files: dict[str, str]) -> tuple[set[str], set[frozenset[str]]]:
+    """The stand-alone scripts and the groups, by the searches the indexes replace: a
+    non-Python text names a file (its name as a substring, a script's stem as a word), a
+    script names a non-Python file (a substring)."""
+    import os
+    import re
+
+    def py(p: str) -> bool:
+        return p.endswith(".py")
+
+    base = {p: os.path.basename(p) for p in files}
+    edges = set()
+    for p, text in files.items():
+        for q in files:
+            if q == p:
+                continue
+            if not py(p) and (base[q] in text or (py(q) and re.search(_WORD.format(re.escape(base[q][:-3])), text))):
+                edges.add((p, q))
+            elif py(p) and not py(q) and base[q] in text:
+                edges.add((p, q))
+    linked = {p for e in edges for p in e}
+    alone = {p for p in files if py(p) and p not in linked}
+    parent = {p: p for p in files if p not in alone}
+
+    def find(p: str) -> str:
+        while parent[p] != p:
+            p = parent[p]
+        return p
+
+    for a, b in edges:
+        parent[find(a)] = find(b)
+    groups: dict[str, set[str]] = {}
+    for p in parent:
+        groups.setdefault(find(p), set()).add(p)
+    return alone, {frozenset(g) for g in groups.values()}
+
+
+def test_the_split_groups_files_as_the_searches_of_their_texts_do(tmp_path, monkeypatch):
+    """Random trees of scripts and launch files whose texts name each other's files (names
+    inside longer names, stems as words, runs across lines): the stand-alone scripts and the
+    groups are those of plain searches of each text."""
+    import os
+
+    from trainlint.config import load_settings
+    from trainlint.partition import split
+
+    rng = random.Random(18)
+    grouped = 0
+    for n in range(40):
+        root = tmp_path / f"t{n}"
+        files: dict[str, str] = {}
+        for name in rng.sample(_SCRIPTS, rng.randint(2, len(_SCRIPTS))):
+            files[f"zz{rng.randint(0, 1)}/{name}"] = "from transformers import TrainingArguments\n" + \
+                "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 12))) + "\n"
+        for name in rng.sample(_OTHERS, rng.randint(1, len(_OTHERS))):
+            files[f"zz{rng.randint(0, 1)}/{name}"] = "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 40)))
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+        monkeypatch.chdir(root)
+        settings = load_settings(root)
+        plan = split([Path(".")], settings, {})
+        alone, groups = _reference_groups({os.path.normpath(p): t for p, t in files.items()})
+        assert {u.path for u in plan.units} == alone, files
+        assert {frozenset(p for p, _ in g) for g in plan.groups} == groups, files
+        grouped += sum(len(g) > 1 for g in groups)
+    assert grouped > 20  # files were linked, and not all of them
+
+
+def test_the_files_of_an_imported_module_name_are_grouped_with_its_importers(tmp_path, monkeypatch):
+    from trainlint.config import load_settings
+    from trainlint.partition import split
+
+    files = {
+        "a/utils.py": "from transformers import TrainingArguments\n",
+        "b/utils.py": "from transformers import TrainingArguments\n",
+        "c/utils.py": "from transformers import TrainingArguments\n",
+        "c/train.py": "from utils import helper\nfrom transformers import TrainingArguments\n",
+        "d/eval.py": "from utils import helper\nfrom transformers import TrainingArguments\n",
+        "e/other.py": "from transformers import TrainingArguments\n",
+        "e/cfg.yaml": "x: 1\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    plan = split([Path(".")], load_settings(tmp_path), {})
+    groups = {frozenset(p for p, _ in g) for g in plan.groups}
+    assert frozenset({"a/utils.py", "b/utils.py", "c/utils.py", "c/train.py", "d/eval.py"}) in groups
+    assert [u.path for u in plan.units] == ["e/other.py"]
