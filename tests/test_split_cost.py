@@ -166,3 +166,43 @@ def test_the_files_of_an_imported_module_name_are_grouped_with_its_importers(tmp
     groups = {frozenset(p for p, _ in g) for g in plan.groups}
     assert frozenset({"a/utils.py", "b/utils.py", "c/utils.py", "c/train.py", "d/eval.py"}) in groups
     assert [u.path for u in plan.units] == ["e/other.py"]
+
+
+def test_a_json_files_kind_is_told_once_per_run(tmp_path, monkeypatch):
+    """The split tells each JSON file's kind (whether its words can name a script); the tasks'
+    workspaces take it from the split's read: one ``detect_kind`` per JSON file, and the
+    findings of one workspace that tells every kind itself."""
+    import sys
+    from collections import Counter
+
+    from trainlint.checking import filter_findings, run_rules
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.sources import kinds
+    from trainlint.workspace import read_workspace
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_pipeline import repository_tree
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    repository_tree(root)
+    (root / "data").mkdir()
+    (root / "data" / "records.json").write_text('[{"text": "train.py", "id": 1}]\n', encoding="utf-8")
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    ws = read_workspace([Path(".")], settings, {})
+    plain = filter_findings(run_rules(ws, settings), ws, settings)
+    told: Counter = Counter()
+    real = kinds.detect_kind
+
+    def counted(path, text):
+        told[path] += 1
+        return real(path, text)
+
+    monkeypatch.setattr(kinds, "detect_kind", counted)
+    serial = lint([Path(".")], settings, jobs=1)
+    assert [d.to_json() for d in serial.diagnostics] == [d.to_json() for d in plain]
+    jsons = [p for p in told if p.endswith(".json")]
+    assert "data/records.json" in jsons and any(serial.kinds.get(p) == "deepspeed" for p in jsons)
+    assert all(told[p] == 1 for p in jsons), told

@@ -195,22 +195,26 @@ def words_of(text: str) -> tuple[set[str], set[str]]:
 _NO_WORDS: tuple[set[str], set[str]] = (frozenset(), frozenset())  # type: ignore[assignment]
 
 
-def _json_data(path: str, text: str) -> bool:
+def _json_data(path: str, text: str, read: TextFile | None = None) -> bool:
     """Whether ``path`` is a JSON file that is no config: its kind is plain ``json`` or
     ``data`` (``kinds.detect_kind``: a dataset, results, a tool's settings; LLaMA-Factory's
     ``data/*.json`` hold 5 MB of records, peft's 239 results files 1.4 MB). It has no launch
     line and names no script to linking (only launch lines run scripts, and only configs are
     read for other files), so the words of its text (a script's stem, ``pkg.train``) are not
     asked; the file names it holds are (``NameIndex.ends``: a script or config that names it,
-    or that it names, still joins it)."""
+    or that it names, still joins it). The kind is noted on ``read``, the file's read of the run
+    whose text this is, for the workspace's reader (``TextFile.kind``: told once per run)."""
     if not path.lower().endswith(".json"):
         return False
     from trainlint.sources.kinds import detect_kind
 
     try:
-        return detect_kind(path, text) in ("json", "data")
+        kind = detect_kind(path, text)
     except (RecursionError, MemoryError, ValueError):  # the workspace's reader reports it
         return False
+    if read is not None and read.text is text and read.path == path:
+        read.kind = kind
+    return kind in ("json", "data")
 
 
 def _module_name(path: str) -> tuple[str, str]:
@@ -294,7 +298,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
         modules: set[str] = set()
         ends: set[str] = set()
         for p, t in scanned.items():
-            named_in[p] = found = _NO_WORDS if _json_data(p, t) else words_of(t)
+            named_in[p] = found = _NO_WORDS if _json_data(p, t, read.get(p)) else words_of(t)
             words |= found[0]
             modules |= found[1]
             ends |= indexes.of(p, t, named_in).ends

@@ -40,13 +40,17 @@ class ReadProblem(Exception):
 
 
 class TextFile(Record):
-    """A file's decoded text with the encoding and BOM to write it back the same way."""
+    """A file's decoded text with the encoding and BOM to write it back the same way.
+    ``kind``: the file's kind (``kinds.detect_kind`` of its path and text) when something
+    that read it told it already (the run's split), else None; no part of its equality."""
 
     __slots__ = ("path", "text", "encoding", "bom", "__dict__")
+    _hidden = ("kind",)
     path: str
     text: str
     encoding: str
     bom: bool
+    kind: str | None = None  # (the default of a read no one told; set in the instance's __dict__)
 
     def __init__(self, path: str, text: str, encoding: str = "utf-8", bom: bool = False) -> None:
         self.path = path
