@@ -206,3 +206,23 @@ def test_a_json_files_kind_is_told_once_per_run(tmp_path, monkeypatch):
     jsons = [p for p in told if p.endswith(".json")]
     assert "data/records.json" in jsons and any(serial.kinds.get(p) == "deepspeed" for p in jsons)
     assert all(told[p] == 1 for p in jsons), told
+
+
+def test_the_verdicts_of_long_json_texts_read_before_are_kept_for_each_text():
+    """The split reads every JSON file's value (its kind) before the tasks parse them: each long
+    text's verdict (plain, or a duplicate key to report) is kept for that text, whatever the
+    order of the parses; an equal text read by no one is checked itself."""
+    from trainlint.sources.jsondoc import LAZY_MIN_CHARS, LazyJsonNode, json_value, parse_json
+
+    body = ", ".join(f'"k{i}": {i}' for i in range(LAZY_MIN_CHARS // 8))
+    plain_text = "{" + body + "}"
+    dup_text = "{" + body + ', "k1": 0}'
+    assert len(plain_text) >= LAZY_MIN_CHARS
+    json_value(plain_text)
+    json_value(dup_text)
+    dup = parse_json(dup_text, "dup.json")
+    plain = parse_json(plain_text, "plain.json")
+    assert isinstance(plain, LazyJsonNode) and not isinstance(dup, LazyJsonNode)
+    assert any("duplicate" in p.message.lower() for p in dup.doc.problems)
+    again = parse_json(("x" + dup_text)[1:], "dup2.json")  # an equal text no one read before
+    assert not isinstance(again, LazyJsonNode) and again.doc.problems

@@ -286,7 +286,11 @@ def _container_ends(text: str, start: int, max_depth: int) -> dict[int, int] | N
     return ends
 
 
-_CHECKED: list[tuple[str, bool]] = []  # the last long text ``json_value`` read, and whether it was plain
+# the long texts ``json_value`` read, by their object, and whether each was plain: the run's split
+# tells every JSON file's kind before the tasks read them (at most ``_CHECKED_MAX`` texts kept)
+_CHECKED: dict[int, tuple[str, bool]] = {}
+_CHECKED_MAX = 64
+_CHECKED_MAX_CHARS = 128 * 1024 * 1024
 
 
 def _checked_loads(text: str) -> tuple[Any, bool]:
@@ -315,7 +319,9 @@ def json_value(text: str) -> Any:
     ``parse_json`` of the same text that usually follows (file kinds are told by the value)."""
     value, plain = _checked_loads(text)
     if len(text) >= LAZY_MIN_CHARS:
-        _CHECKED[:] = [(text, plain)]
+        _CHECKED[id(text)] = (text, plain)
+        while len(_CHECKED) > _CHECKED_MAX or sum(len(t) for t, _ in _CHECKED.values()) > _CHECKED_MAX_CHARS:
+            del _CHECKED[next(iter(_CHECKED))]  # the oldest (a text no parse asked for)
     return value
 
 
@@ -324,14 +330,14 @@ def _lazy_root(text: str, path: str, max_depth: int, line_offset: int) -> JsonNo
     report: no duplicate key, no NaN/Infinity, no nesting deeper than ``max_depth``; else None
     (``parse_json`` reads it node by node and reports what it finds)."""
     body = text[1:] if text.startswith("\ufeff") else text
-    if _CHECKED and _CHECKED[0][0] is body:
-        plain = _CHECKED[0][1]
+    kept = _CHECKED.pop(id(body), None)
+    if kept is not None and kept[0] is body:
+        plain = kept[1]
     else:
         try:
             plain = _checked_loads(body)[1]
         except (ValueError, RecursionError, MemoryError):
             return None
-    _CHECKED.clear()
     if not plain:
         return None
     doc = JsonDocument(text, path, line_offset)
