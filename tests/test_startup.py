@@ -232,7 +232,33 @@ REQUIREMENTS = [
     "transformers (>=4.40)", "transformers>=4.*", "transformers~=4", "trl>=", ">=4.0", "transformers>=4.0 extra",
     "transformers[]", "transformers>=4.0,", "my_pkg.name-x>=1.0.post1", "a>=1.0.dev0", "_bad>=1", "x.>=1",
     "transformers<=4.50.3,>=4.41.2,!=4.46.0", "transformers>4.4,<5.0.0.dev0", "transformers==4.40.0 ; python_version<'3.12'",
+    "#", "# transformers>=4.40", "-e .", "./local_pkg", "", "  ", "@ git+https://x/y", "(transformers)",
 ]
+
+
+def test_a_text_without_a_leading_name_is_no_requirement_and_needs_no_packaging():
+    """A text that does not start with a project name (a comment, a flag, a path) is refused
+    before ``packaging.requirements`` is imported, as ``packaging`` refuses it; random texts
+    of requirement characters agree with ``packaging`` on that."""
+    import random
+    import subprocess
+    import sys
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from trainlint.knowledge.versions import _leading_name
+
+    rng = random.Random(180)
+    alphabet = "aZ9._-<>=!~*+,[] ;@#/()'\""
+    for text in ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10))) for _ in range(5_000)]:
+        if _leading_name(text) is None:
+            with pytest.raises(InvalidRequirement):
+                Requirement(text)
+    code = ("import sys; from trainlint.knowledge.versions import parse_requirement; "
+            "assert parse_requirement('#') is None and parse_requirement('-r base.txt') is None; "
+            "print('packaging.requirements' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
 
 
 @pytest.mark.parametrize("text", REQUIREMENTS)

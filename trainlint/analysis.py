@@ -24,10 +24,26 @@ ACCEL_PREFIXES = ("cuda", "mps", "xpu", "npu", "hpu", "mlu", "musa")
 SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
 
 
+def may_name(pf: PythonFile, *names: str) -> bool:
+    """Whether an identifier, attribute or keyword of ``pf`` can be one of ``names``: false
+    only when neither the text nor, for a non-ASCII text, its NFKC normal form holds one (the
+    parser NFKC-normalizes identifiers, so ``ｔorch_dtype=`` is the keyword ``torch_dtype``). A
+    rule asks this of the names it needs before it asks for the file's calls or attributes,
+    so a file that cannot hold its finding is never walked for it."""
+    text = pf.text
+    for n in names:
+        if n in text:
+            return True
+    normal = pf.identifier_text()
+    return normal is not text and any(n in normal for n in names)
+
+
 def spreading_loads(pf: PythonFile):
     """``(call site, device_map keyword, value)`` of each ``*.from_pretrained(...,
     device_map=...)`` in ``pf`` whose device map resolves to a spreading value."""
-    for cs in pf.calls:
+    if not may_name(pf, "device_map"):
+        return  # no such keyword (and no walk of the file)
+    for cs in pf.calls_named("from_pretrained"):
         f = cs.node.func
         if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
             continue
@@ -116,6 +132,9 @@ def is_device_expr(pf: PythonFile, expr: ast.AST, scope: Scope, _depth: int = 0)
         low = expr.id.lower()
         return "device" in low or low in ("local_rank", "rank", "gpu", "gpu_id", "dev")
     return False
+
+
+_MOVE_METHODS = frozenset({"cuda", "to"})  # the methods ``device_move`` reads
 
 
 def device_move(pf: PythonFile, call: ast.Call, scope: Scope) -> tuple[ast.expr, bool] | None:
@@ -585,21 +604,25 @@ def _flow_index(pf: PythonFile) -> tuple[dict[str, list[int]], list, dict[str, l
     by_name: dict[str, list[int]] = {}
     moves: list = []
     for i, cs in enumerate(pf.calls):
-        names: set[str] = set()
-        func = cs.node.func
+        node = cs.node
+        func = node.func
+        root = mv = None
         if isinstance(func, ast.Attribute):
-            root = _root_name(func.value)
-            if root is not None:
-                names.add(root.id)
-        first = cs.node.args[0] if cs.node.args else None
-        if isinstance(first, ast.Name):
-            names.add(first.id)
-        mv = device_move(pf, cs.node, cs.scope)
+            r = _root_name(func.value)
+            if r is not None:
+                root = r.id
+            if func.attr in _MOVE_METHODS:  # ``device_move`` is None for any other call
+                mv = device_move(pf, node, cs.scope)
         moves.append(mv)
-        if mv is not None and isinstance(mv[0], ast.Name):
-            names.add(mv[0].id)
-        for n in names:
-            by_name.setdefault(n, []).append(i)
+        if root is not None:
+            by_name.setdefault(root, []).append(i)
+        args = node.args
+        first = args[0].id if args and isinstance(args[0], ast.Name) else None
+        if first is not None and first != root:
+            by_name.setdefault(first, []).append(i)
+        moved = mv[0].id if mv is not None and isinstance(mv[0], ast.Name) else None
+        if moved is not None and moved != root and moved != first:
+            by_name.setdefault(moved, []).append(i)
     assigns: dict[str, list[int]] = {}
     for j, (stmt, _) in enumerate(pf.statements):
         if isinstance(stmt, ast.Assign):

@@ -19,7 +19,7 @@ from trainlint.resolve import RunContext, build_setups, single_file_setup, works
 from trainlint.rule_index import can_trigger, is_selected, selected, words_of
 from trainlint.rules.base import Facts, Rule, ScriptRule
 from trainlint.suppression import Suppressions
-from trainlint.workspace import Workspace, read_entry
+from trainlint.workspace import Workspace, defer_syntax_checks, read_entry, settle_syntax
 
 if TYPE_CHECKING:  # fix's memo: imported where a fix makes one, never by ``check``
     from trainlint.fixing.setup_memo import SetupMemo
@@ -180,6 +180,7 @@ def run_rules(ws: Workspace, settings: Settings, declared: set[str] | None = Non
         docs += [(f.path, f.doc.python) for f in ws.files.values()  # a notebook's program
                  if f.kind == "notebook" and f.doc is not None and f.doc.python is not None]
         setups = [single_file_setup(path, doc, ctx) for path, doc in docs]
+    settle_syntax(ws)  # the syntax checks linking's full reads did not make needless
     out: list[Diagnostic] = list(ws.problems)
     if linking_error is not None:
         out.append(linking_error)
@@ -264,9 +265,18 @@ def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None
     out: list[Diagnostic] = []
     docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
     facts: Facts | None = None
+    sites: bool | None = None  # whether the setup has a site a site rule looks at (asked once)
     for rule in rules:
         try:
-            if share is not None and isinstance(rule, ScriptRule) and type(rule).check is ScriptRule.check:
+            kind = _KIND.get(type(rule))
+            if kind is None:
+                kind = _kind(type(rule))
+            if kind == _SITE:
+                if sites is None:
+                    sites = _has_known_sites(setup)
+                if not sites:
+                    continue  # ``SiteRule.check`` looks at those sites only: nothing to report
+            if share is not None and kind == _PER_SCRIPT:
                 if facts is None:
                     facts = Facts(setup)
                 found = share.findings(rule, setup, facts)
@@ -283,12 +293,45 @@ def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None
                          and d.path.lower().endswith(_DOCS) else d for d in found]
             out.extend(found)
         except Exception as exc:  # noqa: BLE001 - one broken rule must not stop the run
-            path = setup.files[0] if setup.files else str(setup.root)
+            # on a file that is reported: a README that launches the setup is not, when walked
+            path = next((str(f) for f in setup.files if not str(f).lower().endswith(_DOCS)),
+                        str(setup.files[0]) if setup.files else str(setup.root))
             out.append(internal_error(path, f"rule {rule.code} ({rule.name})", exc))
     return out
 
 
 _DOCS = (".md", ".markdown", ".mdx")
+_PLAIN, _PER_SCRIPT, _SITE = range(3)
+_KIND: dict[type, int] = {}  # rule class -> how it is run: per script (``ScriptShare``), per site, plain
+
+
+def _kind(t: type) -> int:
+    """``_PER_SCRIPT`` for a ``ScriptRule`` that keeps ``ScriptRule.check``, ``_SITE`` for a
+    ``SiteRule`` that keeps ``SiteRule.check`` (a site rule's module imports ``_versioned``:
+    without it loaded there is none), else ``_PLAIN``."""
+    import sys
+
+    versioned = sys.modules.get("trainlint.rules._versioned")
+    site_rule = getattr(versioned, "SiteRule", None)
+    if issubclass(t, ScriptRule) and t.check is ScriptRule.check:
+        kind = _PER_SCRIPT
+    elif site_rule is not None and issubclass(t, site_rule) and t.check is site_rule.check:
+        kind = _SITE
+    else:
+        kind = _PLAIN
+    _KIND[t] = kind
+    return kind
+
+
+def _has_known_sites(setup: Any) -> bool:
+    """Whether ``setup`` has a site of a class the versioned data knows (``known_sites``);
+    True when asking fails (each site rule then meets the failure and reports it)."""
+    from trainlint.rules._versioned import known_sites
+
+    try:
+        return bool(known_sites(setup))
+    except Exception:  # noqa: BLE001 - the rules report it
+        return True
 
 
 def _assumed_version(d: Diagnostic) -> Diagnostic:
@@ -362,6 +405,7 @@ def check_group(entries: list[tuple[str, bool]], settings: Settings, overlay: di
     ws = Workspace(settings=settings, overlay=overlay)
     if reuse is not None and reuse.wanted(entries):
         ws.reads = reuse.reads
+    defer_syntax_checks(ws)  # settled in ``run_rules``, after linking's reads
     for path, explicit in entries:
         read_entry(ws, path, explicit)
     if ws.reads is not None:

@@ -186,7 +186,8 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
         pf._parser_uses = out  # type: ignore[attr-defined]
         return out
     local_defs = {n.name for n in pf.of_type(ast.ClassDef)}
-    for cs in pf.calls:
+    # the calls named like a parser class or a repository class, from the file's call index
+    for cs in pf.calls_named(*PARSER_CLASSES, *local_defs, *pf.external_defs):
         kind = _last_name(cs.node.func)
         if kind not in PARSER_CLASSES:
             f = cs.node.func

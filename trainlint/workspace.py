@@ -44,7 +44,7 @@ class Workspace(Record):
     """Every file of a run, parsed once, with the input problems found while reading them."""
 
     __slots__ = ("settings", "overlay", "files", "problems", "unparsable", "deferred_problems", "absent",
-                 "reads", "__dict__")
+                 "reads", "pending_syntax", "__dict__")
     settings: Settings
     overlay: dict[str, str]
     files: dict[str, ParsedFile]
@@ -61,6 +61,11 @@ class Workspace(Record):
     # that never links or checks the files it read may keep them (their documents must stay
     # as the reader made them); None: every file is read afresh.
     reads: dict[tuple, tuple] | None
+    # Walked Python files whose syntax check (TL001 for a file no selected rule reads) waits
+    # for ``settle_syntax``, by path: a repository module linking reads in full meanwhile is
+    # parsed once, not checked and then parsed (peft: 124 of its 218 checked files). None: each
+    # file is checked as it is read (``defer_syntax_checks`` turns the wait on).
+    pending_syntax: dict[str, ParsedFile] | None
 
     def __init__(self, settings: Settings, overlay: dict[str, str], files: dict[str,
                  ParsedFile] | None = None, problems: list[Diagnostic] | None = None,
@@ -75,6 +80,7 @@ class Workspace(Record):
         self.deferred_problems = {} if deferred_problems is None else deferred_problems
         self.absent = set() if absent is None else absent
         self.reads = reads
+        self.pending_syntax = None
 
     @property
     def python_files(self) -> list[PythonFile]:
@@ -173,6 +179,8 @@ def files_already_read(files: dict[str, TextFile]) -> Iterator[None]:
 
 
 def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
+    if ws.pending_syntax:  # read again (linking reads a module in full): that read decides
+        ws.pending_syntax.pop(path, None)
     already = _ALREADY_READ.get()
     tf = already.get(path) if already is not None and path not in ws.overlay else None
     try:
@@ -219,11 +227,13 @@ def _read_text_file(ws: Workspace, path: str, explicit: bool, tf: TextFile) -> P
             # mentions the training libraries) is still checked to parse: a broken training
             # script is reported (TL001), never silently skipped.
             if any(tok in tf.text for tok in PY_PREFILTER):
-                n = len(ws.problems)
-                _parse_python(ws, path, tf.text, syntax_only=True)
-                if len(ws.problems) > n:
-                    ws.files[path] = pf
-                    return pf
+                if ws.pending_syntax is not None and ws.reads is None \
+                        and len(tf.text) < pruning.LARGE_MODULE_CHARS:
+                    # checked by ``settle_syntax`` unless read in full before (a full read of
+                    # a large module parses only its relevant statements: checked now)
+                    ws.pending_syntax[path] = pf
+                    return None
+                return _check_syntax(ws, pf)
             return None
         pf.doc = _parse_python(ws, path, tf.text)
     elif kind == "notebook" and not explicit and not _wanted_notebook(ws, path, tf.text):
@@ -240,6 +250,37 @@ def _read_text_file(ws: Workspace, path: str, explicit: bool, tf: TextFile) -> P
             ws.unparsable.add(path)
     ws.files[path] = pf
     return pf
+
+
+def _check_syntax(ws: Workspace, pf: ParsedFile) -> ParsedFile | None:
+    """The syntax check of a walked script no selected rule reads: kept (with its TL001,
+    unparsable) only when it does not parse."""
+    n = len(ws.problems)
+    _parse_python(ws, pf.path, pf.text.text, syntax_only=True)
+    if len(ws.problems) > n:
+        ws.files[pf.path] = pf
+        return pf
+    return None
+
+
+def defer_syntax_checks(ws: Workspace) -> None:
+    """From now on, the syntax checks of walked scripts no selected rule reads wait for
+    ``settle_syntax`` (a file read in full before then is parsed once). The caller must call
+    ``settle_syntax`` before it reads ``problems``, ``files`` or ``unparsable`` as final."""
+    if ws.pending_syntax is None:
+        ws.pending_syntax = {}
+
+
+def settle_syntax(ws: Workspace) -> None:
+    """Run the syntax checks that wait (``defer_syntax_checks``), in walk order, for the files
+    nothing has read since; their TL001 are as an immediate check's."""
+    pending = ws.pending_syntax
+    if not pending:
+        return
+    ws.pending_syntax = {}
+    for path, pf in pending.items():
+        if path not in ws.files and path not in ws.unparsable:
+            _check_syntax(ws, pf)
 
 
 def _wanted_notebook(ws: Workspace, path: str, text: str) -> bool:

@@ -120,6 +120,13 @@ def moved(cls: str, keyword: str) -> Moved | None:
     return Moved(cls, keyword, row["config"], row["removed_in"], row.get("deprecated_in"))
 
 
+@lru_cache(maxsize=256)
+def moved_keywords(cls: str) -> frozenset[str]:
+    """Every keyword of ``cls`` that :func:`moved` knows a destination for."""
+    rows = (_data()["trainers"].get(cls) or {}).get("moved") or {}
+    return frozenset(k for k, row in rows.items() if row is not None)
+
+
 def accepted_in(cls: str, keyword: str) -> list[str]:
     """The known TRL versions whose ``cls`` constructor takes ``keyword`` by name."""
     out = []

@@ -408,6 +408,8 @@ def parse_requirement(text: str) -> Req | None:
             return Req(name, SpecifierSet(spec))
         except InvalidSpecifier:
             return None
+    if _leading_name(text) is None:
+        return None  # every requirement starts with its name (a comment, a flag, a path is none)
     from packaging.requirements import InvalidRequirement, Requirement
 
     from trainlint.knowledge.pep440 import wrap

@@ -123,8 +123,8 @@ class RunContext:
             if self.site is not None and pf.path != self.site.path:
                 continue
             if (pf.uses_module("pytest") or pf.uses_module("unittest")) and any(
-                    isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")
-                    for n in ast.walk(pf.tree)):
+                    n.name.startswith("test") for kind in (ast.FunctionDef, ast.AsyncFunctionDef)
+                    for n in pf.of_type(kind)):  # the statement index: no walk of the expressions
                 return f"{PurePath(pf.path).name} is a test module"
         return None
 

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 from trainlint import reads
+from trainlint.analysis import may_name
 from trainlint.consumers import library_dataclass
 from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Edit, Span
 from trainlint.knowledge import training_args as ta
@@ -200,6 +201,8 @@ def tolerant_parse(setup: Setup) -> tuple[PythonFile, ast.Call, str] | None:
     ``parse_known_args(...)``, ``parse_json_file/parse_yaml_file/parse_dict(allow_extra_keys=True)``
     (with the call's text, for messages); None when there is none."""
     for pf in setup.scripts:
+        if not may_name(pf, *_TOLERANT_CALLS):
+            continue  # no such call (and no walk of a non-ASCII file for one)
         for cs in pf.calls_named(*_TOLERANT_CALLS):
             func = cs.node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
@@ -625,6 +628,17 @@ def replace_with_field_edits(setup: Setup, site: ArgsSite, value: Value, new: st
     return None
 
 
+def known_sites(setup: Setup) -> list[ArgsSite]:
+    """The setup's judged sites (``Setup.sites``) of a class whose fields the versioned data
+    knows at the target: what every ``SiteRule`` looks at, worked out once per setup (some
+    thirty site rules ask)."""
+    found = setup.extra.get("_known_sites")
+    if found is None:
+        found = setup.extra["_known_sites"] = [
+            s for s in setup.sites if is_known_class(s.class_name) and fields_for(setup, s.class_name) is not None]
+    return found
+
+
 class SiteRule(Rule):
     """A rule that looks at each TrainingArguments-like site of a known class (one whose
     fields the versioned data knows); subclasses implement ``site_check``."""
@@ -632,9 +646,7 @@ class SiteRule(Rule):
     triggers = SETUP_NAMES  # a site is a call of (or a parser for) a TrainingArguments-like class
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for site in setup.sites:
-            if not is_known_class(site.class_name) or fields_for(setup, site.class_name) is None:
-                continue
+        for site in known_sites(setup):
             yield from self.site_check(setup, site)
 
     def site_check(self, setup: Setup, site: ArgsSite) -> Iterator[Diagnostic]:  # pragma: no cover

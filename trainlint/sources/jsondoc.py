@@ -286,11 +286,33 @@ def _container_ends(text: str, start: int, max_depth: int) -> dict[int, int] | N
     return ends
 
 
-# the long texts ``json_value`` read, by their object, and whether each was plain: the run's split
-# tells every JSON file's kind before the tasks read them (at most ``_CHECKED_MAX`` texts kept)
+# the texts ``json_value`` read, by their object, and whether each was plain: the run's split
+# tells every JSON file's kind before the tasks read them, so each one's verdict is kept until its
+# parse takes it (at most ``_CHECKED_MAX`` texts, ``_CHECKED_MAX_CHARS`` characters: the oldest go)
 _CHECKED: dict[int, tuple[str, bool]] = {}
-_CHECKED_MAX = 64
+_CHECKED_CHARS = [0]
+_CHECKED_MAX = 4096
 _CHECKED_MAX_CHARS = 128 * 1024 * 1024
+
+
+def _keep(text: str, plain: bool) -> None:
+    old = _CHECKED.pop(id(text), None)
+    if old is not None:
+        _CHECKED_CHARS[0] -= len(old[0])
+    _CHECKED[id(text)] = (text, plain)
+    _CHECKED_CHARS[0] += len(text)
+    while len(_CHECKED) > _CHECKED_MAX or _CHECKED_CHARS[0] > _CHECKED_MAX_CHARS:
+        gone = _CHECKED.pop(next(iter(_CHECKED)))
+        _CHECKED_CHARS[0] -= len(gone[0])
+
+
+def _taken(text: str) -> bool | None:
+    """The verdict kept for this very ``text`` (no longer kept), or None."""
+    kept = _CHECKED.pop(id(text), None)
+    if kept is None:
+        return None
+    _CHECKED_CHARS[0] -= len(kept[0])
+    return kept[1] if kept[0] is text else None
 
 
 def _checked_loads(text: str) -> tuple[Any, bool]:
@@ -315,14 +337,20 @@ def _checked_loads(text: str) -> tuple[Any, bool]:
 
 
 def json_value(text: str) -> Any:
-    """``json.loads(text)`` (the same value and errors); a long text's verdict is kept for the
-    ``parse_json`` of the same text that usually follows (file kinds are told by the value)."""
+    """``json.loads(text)`` (the same value and errors); the text's verdict is kept for the
+    ``parse_json`` of the same text that usually follows (file kinds are told by the value;
+    the reader asks for a lazy tree of every walked JSON: peft's 239 results files were each
+    loaded twice)."""
     value, plain = _checked_loads(text)
-    if len(text) >= LAZY_MIN_CHARS:
-        _CHECKED[id(text)] = (text, plain)
-        while len(_CHECKED) > _CHECKED_MAX or sum(len(t) for t, _ in _CHECKED.values()) > _CHECKED_MAX_CHARS:
-            del _CHECKED[next(iter(_CHECKED))]  # the oldest (a text no parse asked for)
+    _keep(text, plain)
     return value
+
+
+def loaded_just_now(text: str) -> bool:
+    """Whether ``text`` (this very object) is the last one ``json_value`` loaded: it is valid
+    JSON (``json.loads`` reads it without an error)."""
+    kept = _CHECKED.get(id(text))
+    return kept is not None and kept[0] is text
 
 
 def _lazy_root(text: str, path: str, max_depth: int, line_offset: int) -> JsonNode | None:
@@ -330,10 +358,8 @@ def _lazy_root(text: str, path: str, max_depth: int, line_offset: int) -> JsonNo
     report: no duplicate key, no NaN/Infinity, no nesting deeper than ``max_depth``; else None
     (``parse_json`` reads it node by node and reports what it finds)."""
     body = text[1:] if text.startswith("\ufeff") else text
-    kept = _CHECKED.pop(id(body), None)
-    if kept is not None and kept[0] is body:
-        plain = kept[1]
-    else:
+    plain = _taken(body)
+    if plain is None:
         try:
             plain = _checked_loads(body)[1]
         except (ValueError, RecursionError, MemoryError):

@@ -26,6 +26,8 @@ import builtins
 import re
 from typing import Any
 
+from trainlint.sources.python import child_nodes, statement_nodes
+
 __all__ = ["apply_flow"]
 
 UNKNOWN: Any = object()  # bound in Python, but to no value known statically
@@ -126,7 +128,7 @@ def _bound(stmt: ast.stmt) -> set[str]:
             out.update(node.names)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             out.add(node.name)
-        todo.extend(ast.iter_child_nodes(node))
+        todo.extend(child_nodes(node))  # (``ast.iter_child_nodes`` but the context leaves: a set either way)
     return out
 
 
@@ -244,7 +246,7 @@ def _format(value: Any, conversion: str | None, spec: Any) -> str | None:
 def _aliases(tree: ast.Module) -> dict[str, set[str]]:
     """The names the notebook gives ``os``, ``os.environ`` and ``os.chdir``."""
     out: dict[str, set[str]] = {"os": set(), "environ": set(), "chdir": set()}
-    for node in ast.walk(tree):
+    for node in statement_nodes(tree):  # an import is a statement: no walk of the expressions
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == "os":

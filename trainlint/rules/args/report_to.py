@@ -157,7 +157,17 @@ def _integrations(setup: Setup) -> list[str]:
     """The report_to names of the logging libraries the setup's scripts import, in order."""
     out: list[str] = []
     for pf in setup.scripts:
-        for module, name in INTEGRATIONS.items():
-            if pf.uses_module(module) and name not in out:
+        for name in _file_integrations(pf):
+            if name not in out:
                 out.append(name)
     return out
+
+
+def _file_integrations(pf) -> list[str]:
+    """The report_to names of the logging libraries ``pf`` imports, in ``INTEGRATIONS`` order:
+    once per file (every site of every setup that holds it asks)."""
+    found = pf.__dict__.get("_tl_integrations")
+    if found is None:
+        found = pf.__dict__["_tl_integrations"] = [name for module, name in INTEGRATIONS.items()
+                                                   if pf.uses_module(module)]
+    return found

@@ -81,14 +81,16 @@ class ResumeWithoutCheckpoint(Rule):
         for pf in setup.scripts:
             if "resume_from_checkpoint" not in pf.text or "get_last_checkpoint" in pf.text:
                 continue
-            guarded = _conditional_lines(pf)
-            for cs in pf.calls:
+            guarded = None  # the walk of every node, once a call could be flagged
+            for cs in pf.calls_named("train"):
                 f = cs.node.func
                 if not (isinstance(f, ast.Attribute) and f.attr == "train"):
                     continue
                 kw = pf.keyword(cs.node, "resume_from_checkpoint")
                 if kw is None or pf.resolve(kw.value, cs.scope).value is not True:
                     continue
+                if guarded is None:
+                    guarded = _conditional_lines(pf)
                 if any(a <= cs.stmt.lineno <= b for a, b in guarded):
                     continue
                 args_text = _trainer_args_text(pf, f.value, cs)

@@ -217,6 +217,11 @@ def _replacement_fix(setup: Setup, site: ArgsSite, value: Value, valid: frozense
 
 
 def _from_pretrained_calls(pf: PythonFile) -> Iterator[ast.Call]:
+    """The ``<transformers model class>.from_pretrained(...)`` calls of ``pf``: the class is
+    known through the file's imports, so a file that imports nothing of transformers has
+    none (and is not walked for them)."""
+    if not pf.uses_module("transformers"):
+        return
     for cs in pf.calls_named("from_pretrained"):
         f = cs.node.func
         if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):

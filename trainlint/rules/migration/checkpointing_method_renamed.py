@@ -138,6 +138,13 @@ class CheckpointingMethodRenamed(ScriptRule):
             model.gradient_checkpointing_enable()
             """, options=V524, flags=False, note="an instance-level override is called"),
         Case("""
+            from transformers import AutoModelForCausalLM
+            def patch(model, enable):
+                if enable is not None:
+                    setattr(model, "gradient_checkpointing_enable", enable)
+                model.gradient_checkpointing_enable()
+            """, options=V524, flags=False, note="replaced by setattr in a function"),
+        Case("""
             from transformers import PreTrainedModel
             class Wrapper:
                 def __init__(self, pretrained):
@@ -170,7 +177,7 @@ class CheckpointingMethodRenamed(ScriptRule):
         if any(n.name in renames for n in pf.of_type(ast.FunctionDef) + pf.of_type(ast.AsyncFunctionDef)):
             return
         overridden = _overridden_names(pf, set(renames))
-        calls = {id(c.node.func): c.node for c in pf.calls}
+        calls = {id(c.node.func): c.node for c in pf.calls_named(*renames)}  # ``x.<renamed>(...)``
         for node in pf.attribute_nodes():
             if not (node.attr in renames and isinstance(node.ctx, ast.Load)) \
                     or node.attr in overridden:
@@ -204,7 +211,8 @@ def _overridden_names(pf, names: set[str]) -> set[str]:
     for n in pf.attribute_nodes():
         if isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in names:
             out.add(n.attr)
-    for n in pf.of_type(ast.Call) if "setattr" in pf.text else ():  # a walk of every node: only where it can find one
+    for cs in pf.calls_named("setattr"):
+        n = cs.node
         if isinstance(n.func, ast.Name) and n.func.id == "setattr" \
                 and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and n.args[1].value in names:
             out.add(n.args[1].value)

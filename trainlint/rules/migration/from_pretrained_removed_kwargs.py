@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from trainlint.analysis import may_name
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._versioned import (
     target_text,
@@ -17,6 +18,7 @@ from trainlint.rules.migration._migration_common import (
 from trainlint.setup import Setup
 
 LOADER = "PreTrainedModel.from_pretrained"
+_KEYWORDS = ("use_auth_token", "load_in_8bit", "load_in_4bit")
 
 
 def _state(setup: Setup, keyword: str) -> tuple[Severity, str]:
@@ -83,6 +85,15 @@ class FromPretrainedRemovedKwargs(Rule):
             m = AutoModelForCausalLM.from_pretrained("x", load_in_4bit=True)
             """, options=V524),
         Case("""
+            import transformers as tf
+            def load(name):
+                return tf.AutoModelForCausalLM.from_pretrained(name, load_in_8bit=True)
+            """, options=V524, note="through a module alias, in a function"),
+        Case(files={"run.sh": "python train.py\n",
+                    "train.py": "from transformers import AutoModelForCausalLM\n"
+                                "m = AutoModelForCausalLM.from_pretrained('x', \uff4coad_in_4bit=True)\n"},
+             options=V524, note="a keyword spelled with a compatibility character (NFKC: load_in_4bit)"),
+        Case("""
             from transformers import AutoModelForCausalLM
             m = AutoModelForCausalLM.from_pretrained("x", token=True)
             """, options=V524, flags=False),
@@ -94,6 +105,8 @@ class FromPretrainedRemovedKwargs(Rule):
 
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         for pf in setup.scripts:
+            if not may_name(pf, *_KEYWORDS):
+                continue  # a keyword is written by its name: none of them, no call to walk for
             for call in _from_pretrained_calls(pf):
                 kws = {k.arg: k for k in call.keywords if k.arg}
                 if "use_auth_token" in kws:

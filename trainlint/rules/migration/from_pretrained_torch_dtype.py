@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from trainlint.analysis import may_name
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._versioned import (
     older_support,
@@ -85,6 +86,8 @@ class FromPretrainedTorchDtype(Rule):
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         since = None
         for pf in setup.scripts:
+            if not may_name(pf, "torch_dtype"):
+                continue  # a keyword is written by its name: none, no call to walk for
             for call in _from_pretrained_calls(pf):
                 kws = {k.arg: k for k in call.keywords if k.arg}
                 kw = kws.get("torch_dtype")

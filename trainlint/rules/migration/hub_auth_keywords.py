@@ -154,7 +154,7 @@ class HubAuthKeywords(Rule):
             if "use_auth_token" not in pf.text and "push_to_hub" not in pf.text:
                 continue  # the cheap guard: nothing this rule reads
             trainers = self._trainer_names(pf)
-            for cs in pf.calls:
+            for cs in pf.calls_named("from_pretrained", "push_to_hub"):
                 f = cs.node.func
                 if not isinstance(f, ast.Attribute):
                     continue
@@ -178,7 +178,7 @@ class HubAuthKeywords(Rule):
                 continue
             func = tc.site.node.func
             if isinstance(func, ast.Name) and func.id in pf.local_classes:
-                defs = [n for n in pf.nodes if isinstance(n, ast.ClassDef) and n.name == func.id]
+                defs = [n for n in pf.of_type(ast.ClassDef) if n.name == func.id]
                 if not defs or any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
                                    and s.name in ("push_to_hub", "create_model_card") for d in defs for s in d.body):
                     continue

@@ -54,6 +54,12 @@ def _find_target_version(setup: Setup, package: str) -> tuple[str, str]:
     return newest, f"target peft {newest} from the newest the data knows"
 
 
+def _may_have_status(package: str, name: str) -> bool:
+    """Whether ``_status`` can find ``name`` removed or a stub at some version: it has a
+    removal history, or it is a TRL trainer (a stub in some releases)."""
+    return _pn().removed(package, name) is not None or (package == "trl" and name.endswith("Trainer"))
+
+
 def _guarded(pf: PythonFile, node: ast.AST) -> bool:
     """Whether ``node`` sits in a ``try`` that catches ImportError (a fallback import), or under
     an ``if`` that tests a version or an availability helper (a version-gated import)."""
@@ -219,6 +225,11 @@ class RemovedImport(ScriptRule):
             ds = transformers.TextDataset(tokenizer=tok, file_path="a.txt", block_size=128)
             """, options={"transformers_version": "5.0.0"}),
         Case("""
+            import peft as p
+            def prepare(model):
+                return p.prepare_model_for_int8_training(model)
+            """, note="through a module alias, in a function"),
+        Case("""
             from trl import ORPOConfig, ORPOTrainer
             """, options={"trl_version": "0.29.0"},
              fixed="from trl.experimental.orpo import ORPOConfig, ORPOTrainer\n"),
@@ -281,6 +292,8 @@ class RemovedImport(ScriptRule):
 
     def _import_from(self, facts: Facts, pf: PythonFile, node: ast.ImportFrom) -> Iterable[Diagnostic]:
         package = node.module or ""
+        if not any(_may_have_status(package, a.name) for a in node.names):
+            return  # no name with a history the target could lack: no version to work out
         version, where = facts.ask(_target_version, package)
         for alias in node.names:
             status = self._status(package, alias.name, version)
@@ -403,6 +416,8 @@ class RemovedImport(ScriptRule):
             if not (isinstance(node.value, ast.Name) and node.value.id in modules and isinstance(node.ctx, ast.Load)):
                 continue
             package = pf.imports[node.value.id]
+            if not _may_have_status(package, node.attr):
+                continue
             version, where = facts.ask(_target_version, package)
             status = self._status(package, node.attr, version)
             if status is None or _guarded(pf, node):

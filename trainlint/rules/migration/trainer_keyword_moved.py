@@ -69,6 +69,7 @@ def _config_call_of(pf: PythonFile, tc: TrainerCall) -> TrainingArgsCall | None:
     return ac
 
 
+
 class TrainerKeywordMoved(Rule):
     """
     ## What it does
@@ -218,12 +219,16 @@ class TrainerKeywordMoved(Rule):
                 if any(k.arg == "args" for k in tc.site.node.keywords) \
                         and patched_config_keywords(pf, tc.class_name) is not None:
                     continue  # a framework imported first (unsloth) moves them into args=
-                values, _ = pf.call_keywords(tc.site.node, tc.site.scope)
-                if not values:
-                    continue
                 # the signature data is read (and its module imported) only from here on
                 from trainlint.knowledge import trl_trainers
 
+                moved = trl_trainers.moved_keywords(tc.class_name)
+                keywords = tc.site.node.keywords
+                if all(k.arg is not None and k.arg not in moved for k in keywords):
+                    continue  # only a keyword that moved can be reported: none written, no **kwargs
+                values, _ = pf.call_keywords(tc.site.node, tc.site.scope)
+                if not values:
+                    continue
                 sig = trl_trainers.signature(tc.class_name, trl)
                 if sig is None or sig.varkw:
                     continue

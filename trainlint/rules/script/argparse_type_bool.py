@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
+from trainlint.analysis import may_name
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules.base import Case, Rule
@@ -59,6 +60,9 @@ class ArgparseTypeBool(Rule):
                     "run.sh": "python train.py --gradient_checkpointing False\n"}, note="the launch line says False"),
         Case(HEAD + "parser.add_argument('--fp16', action='store_true')\nargs = parser.parse_args()\n", flags=False),
         Case(HEAD + "parser.add_argument('--lr', type=float, default=1e-5)\nargs = parser.parse_args()\n", flags=False),
+        Case("import argparse as ap\nfrom transformers import Trainer\ndef options():\n    p = ap.ArgumentParser()\n"
+             "    p.add_argument('--fp16', type=bool)\n    return p.parse_args()\n",
+             note="through a module alias, in a function"),
         Case("import argparse\nfrom transformers import Trainer\nbool = lambda s: s == 'true'\nparser = argparse.ArgumentParser()\n"
              "parser.add_argument('--fp16', type=bool)\n", flags=False, note="a local bool"),
     ]
@@ -66,6 +70,10 @@ class ArgparseTypeBool(Rule):
     def check(self, setup: Setup) -> Iterable[Diagnostic]:
         launch = setup.extra.get("launch")
         for pf in setup.scripts:
+            # an option comes from ``<argparse.ArgumentParser>.add_argument(..., type=bool)``: the
+            # parser's class through the file's imports, the method and ``bool`` by name
+            if not pf.uses_module("argparse") or not may_name(pf, "add_argument") or not may_name(pf, "bool"):
+                continue
             if "bool" in pf.module_scope.bindings:
                 continue
             for dest, opt in pf.argparse_options().items():

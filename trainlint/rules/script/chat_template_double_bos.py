@@ -242,13 +242,22 @@ class ChatTemplateDoubleBos(ScriptRule):
     def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
         if "apply_chat_template" not in pf.text:
             return
+        # the template texts of the file (``x.apply_chat_template(..., tokenize=False)``): none, no
+        # call can tokenize one
+        rendered = {id(c.node) for c in pf.calls_named("apply_chat_template")
+                    if _template_text(pf, c.node, c.scope) is not None}
+        if not rendered:
+            return
         for cs in pf.calls:
             call = cs.node
             f = call.func
             if not isinstance(f, (ast.Name, ast.Attribute)) or not call.args:
                 continue
+            first = call.args[0]
+            if type(first) is ast.Call and id(first) not in rendered:
+                continue
             # the template's text first: most calls pass none, and naming the receiver is costly
-            tmpl = _template_text(pf, call.args[0], cs.scope)
+            tmpl = _template_text(pf, first, cs.scope)
             if tmpl is None:
                 continue
             tok = _receiver(f.value) if isinstance(f, ast.Attribute) and f.attr in TOKENIZE_METHODS \

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
-from trainlint.analysis import _dotted, collator_call, trainer_contexts
+from trainlint.analysis import _dotted, collator_call, may_name, trainer_contexts
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
 from trainlint.rules._triggers import SETUP_NAMES
@@ -37,6 +37,24 @@ def _lm_collators(ctx):
     if _dotted(call.func).split(".")[-1] not in LM_COLLATORS:
         return None
     return call, scope
+
+
+def _pad_is_eos(pf) -> list[tuple[ast.Assign, str]]:
+    """``(statement, tokenizer name)`` of each ``<name>.pad_token = <x>.eos_token`` (or the
+    ``_id`` pair) of the file, in statement order: found once per file, not per Trainer."""
+    found = pf.__dict__.get("_tl_pad_is_eos")
+    if found is None:
+        found = []
+        if may_name(pf, "pad_token"):
+            for stmt, _sc in pf.statements:
+                if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+                    continue
+                t, v = stmt.targets[0], stmt.value
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and isinstance(v, ast.Attribute) \
+                        and (t.attr, v.attr) in (("pad_token", "eos_token"), ("pad_token_id", "eos_token_id")):
+                    found.append((stmt, t.value.id))
+        pf.__dict__["_tl_pad_is_eos"] = found
+    return found
 
 
 class MlmCollatorForCausalLm(Rule):
@@ -243,14 +261,8 @@ class PadTokenIsEos(Rule):
             if not isinstance(tok, ast.Name):
                 continue
             pf = ctx.pf
-            for stmt, _sc in pf.statements:
-                if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
-                    continue
-                t, v = stmt.targets[0], stmt.value
-                if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == tok.id
-                        and isinstance(v, ast.Attribute)):
-                    continue
-                if (t.attr, v.attr) in (("pad_token", "eos_token"), ("pad_token_id", "eos_token_id")):
+            for stmt, name in _pad_is_eos(pf):
+                if name == tok.id:
                     yield self.diagnostic(
                         pf.span(stmt),
                         f"{pf.source_of(stmt)} with DataCollatorForLanguageModeling(mlm=False): the collator sets the "

@@ -6,6 +6,7 @@ import ast
 import re
 from typing import Iterable
 
+from trainlint.analysis import may_name
 from trainlint.lazyre import lazy
 from trainlint.diagnostics import Diagnostic, Edit, Severity
 from trainlint.fixing.python_edits import (
@@ -108,6 +109,16 @@ def _is_max_length(value) -> bool:
 
 
 def find_padding(pf: PythonFile) -> list[PaddingUse]:
+    """The ``padding="max_length"`` / ``pad_to_max_length=True`` uses of the file's tokenizer
+    calls, found once per file (every setup that holds it asks)."""
+    found = pf.__dict__.get("_tl_padding")
+    if found is None:
+        # a keyword or a dict key is written by its name: a file without one is not walked
+        found = pf.__dict__["_tl_padding"] = _find_padding(pf) if may_name(pf, "padding", "pad_to_max_length") else []
+    return found
+
+
+def _find_padding(pf: PythonFile) -> list[PaddingUse]:
     map_names, map_lambdas = _map_functions(pf)
     uses: list[PaddingUse] = []
     for cs in pf.calls:
@@ -239,7 +250,7 @@ def _train_calls(pf: PythonFile) -> list[CallSite]:
     """``<trainer>.train(...)`` calls: the receiver is bound to a Trainer call or named like one."""
     trainer_nodes = {id(tc.site.node) for tc in pf.trainer_calls}
     out = []
-    for cs in pf.calls:
+    for cs in pf.calls_named("train"):
         f = cs.node.func
         if not (isinstance(f, ast.Attribute) and f.attr == "train"):
             continue
@@ -258,10 +269,9 @@ def _enclosing_class(pf: PythonFile, fn: ast.AST) -> ast.ClassDef | None:
     owners = getattr(pf, "_class_of_method", None)
     if owners is None:  # found once per file (each tokenizer call of a large file asks)
         owners = pf._class_of_method = {}  # type: ignore[attr-defined]
-        for node in ast.walk(pf.tree):
-            if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    owners.setdefault(id(item), node)
+        for node in pf.of_type(ast.ClassDef):  # the statement index: no walk of the expressions
+            for item in node.body:
+                owners.setdefault(id(item), node)
     return owners.get(id(fn))
 
 
@@ -584,6 +594,17 @@ class PaddingMaxLength(Rule):
         Case(
             """
             from transformers import Trainer
+            opts = dict(truncation=True, padding="max_length")
+            def prep(b):
+                return tokenizer.encode_plus(b["text"], **opts)
+            ds = ds.map(prep)
+            Trainer(model=model, train_dataset=ds, processing_class=tokenizer)
+            """,
+            note="a dict(...) passed by **kwargs to a method call",
+        ),
+        Case(
+            """
+            from transformers import Trainer
             def collate(batch):
                 return tokenizer([b["text"] for b in batch], padding="max_length", return_tensors="pt")
             Trainer(model=model, train_dataset=ds, data_collator=collate)
@@ -686,8 +707,11 @@ class PaddingMaxLength(Rule):
                 continue
             if is_test_path(pf.path) or run_context(setup).test_file is not None:
                 continue  # a test pads to a fixed length on purpose (deterministic shapes and values)
+            uses = find_padding(pf)
+            if not uses:
+                continue
             train_calls = _train_calls(pf)
-            for use in find_padding(pf):
+            for use in uses:
                 if not feeds_training(pf, use, train_calls):
                     continue
                 tok_text = pf.source_of(use.tokenizer)

@@ -34,6 +34,17 @@ def _blocks(tree: ast.AST) -> dict[int, tuple[int, bool]]:
     return out
 
 
+def _in_a_loop(pf: PythonFile, stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` lies within the lines of a ``for``/``while`` of the file (a statement of
+    a loop's body does)."""
+    line = stmt.lineno
+    for kind in (ast.For, ast.While, ast.AsyncFor):
+        for loop in pf.of_type(kind):
+            if loop.lineno <= line <= (loop.end_lineno or loop.lineno):
+                return True
+    return False
+
+
 def _statement_of(pf: PythonFile, call: ast.Call):
     return next((cs for cs in pf.calls if cs.node is call), None)
 
@@ -80,6 +91,9 @@ class TrainCalledTwice(ScriptRule):
     cases = [
         Case(HEAD + "trainer = Trainer(model=m, args=a)\ntrainer.train()\ntrainer.evaluate()\ntrainer.train()\n"),
         Case(HEAD + "trainer = Trainer(model=m, args=a)\nfor fold in range(5):\n    trainer.train()\n"),
+        Case(HEAD + "def run(m, a, folds):\n    trainer = Trainer(model=m, args=a)\n    while folds:\n"
+                    "        trainer.train()\n        folds -= 1\n",
+             note="one call, in a while loop of a function"),
         Case(HEAD + "trainer = Trainer(model=m, args=a)\nif resume:\n    trainer.train(resume_from_checkpoint=True)\n"
                     "else:\n    trainer.train()\n", flags=False),
         Case(HEAD + "for fold in range(5):\n    trainer = Trainer(model=m, args=a)\n    trainer.train()\n", flags=False),
@@ -104,6 +118,8 @@ class TrainCalledTwice(ScriptRule):
                      and cs.scope is tc.site.scope and isinstance(cs.stmt, ast.Expr) and cs.stmt.value is cs.node]
             if not calls:
                 continue
+            if len(calls) == 1 and not _in_a_loop(pf, calls[0].stmt):
+                continue  # one call, in no loop's lines: neither a second call nor one in a loop
             blocks = blocks or _blocks(pf.tree)
             made_in = blocks.get(id(stmt))
             seen_blocks: dict[int, ast.Call] = {}

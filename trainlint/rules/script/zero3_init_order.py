@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from trainlint import reads
-from trainlint.analysis import LOAD_METHODS, _dotted, site_node
+from trainlint.analysis import LOAD_METHODS, _dotted, may_name, site_node
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.rules._triggers import DEEPSPEED_NAMES
 from trainlint.rules.base import Case, Facts, ScriptRule
@@ -213,6 +213,17 @@ class Zero3ModelBeforeConfig(ScriptRule):
             note="HfDeepSpeedConfig after the model",
         ),
         Case(
+            """
+            import transformers.integrations as ti
+            from transformers import AutoModelForCausalLM
+            def build(cfg):
+                model = AutoModelForCausalLM.from_config(cfg)
+                keep = ti.HfDeepSpeedConfig({"zero_optimization": {"stage": 3}})
+                return model, keep
+            """,
+            note="through a module alias, in a file without TrainingArguments",
+        ),
+        Case(
             files={
                 "run.sh": "torchrun --nproc_per_node 8 train.py --output_dir o --deepspeed ds.json\n",
                 "ds.json": '{"zero_optimization": {"stage": 3}}\n',
@@ -267,6 +278,10 @@ class Zero3ModelBeforeConfig(ScriptRule):
     ]
 
     def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
+        if not pf.args_calls and not may_name(pf, "HfDeepSpeedConfig", *PARSE_METHODS):
+            # nothing registers ZeRO-3 after a load: no TrainingArguments call, no
+            # HfDeepSpeedConfig, no argument parse (a file of model loads alone is not walked)
+            return
         loads = [cs for cs in pf.calls_named(*LOAD_METHODS) if _is_model_load(pf, cs)]
         if not loads:
             return
@@ -298,7 +313,7 @@ class Zero3ModelBeforeConfig(ScriptRule):
                     return
 
     def _hf_config_path(self, pf: PythonFile, loads: list[CallSite]) -> Iterable[Diagnostic]:
-        for cs in pf.calls:
+        for cs in pf.calls_named("HfDeepSpeedConfig"):
             if _dotted(cs.node.func).split(".")[-1] != "HfDeepSpeedConfig":
                 continue
             arg = cs.node.args[0] if cs.node.args else next(

@@ -1,0 +1,211 @@
+"""The rules' gates and indexes answer as the plain scans they replace: a name looked for in the
+text before a walk (``analysis.may_name``), the calls of a name from the call index instead of a
+scan of every call, the definitions from the statement index instead of ``ast.walk``, the flow
+index's device moves. Each is compared with the plain computation on every Python file of the
+rule cases and on snippets written to reach the spellings a gate could miss (an alias import, a
+method call on a variable, a compatibility character the parser normalizes)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from trainlint.analysis import _dotted, _flow_index, device_move, may_name
+from trainlint.sources.python import parse_python
+
+_SPELLINGS = '''
+import transformers as tf
+import argparse as ap
+from transformers.integrations import HfDeepSpeedConfig as DSC
+p = ap.ArgumentParser()
+p.add_argument("--fp16", type=bool)
+def build(cfg, obj):
+    m = tf.AutoModelForCausalLM.from_pretrained("x", ｌoad_in_4bit=True)
+    keep = tf.integrations.HfDeepSpeedConfig(cfg)
+    DSC(cfg)
+    setattr(obj, "gradient_checkpointing_enable", cfg)
+    obj.setattr(1)
+    opts = dict(padding="max_length")
+    tok.encode_plus("t", **opts)
+    class Inner:
+        def test_x(self):
+            async def test_y():
+                pass
+    return m.to("cuda"), m.cuda(), (lambda: m.to(dtype=1))()
+'''
+
+
+def _texts() -> list[str]:
+    from trainlint.rules import all_rules
+
+    out = [_SPELLINGS]  # and the package's own top-level modules: real code, classes and all
+    out += [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent.parent / "trainlint").glob("*.py"))]
+    for rule in all_rules():
+        for case in rule.cases:
+            out += [text for path, text in case.all_files().items() if path.endswith(".py")]
+    return out
+
+
+def _files():
+    for text in _texts():
+        try:
+            yield parse_python("train.py", text)
+        except Exception:  # noqa: BLE001 - a case that is not valid Python
+            continue
+
+
+def _identifiers(tree: ast.AST) -> set[str]:
+    """Every identifier the parser produced (names, attributes, keywords, definitions,
+    parameters, imported names): what a rule can look for by name."""
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.add(n.attr)
+        elif isinstance(n, ast.keyword) and n.arg:
+            out.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, ast.alias):
+            out.update(n.name.split("."))
+            if n.asname:
+                out.add(n.asname)
+    return out
+
+
+def test_may_name_never_misses_an_identifier():
+    """``may_name`` is false only for a name that is no identifier of the file: also when the
+    identifier is spelled with a compatibility character (``ｌoad_in_4bit`` is ``load_in_4bit``
+    once parsed); and it is false for a name the file lacks, ASCII or not (the gate works)."""
+    checked = 0
+    for pf in _files():
+        idents = _identifiers(pf.tree)
+        for name in ("load_in_4bit", "from_pretrained", "HfDeepSpeedConfig", "setattr", "padding", "pad_token",
+                     "torch_dtype", "add_argument", "parse_args_into_dataclasses", "device_map", "train",
+                     "use_auth_token", "zzz_not_a_name"):
+            if name in idents:
+                assert may_name(pf, name), (name, pf.text[:200])
+                checked += 1
+    assert checked > 500
+    spelled = parse_python("a.py", "m.from_pretrained('x', ｌoad_in_4bit=True)\n")
+    assert "load_in_4bit" not in spelled.text and may_name(spelled, "load_in_4bit")
+    assert not may_name(spelled, "use_auth_token")
+    assert not may_name(parse_python("b.py", "x = 'é'  # café\n"), "from_pretrained")
+    assert not may_name(parse_python("c.py", "x = 1\n"), "from_pretrained")
+
+
+def test_calls_named_spares_the_walk_of_a_non_ascii_file_without_the_name():
+    """``calls_named`` of a name a non-ASCII text cannot hold answers without walking the file
+    (a comment or string in another script is not a reason to walk it), and a call spelled with
+    a compatibility character is still found (the text does not hold the name, its NFKC form
+    does)."""
+    plain = parse_python("a.py", "# 训练脚本\nx = f('é')\n")
+    assert plain.calls_named("from_pretrained") == [] and not plain._walked
+    spelled = parse_python("b.py", "# 训练\nm = M.ｆrom_pretrained('x')\n")
+    assert "from_pretrained" not in spelled.text
+    found = spelled.calls_named("from_pretrained")
+    assert [cs.node.func.attr for cs in found] == ["from_pretrained"]
+
+
+def test_calls_of_a_name_from_the_index_are_the_scan():
+    """The calls the rules now take from ``calls_named`` (``setattr(...)``, ``HfDeepSpeedConfig(...)``,
+    ``x.train(...)``, ``x.from_pretrained(...)``/``x.push_to_hub(...)``) are, in order, those a scan
+    of every call finds."""
+    checked = 0
+    for pf in _files():
+        calls = pf.calls
+
+        def scan(keep):
+            return [cs for cs in calls if keep(cs.node.func)]
+
+        pairs = [
+            (scan(lambda f: isinstance(f, ast.Name) and f.id == "setattr"),
+             [cs for cs in pf.calls_named("setattr") if isinstance(cs.node.func, ast.Name)]),
+            (scan(lambda f: _dotted(f).split(".")[-1] == "HfDeepSpeedConfig"),
+             [cs for cs in pf.calls_named("HfDeepSpeedConfig") if _dotted(cs.node.func).split(".")[-1] == "HfDeepSpeedConfig"]),
+            (scan(lambda f: isinstance(f, ast.Attribute) and f.attr == "train"),
+             [cs for cs in pf.calls_named("train") if isinstance(cs.node.func, ast.Attribute)]),
+            (scan(lambda f: isinstance(f, ast.Attribute) and f.attr in ("from_pretrained", "push_to_hub")),
+             [cs for cs in pf.calls_named("from_pretrained", "push_to_hub") if isinstance(cs.node.func, ast.Attribute)]),
+        ]
+        for want, got in pairs:
+            assert [id(cs) for cs in got] == [id(cs) for cs in want]
+            checked += len(want)
+    assert checked > 300
+
+
+def test_definitions_from_the_statement_index_are_the_walk():
+    """Classes and functions from ``of_type`` (the statement index) are every one ``ast.walk``
+    finds, nested ones included (a method's class, a test module's test functions)."""
+    checked = 0
+    for pf in _files():
+        for kind in (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef):
+            want = {id(n) for n in ast.walk(pf.tree) if isinstance(n, kind)}
+            assert {id(n) for n in pf.of_type(kind)} == want
+            checked += len(want)
+    assert checked > 200
+
+
+def test_flow_index_moves_are_device_move_of_every_call():
+    """The flow index asks ``device_move`` only of ``.to``/``.cuda`` calls: the same moves, and
+    the same calls by name, as asking it of every call."""
+    checked = 0
+    for pf in _files():
+        by_name, moves, _ = _flow_index(pf)
+        plain_moves = [device_move(pf, cs.node, cs.scope) for cs in pf.calls]
+        assert moves == plain_moves
+        plain: dict[str, list[int]] = {}
+        for i, cs in enumerate(pf.calls):
+            names = set()
+            func = cs.node.func
+            if isinstance(func, ast.Attribute):
+                root = func.value
+                while isinstance(root, (ast.Attribute, ast.Subscript)):
+                    root = root.value
+                if isinstance(root, ast.Name):
+                    names.add(root.id)
+            if cs.node.args and isinstance(cs.node.args[0], ast.Name):
+                names.add(cs.node.args[0].id)
+            mv = plain_moves[i]
+            if mv is not None and isinstance(mv[0], ast.Name):
+                names.add(mv[0].id)
+            for n in names:
+                plain.setdefault(n, []).append(i)
+        assert by_name == plain
+        checked += sum(m is not None for m in moves)
+    assert checked > 10
+
+
+def test_a_rule_that_breaks_on_a_readme_launched_setup_is_reported(tmp_path, monkeypatch):
+    """An internal error of a rule on a setup that a walked README launches is reported on the
+    setup's script (the README's own findings are not reported), never dropped."""
+    import trainlint.checking as checking
+    from trainlint.diagnostics import Severity
+    from trainlint.rules.base import Rule
+
+    from tests.helpers import lint_folder, write_files
+
+    class BreaksOnLaunch(Rule):
+        code = "TL197"
+        name = "test-breaks-on-launch"
+        severity = Severity.WARNING
+        summary = "test"
+
+        def check(self, setup):
+            if setup.extra.get("launch") is not None:
+                raise ZeroDivisionError("bug")
+            return iter(())
+
+    monkeypatch.setattr(checking, "make_rules", lambda settings: [BreaksOnLaunch(settings)])
+    write_files(tmp_path, {
+        "README.md": "Train:\n\n```bash\npython train.py --output_dir out\n```\n",
+        "train.py": "from transformers import TrainingArguments, HfArgumentParser\n"
+                    "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n",
+    })
+    monkeypatch.chdir(tmp_path)
+    found = lint_folder(tmp_path)
+    errors = [d for d in getattr(found, "diagnostics", found) if d.code == "TL000"]
+    assert errors and all(d.path.endswith("train.py") for d in errors), errors
