@@ -108,28 +108,7 @@ class NameIndex:
         if words:
             # ``named``: what ``words_of(text)`` gave (a run shares each text's, computed once)
             self.words, self.modules = named if named is not None else words_of(text)
-        self.ends: set[str] = set()
-        for suffix in self.suffixes:
-            n = len(suffix)
-            pos = text.find(suffix)
-            while pos != -1:
-                end = pos + n
-                start = pos
-                lowest = max(0, end - longest)
-                while start > lowest and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
-                    start -= 1
-                run = text[start:end]
-                if _PLAIN_NAME.match(run):
-                    for k in range(len(run) - n + 1):
-                        self.ends.add(run[k:])
-                else:  # a character \w matches but isalnum does not: record it exactly
-                    for m in _NAME_RUN.finditer(text, start, end):
-                        if m.end() == end:
-                            run = m.group()
-                            for k in range(len(run) - n + 1):
-                                self.ends.add(run[k:])
-                pos = text.find(suffix, pos + 1)
-
+        self.ends: set[str] = name_ends(text, self.suffixes, longest)
     def mentions(self, name: str) -> bool:
         """``name in text``."""
         if not name:
@@ -155,6 +134,45 @@ class NameIndex:
         return name in self.modules or (kind == "package" and self.mentions_word(name.rsplit(".", 1)[-1]))
 
 
+def name_ends(text: str, suffixes: set[str], longest: int = 255) -> set[str]:
+    """``NameIndex.ends``: for every occurrence of a suffix, each tail of the run of name
+    characters (``[\\w.-]``) that ends with it, at most ``longest`` characters long. The
+    occurrences of all suffixes are found in one pass (a suffix holds one ``.``, at its start:
+    two occurrences overlap only where they start together, which the pass asks of each
+    suffix), the start of each run with one backward match."""
+    ends: set[str] = set()
+    if not suffixes or not text:
+        return ends
+    pattern, ordered = _suffix_pattern(frozenset(suffixes))
+    gap = _UP_TO_LAST_GAP.match
+    for m in pattern.finditer(text):
+        pos = m.start()
+        for suffix in ordered:
+            if not text.startswith(suffix, pos):
+                continue
+            end = pos + len(suffix)
+            lowest = max(0, end - longest)
+            found = gap(text, lowest, pos)
+            run = text[found.end() if found is not None else lowest:end]
+            for k in range(len(run) - len(suffix) + 1):
+                ends.add(run[k:])
+    return ends
+
+
+_SUFFIX_PATTERNS: dict[frozenset[str], tuple[re.Pattern[str], tuple[str, ...]]] = {}
+
+
+def _suffix_pattern(suffixes: frozenset[str]) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """One pattern for all ``suffixes`` (the longest first) and the suffixes in that order."""
+    got = _SUFFIX_PATTERNS.get(suffixes)
+    if got is None:
+        ordered = tuple(sorted(suffixes, key=lambda x: (-len(x), x)))
+        if len(_SUFFIX_PATTERNS) > 64:
+            _SUFFIX_PATTERNS.clear()
+        got = _SUFFIX_PATTERNS[suffixes] = (re.compile("|".join(map(re.escape, ordered))), ordered)
+    return got
+
+
 def words_of(text: str) -> tuple[set[str], set[str]]:
     """The words (runs of name characters and their prefixes up to each ``.``) and dotted
     modules of ``text``, as ``NameIndex`` holds them. The words of texts joined by newlines
@@ -177,22 +195,26 @@ def words_of(text: str) -> tuple[set[str], set[str]]:
 _NO_WORDS: tuple[set[str], set[str]] = (frozenset(), frozenset())  # type: ignore[assignment]
 
 
-def _json_data(path: str, text: str) -> bool:
+def _json_data(path: str, text: str, read: TextFile | None = None) -> bool:
     """Whether ``path`` is a JSON file that is no config: its kind is plain ``json`` or
     ``data`` (``kinds.detect_kind``: a dataset, results, a tool's settings; LLaMA-Factory's
     ``data/*.json`` hold 5 MB of records, peft's 239 results files 1.4 MB). It has no launch
     line and names no script to linking (only launch lines run scripts, and only configs are
     read for other files), so the words of its text (a script's stem, ``pkg.train``) are not
     asked; the file names it holds are (``NameIndex.ends``: a script or config that names it,
-    or that it names, still joins it)."""
+    or that it names, still joins it). The kind is noted on ``read``, the file's read of the run
+    whose text this is, for the workspace's reader (``TextFile.kind``: told once per run)."""
     if not path.lower().endswith(".json"):
         return False
     from trainlint.sources.kinds import detect_kind
 
     try:
-        return detect_kind(path, text) in ("json", "data")
+        kind = detect_kind(path, text)
     except (RecursionError, MemoryError, ValueError):  # the workspace's reader reports it
         return False
+    if read is not None and read.text is text and read.path == path:
+        read.kind = kind
+    return kind in ("json", "data")
 
 
 def _module_name(path: str) -> tuple[str, str]:
@@ -258,23 +280,29 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     # (``standalone_consumer``): a script there that reads args files stays with the rest
     reader_folders = config_folders | {os.path.dirname(f) for f in config_folders}
     scanned = {p: _scan_text(p, t) for p, t in others.items()}  # a README's shell blocks
-    blob = "\n".join(scanned.values())
     bases = {os.path.basename(u.path) for u in candidates}
+    # the file names each text mentions (``NameIndex.ends``), found once per text for every
+    # question of the run: a non-Python text's for the names of all walked files, a script's
+    # for those of the non-Python ones (an index of more suffixes, or of longer names, gives
+    # the same answers for the names it is asked: ``name_ends``)
+    walked_bases = {os.path.basename(path) for path, _, _ in order}
+    other_bases = {b for b in walked_bases if not b.lower().endswith((".py", ".ipynb"))}
+    indexes = _Indexes({_suffix(b) for b in walked_bases} - {""}, max(map(len, walked_bases), default=0),
+                       {_suffix(b) for b in other_bases} - {""}, max(map(len, other_bases), default=0))
     # each non-Python text's words, found once: their union is the joined text's, and the
     # groups of the rest ask about each text's (``_components``)
     named_in: dict[str, tuple[set[str], set[str]]] = {}
     in_blob = None
-    if blob and candidates:
+    if scanned and candidates and (len(scanned) > 1 or any(scanned.values())):  # "\n".join(...) holds a character
         words: set[str] = set()
         modules: set[str] = set()
+        ends: set[str] = set()
         for p, t in scanned.items():
-            named_in[p] = found = _NO_WORDS if _json_data(p, t) else words_of(t)
+            named_in[p] = found = _NO_WORDS if _json_data(p, t, read.get(p)) else words_of(t)
             words |= found[0]
             modules |= found[1]
-        in_blob = NameIndex(blob, {_suffix(b) for b in bases} - {""},
-                            max((len(b) for b in bases), default=0), named=(words, modules))
-    name_suffixes = {_suffix(n) for n in other_names} - {""}
-    longest = max((len(n) for n in other_names), default=0)
+            ends |= indexes.of(p, t, named_in).ends
+        in_blob = _JoinedIndex(scanned, {_suffix(b) for b in bases} - {""}, (words, modules), ends)
     # a notebook's launch lines name scripts (and modules) too: the names each notebook
     # mentions, gathered once (a notebook's mention of itself does not count)
     named: dict[str, int] = {}  # name -> how many notebooks mention it
@@ -302,7 +330,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
             continue
         scan = _scan_text(unit.path, unit.text)
         if other_names:
-            index = NameIndex(scan, name_suffixes, longest, words=False)
+            index = indexes.of(unit.path, scan)
             if any(index.mentions(name) for name in other_names):
                 continue
         if os.path.dirname(unit.path) in reader_folders and any(n in scan for n in SAME_FOLDER_NAMES):
@@ -313,20 +341,70 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
     groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone], named_in,
-                                parts, scanned)
+                                parts, scanned, indexes)
     return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped, read)
+
+
+class _Indexes:
+    """Each text's ``NameIndex``, made once per run: a non-Python text's for ``suffixes`` (the
+    endings of every walked file's name) and ``longest`` (the longest name), with its words; a
+    script's for ``py_suffixes`` and ``py_longest`` (those of the non-Python files, all that a
+    script is asked about), without words."""
+
+    def __init__(self, suffixes: set[str], longest: int, py_suffixes: set[str], py_longest: int) -> None:
+        self.suffixes, self.longest = suffixes, longest
+        self.py_suffixes, self.py_longest = py_suffixes, py_longest
+        self.made: dict[str, NameIndex] = {}
+
+    def of(self, path: str, text: str, named_in: dict[str, tuple[set[str], set[str]]] | None = None,
+           words: bool = True) -> NameIndex:
+        """The index of ``text`` (``_scan_text`` of the file at ``path``); a non-Python one
+        with the words of ``named_in`` (or its own; none without ``words``: no question asks
+        them, and an index made so is not kept)."""
+        index = self.made.get(path)
+        if index is None:
+            if path.lower().endswith((".py", ".ipynb")):
+                index = NameIndex(text, self.py_suffixes, self.py_longest, words=False)
+            else:
+                named = (named_in or {}).get(path)
+                index = NameIndex(text, self.suffixes, self.longest, words=words or named is not None, named=named)
+                if not words and named is None:
+                    return index
+            self.made[path] = index
+        return index
+
+
+class _JoinedIndex(NameIndex):
+    """The ``NameIndex`` of the non-Python texts joined by newlines, made of each text's words
+    and names (no run of name characters holds a newline); the joined text itself, for a name
+    the sets cannot answer, is made on first use."""
+
+    def __init__(self, texts: dict[str, str], suffixes: set[str], named: tuple[set[str], set[str]],
+                 ends: set[str]) -> None:
+        self._texts = texts
+        self._joined: str | None = None
+        self.suffixes = set(suffixes)
+        self.words, self.modules = named
+        self.ends = ends
+
+    @property  # type: ignore[override]
+    def text(self) -> str:
+        if self._joined is None:
+            self._joined = "\n".join(self._texts.values())
+        return self._joined
 
 
 def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: list[Unit],
                 named_in: dict[str, tuple[set[str], set[str]]] | None = None,
-                parts: dict[str, set[str]] | None = None, scanned: dict[str, str] | None = None
-                ) -> tuple[list[list[tuple[str, bool]]], list[int]]:
+                parts: dict[str, set[str]] | None = None, scanned: dict[str, str] | None = None,
+                indexes: _Indexes | None = None) -> tuple[list[list[tuple[str, bool]]], list[int]]:
     """The rest in groups: files joined when one names the other the way the stand-alone test
     asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
     non-Python file), or when a script that reads args files lies in a folder with one, or
     above one.
     ``named_in``: ``words_of`` of non-Python texts already scanned; ``parts``: the scripts'
-    ``_imported_parts`` already found; ``scanned``: ``_scan_text`` of texts, when already made."""
+    ``_imported_parts`` already found; ``scanned``: ``_scan_text`` of texts, when already made;
+    ``indexes``: the run's indexes of the texts (made for all the walked files' names)."""
     named_in = named_in or {}
     paths = [p for p, _ in rest]
     index = {p: i for i, p in enumerate(paths)}
@@ -382,7 +460,10 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
             continue
         text = scanned[p] if scanned is not None and p in scanned else _scan_text(p, text)
         py = is_py(p)
-        named = NameIndex(text, suffixes, longest, words=not py and words, named=named_in.get(p))
+        if indexes is not None:
+            named = indexes.of(p, text, named_in, words=not py and words)
+        else:
+            named = NameIndex(text, suffixes, longest, words=not py and words, named=named_in.get(p))
         bases = named.ends & (other_bases if py else by_base.keys())
         bases.update(b for b in odd_bases if (not py or b in other_bases) and b in text)
         for b in bases:
@@ -410,10 +491,18 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
     for i, p in enumerate(paths):
         if is_py(p):
             by_module.setdefault(_module_stem(p), []).append(i)
+    # (the files of one module name are joined once, then each importer with the first)
+    joined: set[str] = set()
     for path, mods in _imports_between(scripts, parts).items():
         for m in mods:
-            for j in by_module.get(m, ()):
-                union(index[path], j)
+            same = by_module.get(m)
+            if not same:
+                continue
+            if m not in joined:
+                joined.add(m)
+                for j in same[1:]:
+                    union(same[0], j)
+            union(index[path], same[0])
     for u in scripts:
         if u.path.lower().endswith(".ipynb"):
             for n in _mentioned_names(_scan_text(u.path, u.text)):

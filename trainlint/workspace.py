@@ -215,7 +215,7 @@ def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
 
 
 def _read_text_file(ws: Workspace, path: str, explicit: bool, tf: TextFile) -> ParsedFile | None:
-    kind = _kind_of(path, tf.text)
+    kind = tf.kind if tf.kind is not None and tf.path == path else _kind_of(path, tf.text)  # the split's
     if kind == "binary":
         ws.problems.append(input_problem("TL002", "unreadable-file", path, "binary file"))
         ws.unparsable.add(path)

@@ -40,13 +40,17 @@ class ReadProblem(Exception):
 
 
 class TextFile(Record):
-    """A file's decoded text with the encoding and BOM to write it back the same way."""
+    """A file's decoded text with the encoding and BOM to write it back the same way.
+    ``kind``: the file's kind (``kinds.detect_kind`` of its path and text) when something
+    that read it told it already (the run's split), else None; no part of its equality."""
 
     __slots__ = ("path", "text", "encoding", "bom", "__dict__")
+    _hidden = ("kind",)
     path: str
     text: str
     encoding: str
     bom: bool
+    kind: str | None = None  # (the default of a read no one told; set in the instance's __dict__)
 
     def __init__(self, path: str, text: str, encoding: str = "utf-8", bom: bool = False) -> None:
         self.path = path
@@ -182,7 +186,96 @@ def _gitignore_spec(root: Path):
             patterns = []
     if not patterns:
         return None
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    return _IgnoreSpec(pathspec.PathSpec.from_lines("gitwildmatch", patterns))
+
+
+class _IgnoreSpec:
+    """A ``.gitignore``'s ``PathSpec`` whose ``match_file`` first asks one regular expression,
+    the alternation of every pattern's: a path that none of them matches is not ignored (most
+    walked paths), one that some match gets the spec's own answer (the last matching pattern
+    decides, a negation included). The same answers, one search per path instead of one per
+    pattern (peft's 145 lines: 79 searches for each of 1,249 paths)."""
+
+    __slots__ = ("spec", "_any", "_anchored", "_unanchored")
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+        self._any = False
+        self._anchored = self._unanchored = None
+        regexes = [getattr(p, "regex", None) for p in spec.patterns if p.include is not None]
+        if regexes and all(isinstance(r, re.Pattern) and isinstance(r.pattern, str)
+                           and r.flags == re.UNICODE for r in regexes):
+            # the patterns' named groups (``ps_d``) repeat: plain groups answer the same; a
+            # pattern that starts with ``^`` (no ``re.M``) can match only at the start, so
+            # those are asked with one ``match``, the others with one ``search``
+            anchored = [r.pattern[1:] for r in regexes if _anchored(r.pattern)]
+            others = [r.pattern for r in regexes if not _anchored(r.pattern)]
+            try:
+                self._anchored = _alternation(anchored)
+                self._unanchored = _alternation(others)
+                self._any = True
+            except (re.error, RecursionError, OverflowError):
+                self._any = False
+
+    def match_file(self, file: str) -> bool:
+        if self._any:
+            path = _normal(file)
+            if (self._anchored is None or self._anchored.match(path) is None) and \
+                    (self._unanchored is None or self._unanchored.search(path) is None):
+                return False
+        return self.spec.match_file(file)
+
+
+def _anchored(pattern: str) -> bool:
+    """Whether ``pattern`` starts with ``^`` that holds for all of it (no ``|`` outside its
+    groups and classes: ``^a|b`` matches ``b`` anywhere)."""
+    if not pattern.startswith("^"):
+        return False
+    depth = 0
+    i, n = 1, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a class: to its closing ``]`` (one right after ``[`` or ``[^`` is literal)
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":
+                i += 1
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return False
+        i += 1
+    return True
+
+
+def _alternation(patterns: list[str]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return re.compile("|".join("(?:%s)" % _NAMED_GROUP.sub("(?:", p) for p in patterns))
+
+
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+def _normal(file: str) -> str:
+    """``pathspec.util.normalize_file``'s path, on this system's separators."""
+    if os.sep != "/":  # pragma: no cover - posix here
+        file = file.replace(os.sep, "/")
+    if os.altsep and os.altsep != "/":  # pragma: no cover
+        file = file.replace(os.altsep, "/")
+    if file.startswith("/"):
+        return file[1:]
+    if file.startswith("./"):
+        return file[2:]
+    return file
 
 
 def _walk_reporting(root: Path, errors: list[OSError]) -> Iterator[tuple[str, list[str], list[str]]]:
@@ -230,7 +323,7 @@ def walk(paths: list[Path], exclude: list[str] | None = None) -> Iterator[tuple[
                 keep.append(d)
             dirnames[:] = keep
             for name in sorted(filenames):
-                if Path(name).suffix.lower() not in WALK_SUFFIXES:
+                if os.path.splitext(name)[1].lower() not in WALK_SUFFIXES:  # ``Path.suffix``'s
                     continue
                 full = Path(dirpath) / name
                 rel = os.path.normpath(os.path.join(rel_dir, name))

@@ -286,7 +286,33 @@ def _container_ends(text: str, start: int, max_depth: int) -> dict[int, int] | N
     return ends
 
 
-_CHECKED: list[tuple[str, bool]] = []  # the last text ``json_value`` read, and whether it was plain
+# the texts ``json_value`` read, by their object, and whether each was plain: the run's split
+# tells every JSON file's kind before the tasks read them, so each one's verdict is kept until its
+# parse takes it (at most ``_CHECKED_MAX`` texts, ``_CHECKED_MAX_CHARS`` characters: the oldest go)
+_CHECKED: dict[int, tuple[str, bool]] = {}
+_CHECKED_CHARS = [0]
+_CHECKED_MAX = 4096
+_CHECKED_MAX_CHARS = 128 * 1024 * 1024
+
+
+def _keep(text: str, plain: bool) -> None:
+    old = _CHECKED.pop(id(text), None)
+    if old is not None:
+        _CHECKED_CHARS[0] -= len(old[0])
+    _CHECKED[id(text)] = (text, plain)
+    _CHECKED_CHARS[0] += len(text)
+    while len(_CHECKED) > _CHECKED_MAX or _CHECKED_CHARS[0] > _CHECKED_MAX_CHARS:
+        gone = _CHECKED.pop(next(iter(_CHECKED)))
+        _CHECKED_CHARS[0] -= len(gone[0])
+
+
+def _taken(text: str) -> bool | None:
+    """The verdict kept for this very ``text`` (no longer kept), or None."""
+    kept = _CHECKED.pop(id(text), None)
+    if kept is None:
+        return None
+    _CHECKED_CHARS[0] -= len(kept[0])
+    return kept[1] if kept[0] is text else None
 
 
 def _checked_loads(text: str) -> tuple[Any, bool]:
@@ -316,14 +342,15 @@ def json_value(text: str) -> Any:
     the reader asks for a lazy tree of every walked JSON: peft's 239 results files were each
     loaded twice)."""
     value, plain = _checked_loads(text)
-    _CHECKED[:] = [(text, plain)]
+    _keep(text, plain)
     return value
 
 
 def loaded_just_now(text: str) -> bool:
     """Whether ``text`` (this very object) is the last one ``json_value`` loaded: it is valid
     JSON (``json.loads`` reads it without an error)."""
-    return bool(_CHECKED) and _CHECKED[0][0] is text
+    kept = _CHECKED.get(id(text))
+    return kept is not None and kept[0] is text
 
 
 def _lazy_root(text: str, path: str, max_depth: int, line_offset: int) -> JsonNode | None:
@@ -331,14 +358,12 @@ def _lazy_root(text: str, path: str, max_depth: int, line_offset: int) -> JsonNo
     report: no duplicate key, no NaN/Infinity, no nesting deeper than ``max_depth``; else None
     (``parse_json`` reads it node by node and reports what it finds)."""
     body = text[1:] if text.startswith("\ufeff") else text
-    if _CHECKED and _CHECKED[0][0] is body:
-        plain = _CHECKED[0][1]
-    else:
+    plain = _taken(body)
+    if plain is None:
         try:
             plain = _checked_loads(body)[1]
         except (ValueError, RecursionError, MemoryError):
             return None
-    _CHECKED.clear()
     if not plain:
         return None
     doc = JsonDocument(text, path, line_offset)
