@@ -46,7 +46,7 @@ PYTHON_READ = frozenset({
     "_cli_options", "_args_keywords",
     # the index walk's results and the tree's lookups, made on first use (``sources.python``)
     "_walked", "_attrs", "_names", "_module_scope", "_calls", "_statements", "_scope_of_def",
-    "_by_attr", "_by_call_name", "_call_pos", "_name_nodes",
+    "_by_attr", "_by_call_name", "_call_pos", "_name_nodes", "_nfkc",
 })
 # Indexes of the tree alone that a Python file builds on first use (statements by type, the
 # version guards by ``id`` of their function). Every other cache (what ``trainlint.consumers``
