@@ -396,3 +396,12 @@ def test_no_walk_for_a_file_whose_library_names_build_nothing(src):
     pf = parse_python("t.py", src)
     assert _training_names(pf) == ([], [], {})
     assert not pf._walked
+
+
+def test_every_library_class_name_holds_a_word_the_call_scan_looks_for():
+    """``_may_call_library_class`` finds the libraries' names by the words they hold: a name
+    without one (a new class in the generated data) would never be found as a call."""
+    from trainlint.sources.python import _CANONICAL_UNBOUND, _CANONICAL_WORDS
+
+    assert _CANONICAL_UNBOUND
+    assert all(any(w in n for w in _CANONICAL_WORDS) for n in _CANONICAL_UNBOUND)

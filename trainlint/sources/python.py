@@ -50,6 +50,8 @@ TRL_TRAINER_CLASSES = {
 # Names that, when not bound in the file at all, still mean the library class (snippets,
 # notebooks exported without their import cell).
 _CANONICAL_UNBOUND = TRAINING_ARGS_CLASSES | TRL_CONFIG_CLASSES | TRAINER_CLASSES | TRL_TRAINER_CLASSES
+# a part every one of those names holds (``_may_call_library_class`` finds them by it)
+_CANONICAL_WORDS = ("Trainer", "Arguments", "Config")
 # what may stand between a called name and its ``(``: spaces and line breaks, comments,
 # backslash continuations, the ``)`` of a parenthesized name (``(SFTTrainer)(...)``)
 _CALL_TAIL = lazy(r"(?:[\s)]|\\\r?\n|#[^\r\n]*(?=[\r\n]|\Z))*\(")
@@ -655,19 +657,32 @@ class PythonFile:
         if self._walked:
             return True  # the calls are at hand: asking them costs less than the scan
         text = self.identifier_text()
+        n = len(text)
+        tail = _CALL_TAIL.match
+        # the libraries' names: each holds one of ``_CANONICAL_WORDS``; the identifier around
+        # each of their occurrences, asked whole
+        for word in _CANONICAL_WORDS:
+            i = text.find(word)
+            while i >= 0:
+                start, end = i, i + len(word)
+                while start and _is_ident_char(text[start - 1]):
+                    start -= 1
+                while end < n and _is_ident_char(text[end]):
+                    end += 1
+                if text[start:end] in _CANONICAL_UNBOUND and tail(text, end):
+                    return True
+                i = text.find(word, end)
         external = self.external_qualified
-        names = {n for n in _CANONICAL_UNBOUND if n in text}
-        names.update(self.local_classes)
+        names = set(self.local_classes)
         names.update(q.rpartition(".")[2] for q in external)
         names.update(local for local, qualified in self.imports.items()
                      if qualified in external or qualified.rpartition(".")[2] in _CANONICAL_UNBOUND)
-        tail = _CALL_TAIL.match
         for name in names:
             i = text.find(name)
             while i >= 0:
                 end = i + len(name)
                 if (i == 0 or not _is_ident_char(text[i - 1])) and \
-                        (end == len(text) or not _is_ident_char(text[end])) and tail(text, end):
+                        (end == n or not _is_ident_char(text[end])) and tail(text, end):
                     return True
                 i = text.find(name, end)
         return False
