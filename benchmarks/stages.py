@@ -4,65 +4,88 @@ count once). Run it in the repository to measure, with this checkout on ``PYTHON
 
     cd REPO && PYTHONPATH=/path/to/trainlint python /path/to/trainlint/benchmarks/stages.py
 
-``STAGES=module:function,...`` picks other functions; ``compile`` (``ast.parse``) is always timed."""
-import sys, time, gc, importlib, functools, os
-sys.argv = ["trainlint", "check", ".", "--no-cache", "--exit-zero", "-j", "1", "--format", "concise"]
-T = {}
-N = {}
-depth = {}
-def wrap(modname, attr):
-    m = importlib.import_module(modname)
-    obj = m
-    parts = attr.split(".")
-    for p in parts[:-1]:
-        obj = getattr(obj, p)
-    f = getattr(obj, parts[-1])
-    key = f"{modname}.{attr}"
-    @functools.wraps(f)
-    def w(*a, **k):
-        if depth.get(key):
-            return f(*a, **k)
-        depth[key] = 1
-        t = time.perf_counter()
-        try:
-            return f(*a, **k)
-        finally:
-            T[key] = T.get(key, 0) + time.perf_counter() - t
-            N[key] = N.get(key, 0) + 1
-            depth[key] = 0
-    setattr(obj, parts[-1], w)
+``STAGES=module:function,...`` picks other functions (``Class.method`` works too); ``compile``
+(what ``ast.parse`` calls) is always timed. Prints to stderr: seconds, calls, stage."""
+
+from __future__ import annotations
+
 import builtins
-_compile = builtins.compile
-def comp(*a, **k):
-    t = time.perf_counter()
-    try:
-        return _compile(*a, **k)
-    finally:
-        T["compile"] = T.get("compile", 0) + time.perf_counter() - t; N["compile"] = N.get("compile", 0) + 1
-builtins.compile = comp
-import ast
-for spec in os.environ.get("STAGES", "").split(",") if os.environ.get("STAGES") else [
+import contextlib
+import functools
+import importlib
+import io
+import os
+import sys
+import time
+
+STAGES = [
     "trainlint.partition:split", "trainlint.engine:_walk_order", "trainlint.workspace:read_entry",
     "trainlint.workspace:_parse_python", "trainlint.sources.python:PythonFile._walk",
     "trainlint.sources.registry:read_document", "trainlint.resolve:build_setups",
     "trainlint.linking:link_setups", "trainlint.modules:link_modules", "trainlint.checking:run_rules",
-    "trainlint.checking:_check_setups", "trainlint.sources.python:parses_by_table",
-    "trainlint.checking:run_task", "trainlint.engine:between_tasks", "trainlint.checking:make_rules"]:
-    mod, attr = spec.split(":")
+    "trainlint.checking:_check_setups", "trainlint.checking:run_task", "trainlint.engine:between_tasks",
+]
+TOTAL: dict[str, float] = {}
+CALLS: dict[str, int] = {}
+
+
+def _count(key: str, seconds: float) -> None:
+    TOTAL[key] = TOTAL.get(key, 0.0) + seconds
+    CALLS[key] = CALLS.get(key, 0) + 1
+
+
+def wrap(spec: str) -> None:
+    module, attr = spec.split(":")
+    owner = importlib.import_module(module)
+    parts = attr.split(".")
+    for p in parts[:-1]:
+        owner = getattr(owner, p)
+    f = getattr(owner, parts[-1])
+    key = f"{module}.{attr}"
+    inside = [False]
+
+    @functools.wraps(f)
+    def timed(*a, **k):
+        if inside[0]:
+            return f(*a, **k)
+        inside[0] = True
+        t = time.perf_counter()
+        try:
+            return f(*a, **k)
+        finally:
+            _count(key, time.perf_counter() - t)
+            inside[0] = False
+
+    setattr(owner, parts[-1], timed)
+
+
+def main() -> None:
+    real_compile = builtins.compile
+
+    def timed_compile(*a, **k):
+        t = time.perf_counter()
+        try:
+            return real_compile(*a, **k)
+        finally:
+            _count("compile", time.perf_counter() - t)
+
+    builtins.compile = timed_compile
+    chosen = os.environ.get("STAGES")
+    for spec in chosen.split(",") if chosen else STAGES:
+        wrap(spec)
+    sys.argv = ["trainlint", "check", ".", "--no-cache", "--exit-zero", "-j", "1", "--format", "concise"]
+    import trainlint.cli as cli
+
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
-        wrap(mod, attr)
-    except Exception as e:
-        print("skip", spec, e, file=sys.stderr)
-t0 = time.perf_counter(); c0 = time.process_time()
-import trainlint.cli as c
-import io, contextlib
-out = io.StringIO()
-try:
-    with contextlib.redirect_stdout(out):
-        c.main()
-except SystemExit:
-    pass
-tot = time.perf_counter() - t0
-print(f"total {tot:.3f}s cpu {time.process_time()-c0:.3f}", file=sys.stderr)
-for k, v in sorted(T.items(), key=lambda kv: -kv[1]):
-    print(f"{v:8.3f} {N[k]:6d} {k}", file=sys.stderr)
+        with contextlib.redirect_stdout(io.StringIO()):
+            cli.main()
+    except SystemExit:
+        pass
+    print(f"total {time.perf_counter() - t0:.3f}s cpu {time.process_time() - c0:.3f}s", file=sys.stderr)
+    for key, seconds in sorted(TOTAL.items(), key=lambda kv: -kv[1]):
+        print(f"{seconds:8.3f} {CALLS[key]:6d} {key}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
