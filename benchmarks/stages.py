@@ -74,7 +74,7 @@ def main() -> None:
     for spec in chosen.split(",") if chosen else STAGES:
         wrap(spec)
     sys.argv = ["trainlint", "check", ".", "--no-cache", "--exit-zero", "-j", "1", "--format", "concise"]
-    import trainlint.cli as cli
+    from trainlint import cli
 
     t0, c0 = time.perf_counter(), time.process_time()
     try:
