@@ -172,6 +172,20 @@ def test_a_valid_walked_json_is_loaded_once_and_not_searched_for_dialects(tmp_pa
     assert list(ws.deferred_problems) == [str(tmp_path / "jsonc.json")]
 
 
+def test_no_json_verdict_outlives_the_run(tmp_path):
+    """The JSON verdicts kept for a run's parses (the split tells a file's kind, the task
+    parses it) are dropped when the run ends: a language server's later checks do not hold the
+    texts of earlier ones, even of a JSON nobody parsed."""
+    import trainlint.sources.jsondoc as jsondoc
+
+    jsondoc.json_value('{"held": "by nobody"}')  # a verdict no parse takes
+    write_files(tmp_path, {"train.py": "from transformers import TrainingArguments\n"
+                                       "args = TrainingArguments(output_dir='o', logging_steps=1)\n",
+                           "results.json": '{"eval_loss": 1.0}\n'})
+    lint_folder(tmp_path)
+    assert jsondoc._CHECKED == {} and jsondoc._CHECKED_CHARS == [0]
+
+
 def test_the_notebook_flow_finds_what_a_walk_of_every_node_finds():
     """``notebook_flow`` finds the aliases of ``os`` among the statements (an import is one) and
     the names a statement binds with the reader's child walk: the same as ``ast.walk`` and

@@ -151,6 +151,10 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
         cache_module = sys.modules.get("trainlint.cache")
         if cache_module is not None:
             cache_module.forget_listings()
+        # the JSON verdicts the run's split kept for its tasks' parses: none outlives the run
+        jsondoc = sys.modules.get("trainlint.sources.jsondoc")
+        if jsondoc is not None:
+            jsondoc.forget_verdicts()
 
 
 def _walk_order(paths: list[Path], settings: Settings) -> list[tuple[str, bool]]:

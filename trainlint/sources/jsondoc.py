@@ -306,6 +306,13 @@ def _keep(text: str, plain: bool) -> None:
         _CHECKED_CHARS[0] -= len(gone[0])
 
 
+def forget_verdicts() -> None:
+    """Drop every kept verdict (the end of a run: a language server's next check must not hold
+    the texts of this one)."""
+    _CHECKED.clear()
+    _CHECKED_CHARS[0] = 0
+
+
 def _taken(text: str) -> bool | None:
     """The verdict kept for this very ``text`` (no longer kept), or None."""
     kept = _CHECKED.pop(id(text), None)
