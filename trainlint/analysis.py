@@ -25,17 +25,11 @@ SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequen
 
 
 def may_name(pf: PythonFile, *names: str) -> bool:
-    """Whether an identifier, attribute or keyword of ``pf`` can be one of ``names``: false
-    only when neither the text nor, for a non-ASCII text, its NFKC normal form holds one (the
-    parser NFKC-normalizes identifiers, so ``ｔorch_dtype=`` is the keyword ``torch_dtype``). A
-    rule asks this of the names it needs before it asks for the file's calls or attributes,
-    so a file that cannot hold its finding is never walked for it."""
-    text = pf.text
-    for n in names:
-        if n in text:
-            return True
-    normal = pf.identifier_text()
-    return normal is not text and any(n in normal for n in names)
+    """``pf.may_name(*names)``: whether an identifier, attribute or keyword of ``pf`` can be one
+    of ``names`` (its text or, for a non-ASCII text, its NFKC form holds one). A rule asks this
+    of the names it needs before it asks for the file's calls or attributes, so a file that
+    cannot hold its finding is never walked for it."""
+    return pf.may_name(*names)
 
 
 def spreading_loads(pf: PythonFile):

@@ -19,7 +19,6 @@ from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 from trainlint import reads
-from trainlint.analysis import may_name
 from trainlint.consumers import library_dataclass
 from trainlint.diagnostics import OLDER_THAN_DATA, Diagnostic, Edit, Span
 from trainlint.knowledge import training_args as ta
@@ -201,8 +200,6 @@ def tolerant_parse(setup: Setup) -> tuple[PythonFile, ast.Call, str] | None:
     ``parse_known_args(...)``, ``parse_json_file/parse_yaml_file/parse_dict(allow_extra_keys=True)``
     (with the call's text, for messages); None when there is none."""
     for pf in setup.scripts:
-        if not may_name(pf, *_TOLERANT_CALLS):
-            continue  # no such call (and no walk of a non-ASCII file for one)
         for cs in pf.calls_named(*_TOLERANT_CALLS):
             func = cs.node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""

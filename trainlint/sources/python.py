@@ -22,7 +22,7 @@ import ast
 import operator
 import re
 import sys
-from typing import Any, Iterator
+from typing import Any, Container, Iterable, Iterator
 
 from trainlint.lazyre import lazy
 from trainlint.diagnostics import Span
@@ -59,6 +59,26 @@ _CALL_TAIL = lazy(r"(?:[\s)]|\\\r?\n|#[^\r\n]*(?=[\r\n]|\Z))*\(")
 
 def _is_ident_char(c: str) -> bool:
     return c.isalnum() or c == "_" or (not c.isascii() and ("a" + c).isidentifier())
+
+
+def _called(text: str, words: Iterable[str], names: Container[str]) -> bool:
+    """Whether an identifier of ``names`` that holds one of ``words`` stands in ``text`` before
+    a ``(`` (``_CALL_TAIL`` between): the whole identifier around each occurrence of a word is
+    asked (the libraries' names by the words they hold; other names by themselves)."""
+    n = len(text)
+    tail = _CALL_TAIL.match
+    for word in words:
+        i = text.find(word)
+        while i >= 0:
+            start, end = i, i + len(word)
+            while start and _is_ident_char(text[start - 1]):
+                start -= 1
+            while end < n and _is_ident_char(text[end]):
+                end += 1
+            if text[start:end] in names and tail(text, end):
+                return True
+            i = text.find(word, end)
+    return False
 
 
 def _lib_class(qualname: str) -> tuple[str, str] | None:
@@ -531,7 +551,7 @@ class PythonFile:
         of ``names``, in ``calls`` order (do not mutate)."""
         index = self.__dict__.get("_by_call_name")
         if index is None:
-            if not self._walked and not self._may_hold(names):
+            if not self._walked and not self.may_name(*names):
                 return _EMPTY  # no call of one (and no walk of the file)
             index = {}
             for cs in self.calls:
@@ -550,10 +570,11 @@ class PythonFile:
             found.sort(key=lambda cs: pos[id(cs)])
         return found
 
-    def _may_hold(self, names: tuple[str, ...]) -> bool:
-        """Whether an identifier of the file can be one of ``names``: false only when neither
-        the text nor, for a non-ASCII text, its NFKC form holds one (the parser NFKC-normalizes
-        identifiers, so ``ｆrom_pretrained`` is ``from_pretrained``)."""
+    def may_name(self, *names: str) -> bool:
+        """Whether an identifier, attribute or keyword of the file can be one of ``names``: false
+        only when neither the text nor, for a non-ASCII text, its NFKC form holds one (the
+        parser NFKC-normalizes identifiers, so ``ｆrom_pretrained`` is ``from_pretrained``). Asked
+        before a walk, so that a file that cannot hold a name is never walked for it."""
         text = self.text
         if any(n in text for n in names):
             return True
@@ -657,35 +678,14 @@ class PythonFile:
         if self._walked:
             return True  # the calls are at hand: asking them costs less than the scan
         text = self.identifier_text()
-        n = len(text)
-        tail = _CALL_TAIL.match
-        # the libraries' names: each holds one of ``_CANONICAL_WORDS``; the identifier around
-        # each of their occurrences, asked whole
-        for word in _CANONICAL_WORDS:
-            i = text.find(word)
-            while i >= 0:
-                start, end = i, i + len(word)
-                while start and _is_ident_char(text[start - 1]):
-                    start -= 1
-                while end < n and _is_ident_char(text[end]):
-                    end += 1
-                if text[start:end] in _CANONICAL_UNBOUND and tail(text, end):
-                    return True
-                i = text.find(word, end)
+        if _called(text, _CANONICAL_WORDS, _CANONICAL_UNBOUND):
+            return True
         external = self.external_qualified
         names = set(self.local_classes)
         names.update(q.rpartition(".")[2] for q in external)
         names.update(local for local, qualified in self.imports.items()
                      if qualified in external or qualified.rpartition(".")[2] in _CANONICAL_UNBOUND)
-        for name in names:
-            i = text.find(name)
-            while i >= 0:
-                end = i + len(name)
-                if (i == 0 or not _is_ident_char(text[i - 1])) and \
-                        (end == n or not _is_ident_char(text[end])) and tail(text, end):
-                    return True
-                i = text.find(name, end)
-        return False
+        return _called(text, names, names)
 
     def _index(self) -> None:
         # the statements in ``nodes`` order (imports and classes: the first binding of a name wins)
