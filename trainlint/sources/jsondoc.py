@@ -354,8 +354,8 @@ def json_value(text: str) -> Any:
 
 
 def loaded_just_now(text: str) -> bool:
-    """Whether ``text`` (this very object) is the last one ``json_value`` loaded: it is valid
-    JSON (``json.loads`` reads it without an error)."""
+    """Whether ``json_value`` loaded ``text`` (this very object) and its verdict is still kept
+    (no parse has taken it): it is valid JSON (``json.loads`` reads it without an error)."""
     kept = _CHECKED.get(id(text))
     return kept is not None and kept[0] is text
 
