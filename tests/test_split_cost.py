@@ -265,3 +265,12 @@ def test_the_verdicts_of_long_json_texts_read_before_are_kept_for_each_text():
     assert any("duplicate" in p.message.lower() for p in dup.doc.problems)
     again = parse_json(("x" + dup_text)[1:], "dup2.json")  # an equal text no one read before
     assert not isinstance(again, LazyJsonNode) and again.doc.problems
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_translated_pattern_that_sets_its_own_flags_leaves_the_spec_compiled_at_once(monkeypatch):
+    factory = pathspec.util.lookup_pattern("gitwildmatch")
+    monkeypatch.setattr(factory, "pattern_to_regex", classmethod(lambda cls, line: ("(?i)^" + line + "$", True)))
+    lazy = _IgnoreSpec.from_lines(["build"])
+    assert not lazy._any and lazy._spec is not None  # its flags (IGNORECASE) are the spec's to say
+    assert lazy.match_file("BUILD") and lazy.match_file("build") and not lazy.match_file("x")
