@@ -246,10 +246,12 @@ class _IgnoreSpec:
                 except Exception:  # the spec raises it as it did: made now
                     return cls(pathspec.PathSpec.from_lines("gitwildmatch", lines))
                 if include is not None:
-                    if not isinstance(raw, str) or _INLINE_FLAGS.search(raw):
-                        regexes = None  # (the compiled spec's flags decide, as before)
+                    if not isinstance(raw, str):
+                        regexes = None
                         break
                     # ``RegexPattern`` compiles it without flags: a str pattern's are UNICODE
+                    # (one that sets its own, ``(?i)`` at its start, fails to compile inside the
+                    # alternation: the spec is then made at once, as for a compiled one)
                     regexes.append((raw, re.UNICODE))
         if not regexes:
             return cls(pathspec.PathSpec.from_lines("gitwildmatch", lines))
@@ -312,9 +314,6 @@ def _alternation(patterns: list[str]) -> re.Pattern[str] | None:
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
-# a group that may set flags (``(?i)``, ``(?s:...)``): the translated pattern's flags are then
-# not known without compiling it
-_INLINE_FLAGS = re.compile(r"\(\?[-aiLmsux]")
 
 
 def _normal(file: str) -> str:
