@@ -253,3 +253,41 @@ def test_crlf_and_comments_after_continuation():
     launch = one(text)
     assert launch.flag("seed").value == "3"
     assert launch.flag("fp16").name_span.line == 2
+
+
+# -- the lexer takes runs of plain characters and blanks at once, and asks for an operator only at
+# a character one starts with: the tokens of one character at a time
+
+_LEX_PIECES = ["python", " ", "\t", "\n", "\r\n", "'", '"', "\\", "\\\n", "$", "${A:-x}", "$(pwd)", "`ls`", "$'a\\tb'",
+               "<model_path>", "<", ">", ">>", "2>&1", "<<EOF\nbody\nEOF\n", "<<-X\n\tb\n\tX\n", "#c", ";", "&&", "|",
+               "(", ")", "&", "é", "--lr=3e-5", "x=1", "a.py", "{", "}", "*", "?", "~", "\"$HOME/x\"", "\\$",
+               '"a\\"b"', '"\\x"', '"$"', '"$1"', "=", ",", "\u2026", "\x0b"]
+
+
+def _lexed(text: str):
+    from trainlint.sources.shell import LineIndex, _Lexer
+
+    lexer = _Lexer(text, LineIndex(text))
+    return lexer.tokens(), lexer.problems, lexer.heredocs
+
+
+def test_the_lexers_runs_and_operator_starts_give_the_tokens_of_one_character_at_a_time(monkeypatch):
+    import random
+    import re as re_
+
+    from trainlint.sources import shell
+
+    rng = random.Random(1810)
+    texts = ["".join(rng.choice(_LEX_PIECES) for _ in range(rng.randrange(1, 40))) for _ in range(1500)]
+    root = Path(__file__).resolve().parent.parent
+    texts += [p.read_text(encoding="utf-8") for p in sorted(root.glob("examples/**/*.sh"))]
+    fast = [_lexed(t) for t in texts]
+    # an empty match: each character is taken by the last case alone, as before the runs
+    monkeypatch.setattr(shell, "_PLAIN_RUN", re_.compile(""))
+    monkeypatch.setattr(shell, "_PLAIN_IN_DOUBLE", re_.compile(""))
+    monkeypatch.setattr(shell, "_BLANKS", re_.compile(r"[ \t\r]"))  # one blank at a time
+    monkeypatch.setattr(shell, "_OP_STARTS", type("Every", (), {"__contains__": lambda self, c: True})())
+    slow = [_lexed(t) for t in texts]
+    for text, a, b in zip(texts, fast, slow):
+        assert a == b, text
+    assert sum(len(a[0]) for a in fast) > 10_000 and any(a[1] for a in fast) and any(a[2] for a in fast)

@@ -137,3 +137,21 @@ def test_remove_key_keeps_following_comment_lines():
 @pytest.mark.parametrize("value", [2e-5, 1e8, 3.0, True, None, 7, "fp16", "yes", "1e-5", "a: b", ""])
 def test_yaml_scalar_text_round_trips_through_pyyaml(value):
     assert pyyaml.safe_load(f"v: {yaml_scalar_text(value)}")["v"] == value
+
+
+def test_the_alias_count_runs_only_for_a_graph_that_shares_a_node_or_has_more_nodes_than_allowed(monkeypatch):
+    from trainlint.sources import yamldoc
+
+    counted = []
+    real = yamldoc._check_expansion
+    monkeypatch.setattr(yamldoc, "_check_expansion", lambda *a: counted.append(1) or real(*a))
+    plain = "a: 1\nb:\n  c: [1, 2, 3]\n  d: {e: f}\n"
+    parse_yaml(plain)
+    assert counted == []  # a tree (no alias) of fewer nodes than allowed: nothing to count
+    parse_yaml("a: &x {b: 1}\nc: *x\n")
+    assert counted == [1]  # an alias: counted as before
+    with pytest.raises(ReadError, match="expand to more than 5 nodes"):
+        parse_yaml(plain, max_nodes=5)  # more nodes than allowed: counted, refused as before
+    assert counted == [1, 1]
+    with pytest.raises(ReadError, match="Recursive YAML alias"):
+        parse_yaml("a: &x [*x]\n")

@@ -54,6 +54,45 @@ def test_the_walks_ignore_spec_answers_as_pathspec():
     assert 0 < ignored < tried  # both answers were asked
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_walks_ignore_spec_from_lines_answers_as_pathspec_and_compiles_no_pattern_until_one_matches():
+    rng = random.Random(1810)
+    built = unbuilt = 0
+    for _ in range(60):
+        lines = rng.sample(_LINES, rng.randrange(1, 25))
+        spec = pathspec.PathSpec.from_lines("gitwildmatch", lines)
+        lazy = _IgnoreSpec.from_lines(lines)
+        eager = _IgnoreSpec(spec)
+        # the same expressions as the spec's compiled patterns (translated, not compiled)
+        assert (lazy._anchored and lazy._anchored.pattern) == (eager._anchored and eager._anchored.pattern)
+        assert (lazy._unanchored and lazy._unanchored.pattern) == (eager._unanchored and eager._unanchored.pattern)
+        # nothing compiled per pattern yet (a spec of comments only is asked itself)
+        assert lazy._any == eager._any and (lazy._spec is None) == eager._any
+        for path in _paths(rng):
+            assert lazy.match_file(path) == spec.match_file(path), (lines, path)
+        built += lazy._spec is not None
+        unbuilt += lazy._spec is None
+    assert built and unbuilt  # both: some asked the spec, some never needed it
+
+
+def test_a_gitignore_whose_paths_match_no_pattern_never_builds_its_pathspec(tmp_path, monkeypatch):
+    from trainlint.sources import files
+
+    (tmp_path / ".gitignore").write_text("*.log\nwandb/\n# comment\n\n!keep.log\n")
+    (tmp_path / "train.py").write_text("x = 1\n")
+    (tmp_path / "run.sh").write_text("python train.py\n")
+    made = []
+    real = pathspec.PathSpec.from_lines
+    monkeypatch.setattr(pathspec.PathSpec, "from_lines", classmethod(
+        lambda cls, *a, **k: made.append(a) or real(*a, **k)))
+    assert sorted(p.name for p, _ in files.walk([tmp_path])) == ["run.sh", "train.py"]
+    assert made == []
+    (tmp_path / "wandb").mkdir()
+    (tmp_path / "wandb" / "x.py").write_text("x = 1\n")
+    assert sorted(p.name for p, _ in files.walk([tmp_path])) == ["run.sh", "train.py"]
+    assert len(made) == 1  # a path the alternation matched: the spec answers it
+
+
 def test_a_pattern_is_asked_at_the_start_only_when_its_anchor_holds_for_all_of_it():
     from trainlint.sources.files import _anchored
 
@@ -226,3 +265,12 @@ def test_the_verdicts_of_long_json_texts_read_before_are_kept_for_each_text():
     assert any("duplicate" in p.message.lower() for p in dup.doc.problems)
     again = parse_json(("x" + dup_text)[1:], "dup2.json")  # an equal text no one read before
     assert not isinstance(again, LazyJsonNode) and again.doc.problems
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_translated_pattern_that_sets_its_own_flags_leaves_the_spec_compiled_at_once(monkeypatch):
+    factory = pathspec.util.lookup_pattern("gitwildmatch")
+    monkeypatch.setattr(factory, "pattern_to_regex", classmethod(lambda cls, line: ("(?i)^" + line + "$", True)))
+    lazy = _IgnoreSpec.from_lines(["build"])
+    assert not lazy._any and lazy._spec is not None  # its flags (IGNORECASE) are the spec's to say
+    assert lazy.match_file("BUILD") and lazy.match_file("build") and not lazy.match_file("x")

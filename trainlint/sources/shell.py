@@ -55,9 +55,15 @@ __all__ = [
 # -- lexing ---------------------------------------------------------------------------------
 
 _META = set(" \t\n;&|<>()")
+# what ``_Lexer._word`` takes as plain literal characters (none of ``_META``, no quote, escape,
+# expansion), and ``_double`` inside double quotes
+_PLAIN_RUN = re.compile(r"[^ \t\n;&|<>()\\'\"$`]*")
+_PLAIN_IN_DOUBLE = re.compile(r'[^"\\$`]*')
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
 _OPS = ("&&", "||", ";;", ";", "&", "|", "(", ")")
+_OP_STARTS = frozenset(op[0] for op in _OPS)
+_BLANKS = re.compile(r"[ \t\r]+")
 _REDIR = re.compile(r"[0-9]*(?:<<<|<<-|<<|>>|>&|<&|&>>|&>|>\||<>|<|>)")
 _DIGIT_REDIR = re.compile(r"[0-9]+[<>]")
 _BLANK_TO_EOL = re.compile(r"[ \t]+(?:#[^\n]*)?(?:\r?\n|$)")
@@ -227,7 +233,7 @@ class _Lexer:
                 pos += 1  # "\ " at the end of a line: a continuation that is not one
                 continue
             if c in " \t\r":
-                pos += 1
+                pos = _BLANKS.match(text, pos).end()  # the run at once
                 continue
             if c == "#":
                 end = text.find("\n", pos)
@@ -263,7 +269,7 @@ class _Lexer:
                     heredocs.append(("".join(p.text for p in word.parts), op.endswith("-"),
                                      word.quoted, word.start))
                 continue
-            for op in _OPS:
+            for op in (_OPS if c in _OP_STARTS else ()):  # (a word starts with no other)
                 if text.startswith(op, pos):
                     out.append(_Op(op, pos, pos + len(op)))
                     pos += len(op)
@@ -358,8 +364,11 @@ class _Lexer:
                 parts.append(part)
                 lit_start = pos
                 continue
-            lit.append(c)
-            pos += 1
+            # a run of characters none of the cases above takes, at once (each would be taken
+            # here one by one)
+            end = max(_PLAIN_RUN.match(text, pos).end(), pos + 1)
+            lit.append(text[pos:end])
+            pos = end
         flush(pos)
         return _Word(parts, start, min(pos, n), quoted)
 
@@ -386,8 +395,10 @@ class _Lexer:
                 part, pos = self._dollar(pos, quoted=True)
                 parts.append(part)
                 continue
-            lit.append(c)
-            pos += 1
+            # (as in ``_word``; a backslash before another character is one)
+            end = max(_PLAIN_IN_DOUBLE.match(text, pos).end(), pos + 1)
+            lit.append(text[pos:end])
+            pos = end
         self._problem(opened, "unterminated double quote: the shell reads to the end of the file "
                               "and fails")
         return n

@@ -207,8 +207,9 @@ def parse_yaml(
     _check_flow_depth(doc)
     _check_block_depth(doc)
     fast = _compose_libyaml(text)
+    tree_nodes = None  # the nodes of a composed graph that shares none (no alias)
     if fast is not None:
-        composed, classes = fast
+        composed, classes, tree_nodes = fast
     else:
         from ruamel.yaml import YAML  # lazy: only files that are YAML pay for the import
         from ruamel.yaml.error import YAMLError
@@ -228,7 +229,10 @@ def parse_yaml(
         root.tag = _TAG + "null"
         doc.root = root
         return root
-    _check_expansion(doc, composed, max_nodes, classes)
+    # without an alias the graph is a tree: nothing recurses, and no node's expansion holds more
+    # nodes than the tree (keys included), so the count can refuse nothing
+    if tree_nodes is None or tree_nodes > max_nodes:
+        _check_expansion(doc, composed, max_nodes, classes)
     root = _build(doc, composed, max_nodes, classes)
     doc.root = root
     return root
@@ -331,8 +335,9 @@ def _tagged(text: str, start: int) -> bool:
     return False
 
 
-def _compose_libyaml(text: str) -> tuple[Any, tuple] | None:
-    """(the composed root, its node classes) through libyaml, or None (then ruamel reads it)."""
+def _compose_libyaml(text: str) -> tuple[Any, tuple, int | None] | None:
+    """(the composed root, its node classes, how many nodes it has when none is reached twice
+    (no alias), else None) through libyaml, or None (then ruamel reads it)."""
     try:
         import yaml
     except ImportError:  # pragma: no cover - PyYAML is a dependency
@@ -348,10 +353,12 @@ def _compose_libyaml(text: str) -> tuple[Any, tuple] | None:
     from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
     seen: set[int] = set()
+    shared = False
     stack: list[tuple[Any, Any]] = [(composed, None)]  # (node, its key when a block mapping's value)
     while stack:
         node, key = stack.pop()
         if id(node) in seen:
+            shared = True
             continue
         seen.add(id(node))
         if isinstance(node, ScalarNode):
@@ -373,7 +380,7 @@ def _compose_libyaml(text: str) -> tuple[Any, tuple] | None:
                 stack.append((v, None if flow else k))
         else:
             stack.extend((item, False) for item in node.value)
-    return composed, (MappingNode, ScalarNode, SequenceNode)
+    return composed, (MappingNode, ScalarNode, SequenceNode), None if shared else len(seen)
 
 
 _FLOW_CHARS = re.compile(r'[\[\]{}"#]')
