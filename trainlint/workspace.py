@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Iterator
 
+from trainlint import reads
 from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_error  # noqa: F401
 from trainlint.record import Record
@@ -250,6 +251,70 @@ def _read_text_file(ws: Workspace, path: str, explicit: bool, tf: TextFile) -> P
             ws.unparsable.add(path)
     ws.files[path] = pf
     return pf
+
+
+# The library class names whose absence from a module's text makes the module inert for linking
+# (``read_linked_module``): the parsers ``modules.Modules.parser_base`` looks for.
+_PARSER_NAMES = ("HfArgumentParser", "TrlParser")
+
+
+class _TextOnly:
+    """A text where ``PythonFile._may_name_library_class`` asks only ``self.text``."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def read_linked_module(ws: Workspace, path: str) -> tuple[TextFile, ast.Module] | None:
+    """For ``trainlint.modules``: the text and syntax tree of a repository module that linking
+    follows names through, without making it a file of the workspace (no ``PythonFile``, no
+    setup of its own, no rules), when that changes nothing: no selected rule can report on it
+    (``wanted_python`` refuses it), and its text names no TrainingArguments-like or
+    Trainer-like class and no parser (then, as a ``PythonFile``, it has no local subclass of a
+    library class, no training call, and ``library_class`` names nothing in it: what linking
+    asks of it is in its top-level statements). A module that parses is not syntax-checked
+    again (its check waits in ``pending_syntax`` when walked). The check depends on it
+    (``reads.note``). None: read it in full with ``read_file`` (it is wanted, large, a fix's
+    kept reads are on, it cannot be read or does not parse: ``read_file`` reports that as
+    before)."""
+    if ws.reads is not None:
+        return None
+    already = _ALREADY_READ.get()
+    tf = already.get(path) if already is not None and path not in ws.overlay else None
+    if tf is None:
+        try:
+            tf = read_text(path, ws.overlay)
+        except ReadProblem:
+            return None
+    kind = tf.kind if tf.kind is not None and tf.path == path else _kind_of(path, tf.text)
+    text = tf.text
+    if kind != "python" or len(text) >= pruning.LARGE_MODULE_CHARS or wanted_python(text, ws.settings) \
+            or PythonFile._may_name_library_class(_TextOnly(text)) or any(n in text for n in _PARSER_NAMES):  # type: ignore[arg-type]
+        return None
+    try:
+        tree = ast.parse(text, filename=path)
+    except Exception:  # noqa: BLE001 - ``read_file`` reports it (TL001, TL000) as before
+        return None
+    if ws.pending_syntax:  # it parses: its syntax check would find nothing
+        ws.pending_syntax.pop(path, None)
+    reads.note(path)
+    return tf, tree
+
+
+def adopt_linked_module(ws: Workspace, path: str, tf: TextFile, tree: ast.Module) -> PythonFile | None:
+    """The module ``read_linked_module`` gave, made a file of the workspace (what ``read_file``
+    of it as a named file gives, with this tree): linking uses one of its definitions."""
+    pf = ParsedFile(path=path, kind="python", text=tf, explicit=True)
+    try:
+        pf.doc = PythonFile(path, tf.text, tree)
+    except Exception as exc:  # noqa: BLE001 - a reader bug is reported per file
+        ws.problems.append(internal_error(path, "reading this file", exc))
+        ws.unparsable.add(path)
+        return None
+    ws.files[path] = pf
+    return pf.doc
 
 
 def _check_syntax(ws: Workspace, pf: ParsedFile) -> ParsedFile | None:
