@@ -21,8 +21,11 @@ the repository* (never installed packages; nothing is imported or executed):
 A module name is looked up the way Python would find the repository's own code when the
 script runs: relative imports from the importing file's package; absolute ones from the
 script's folder, the folders above it up to the repository root, and ``src/`` there. The
-modules found are read through ``resolve.read_file`` (parsed once) even when a folder walk
-skipped them.
+modules found are read through ``workspace.read_file`` (parsed once) even when a folder walk
+skipped them; one that no selected rule can report on and whose text names no library class
+or parser (a package's ``__init__.py`` re-exporting ``LoraConfig``) is only parsed
+(``workspace.read_linked_module``, ``_Light``), and becomes a file of the workspace only when
+a script uses one of its definitions (``Modules.full``).
 """
 
 from __future__ import annotations

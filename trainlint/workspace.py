@@ -281,17 +281,25 @@ def read_linked_module(ws: Workspace, path: str) -> tuple[TextFile, ast.Module] 
     before)."""
     if ws.reads is not None:
         return None
-    already = _ALREADY_READ.get()
-    tf = already.get(path) if already is not None and path not in ws.overlay else None
-    if tf is None:
-        try:
-            tf = read_text(path, ws.overlay)
-        except ReadProblem:
+    # a walked script whose syntax check waits was read as Python, and no selected rule wants it
+    waiting = ws.pending_syntax.get(path) if ws.pending_syntax else None
+    if waiting is not None:
+        tf = waiting.text
+    else:
+        already = _ALREADY_READ.get()
+        tf = already.get(path) if already is not None and path not in ws.overlay else None
+        if tf is None:
+            try:
+                tf = read_text(path, ws.overlay)
+            except ReadProblem:
+                return None
+        if (tf.kind if tf.kind is not None and tf.path == path else _kind_of(path, tf.text)) != "python":
             return None
-    kind = tf.kind if tf.kind is not None and tf.path == path else _kind_of(path, tf.text)
     text = tf.text
-    if kind != "python" or len(text) >= pruning.LARGE_MODULE_CHARS or wanted_python(text, ws.settings) \
-            or PythonFile._may_name_library_class(_TextOnly(text)) or any(n in text for n in _PARSER_NAMES):  # type: ignore[arg-type]
+    # the cheap tests first (``wanted_python`` may split the text into words)
+    if len(text) >= pruning.LARGE_MODULE_CHARS or any(n in text for n in _PARSER_NAMES) \
+            or PythonFile._may_name_library_class(_TextOnly(text)) \
+            or (waiting is None and wanted_python(text, ws.settings)):  # type: ignore[arg-type]
         return None
     try:
         tree = ast.parse(text, filename=path)
