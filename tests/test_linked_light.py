@@ -189,3 +189,20 @@ def test_a_cached_result_follows_a_change_of_a_module_only_followed(tmp_path, mo
     second = lint([Path(".")], settings, cache=True)
     fresh = lint([Path(".")], settings)
     assert _json(second) == _json(fresh) and _json(first) != _json(fresh)
+
+
+def test_an_imported_module_that_does_not_parse_is_parsed_once(tmp_path, monkeypatch):
+    # its TL001 comes from the one parse linking made (no second one by a full read)
+    write_files(tmp_path, LAYOUTS["broken"])
+    counted: list[str] = []
+    real = ast.parse
+
+    def parse(source, filename="<unknown>", *a, **k):
+        counted.append(str(filename).replace("\\", "/"))
+        return real(source, filename, *a, **k)
+
+    monkeypatch.setattr(ast, "parse", parse)
+    result = lint_folder(tmp_path)
+    (d,) = [d for d in result.diagnostics if d.code == "TL001"]
+    assert d.path.endswith("args.py") and "cannot parse Python" in d.message
+    assert [p for p in counted if p.endswith("pkg/args.py")] == [str(tmp_path / "pkg/args.py")]

@@ -155,7 +155,9 @@ class Modules:
             if read is not None:
                 light = self._light[path] = _Light(path, *read)
                 return light  # type: ignore[return-value]
-            f = read_file(self.ws, path, explicit=True)
+            f = self.ws.files.get(path)  # one that does not parse, reported there
+            if f is None:
+                f = read_file(self.ws, path, explicit=True)
         if f is None or f.kind != "python":
             return None
         return f.doc

@@ -123,7 +123,16 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
             triggers = None if found.names is None else (*found.names, *(t for t, _ in found.worded))
             return parse_python(path, text, triggers)
         return parse_python(path, text)
-    except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as e:
+        _parse_failed(ws, path, text, e)
+    return None
+
+
+def _parse_failed(ws: Workspace, path: str, text: str, exc: BaseException) -> None:
+    """The TL001 of a text that does not parse (``exc``: what parsing it raised); it is
+    unparsable from now on."""
+    if isinstance(exc, SyntaxError):  # includes IndentationError, "too many nested parentheses"
+        e = exc
         line = e.lineno or 1
         column = e.offset or 1
         from trainlint.sources import newer_syntax
@@ -139,16 +148,15 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
         else:
             ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
                                              line, column))
-    except (RecursionError, MemoryError) as e:
+    elif isinstance(exc, (RecursionError, MemoryError)):
         # the parser's own stack limit (MemoryError "Parser stack overflowed") or the depth of
         # ast construction/analysis: Python itself would refuse to compile this
         ws.problems.append(input_problem(
             "TL001", "syntax-error", path,
-            f"cannot parse Python: expressions nested too deeply ({type(e).__name__})"))
-    except ValueError as e:  # "source code string cannot contain null bytes"
-        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e}"))
+            f"cannot parse Python: expressions nested too deeply ({type(exc).__name__})"))
+    else:  # ValueError: "source code string cannot contain null bytes"
+        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {exc}"))
     ws.unparsable.add(path)
-    return None
 
 
 def read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
@@ -277,8 +285,9 @@ def read_linked_module(ws: Workspace, path: str) -> tuple[TextFile, ast.Module] 
     asks of it is in its top-level statements). A module that parses is not syntax-checked
     again (its check waits in ``pending_syntax`` when walked). The check depends on it
     (``reads.note``). None: read it in full with ``read_file`` (it is wanted, large, a fix's
-    kept reads are on, it cannot be read or does not parse: ``read_file`` reports that as
-    before)."""
+    kept reads are on, it cannot be read: ``read_file`` reports that as before), or, when it
+    is in ``files`` now, it does not parse (reported as ``read_file`` of it reports it, from
+    this one parse)."""
     if ws.reads is not None:
         return None
     # a walked script whose syntax check waits was read as Python, and no selected rule wants it
@@ -303,7 +312,13 @@ def read_linked_module(ws: Workspace, path: str) -> tuple[TextFile, ast.Module] 
         return None
     try:
         tree = ast.parse(text, filename=path)
-    except Exception:  # noqa: BLE001 - ``read_file`` reports it (TL001, TL000) as before
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as e:
+        # what ``read_file`` of it as a named file gives, from this one parse: TL001, and the
+        # file (without a document) in the workspace
+        if ws.pending_syntax:
+            ws.pending_syntax.pop(path, None)
+        _parse_failed(ws, path, text, e)
+        ws.files[path] = ParsedFile(path=path, kind="python", text=tf, explicit=True)
         return None
     if ws.pending_syntax:  # it parses: its syntax check would find nothing
         ws.pending_syntax.pop(path, None)
