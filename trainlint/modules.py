@@ -169,7 +169,7 @@ class Modules:
         module is in the repository."""
         for node, a in self._top(pf).imports_from.get(name, ()):
             other = self.module(pf.path, node.module or "", node.level)
-            if other is not None and other.path != pf.path:  # (a module read only to follow names, or made a file since)
+            if other is not None and other.path != pf.path:  # a ``_Light`` and its file are one module
                 return other, a.name
         return None
 
