@@ -428,9 +428,18 @@ def test_a_run_reads_each_walked_file_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(partition, "read_text", counted)
     monkeypatch.setattr(workspace, "read_text", counted)
+    followed: list[str] = []
+    real_linked = workspace.read_linked_module
+
+    def linked(ws, path):
+        followed.append(path)
+        return real_linked(ws, path)
+
+    monkeypatch.setattr(workspace, "read_linked_module", linked)
     serial = lint([Path(".")], settings, jobs=1)
     assert [d.to_json() for d in serial.diagnostics] == [d.to_json() for d in plain]
-    assert "src/helpers.py" in serial.files  # dropped by the pre-filter, read by linking as a module
+    # dropped by the pre-filter, read by linking as a module (only followed: no file of the result)
+    assert os.path.join("src", "helpers.py") in followed and "src/helpers.py" not in serial.files
     walked = {p for p, _ in partition.walk_order([Path(".")], settings)}
     assert reads and all(n == 1 for p, n in reads.items() if p in walked), [p for p, n in reads.items() if n > 1]
 

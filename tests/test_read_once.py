@@ -31,7 +31,8 @@ BROKEN = "# a transformers helper\ndef f(:\n    pass\n"
 
 @pytest.fixture
 def parses(monkeypatch):
-    """Every ``_parse_python`` call, by path: (syntax check only?)."""
+    """Every ``_parse_python`` call, by path: (syntax check only?); the parse of a module that
+    linking only follows names through (``read_linked_module``) is a full one."""
     seen: dict[str, list[bool]] = collections.defaultdict(list)
     orig = workspace._parse_python
 
@@ -40,6 +41,16 @@ def parses(monkeypatch):
         return orig(ws, path, text, syntax_only)
 
     monkeypatch.setattr(workspace, "_parse_python", counted)
+    linked = workspace.read_linked_module
+
+    def linked_counted(ws, path):  # a module linking only follows names through: parsed there
+        before = path in ws.files
+        found = linked(ws, path)
+        if found is not None or (not before and path in ws.files):
+            seen[path.replace("\\", "/").rsplit("/", 1)[-1]].append(False)
+        return found
+
+    monkeypatch.setattr(workspace, "read_linked_module", linked_counted)
     return seen
 
 

@@ -21,8 +21,11 @@ the repository* (never installed packages; nothing is imported or executed):
 A module name is looked up the way Python would find the repository's own code when the
 script runs: relative imports from the importing file's package; absolute ones from the
 script's folder, the folders above it up to the repository root, and ``src/`` there. The
-modules found are read through ``resolve.read_file`` (parsed once) even when a folder walk
-skipped them.
+modules found are read through ``workspace.read_file`` (parsed once) even when a folder walk
+skipped them; one that no selected rule can report on and whose text names no library class
+or parser (a package's ``__init__.py`` re-exporting ``LoraConfig``) is only parsed
+(``workspace.read_linked_module``, ``_Light``), and becomes a file of the workspace only when
+a script uses one of its definitions (``Modules.full``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,27 @@ class Modules:
         self._roots_of: dict[str, list[str]] = {}  # by folder: where an absolute import may start
         self._not_files: set[str] = set()  # paths looked at that are no file
         self._tops: dict[int, tuple[PythonFile, _Top]] = {}  # by id of the file (kept alive here)
+        self._light: dict[str, _Light] = {}  # modules read only to follow names (``read_linked_module``)
+
+    def full(self, pf: PythonFile | _Light) -> PythonFile | None:
+        """``pf`` as a file of the workspace: a module read only to follow names through
+        (``_Light``) becomes one when a script uses one of its definitions (None: its reader
+        failed, reported as TL000)."""
+        if type(pf) is not _Light:
+            return pf  # type: ignore[return-value]
+        if pf.full is None:
+            from trainlint.workspace import adopt_linked_module
+
+            pf.full = adopt_linked_module(self.ws, pf.path, pf.tf, pf.tree) or False
+            if pf.full:  # the lookups kept give the file from now on (one object per module)
+                kept = self._tops.get(id(pf))
+                if kept is not None:
+                    self._tops[id(pf.full)] = (pf.full, kept[1])
+                for cache in (self._cache, self._in_bases):
+                    for k, v in cache.items():
+                        if v is pf:
+                            cache[k] = pf.full
+        return pf.full or None
 
     def _top(self, pf: PythonFile) -> _Top:
         kept = self._tops.get(id(pf))
@@ -114,17 +138,26 @@ class Modules:
         return found
 
     def _load(self, path: str) -> PythonFile | None:
-        from trainlint.workspace import norm, read_file
+        from trainlint.workspace import norm, read_file, read_linked_module
 
         path = norm(path)
         f = self.ws.files.get(path)
         if f is None:
+            light = self._light.get(path)
+            if light is not None:
+                return light  # type: ignore[return-value]
             if path in self.ws.unparsable or path in self._not_files:
                 return None
             if not os.path.isfile(path):
                 self._not_files.add(path)
                 return None
-            f = read_file(self.ws, path, explicit=True)
+            read = read_linked_module(self.ws, path)
+            if read is not None:
+                light = self._light[path] = _Light(path, *read)
+                return light  # type: ignore[return-value]
+            f = self.ws.files.get(path)  # one that does not parse, reported there
+            if f is None:
+                f = read_file(self.ws, path, explicit=True)
         if f is None or f.kind != "python":
             return None
         return f.doc
@@ -136,7 +169,7 @@ class Modules:
         module is in the repository."""
         for node, a in self._top(pf).imports_from.get(name, ()):
             other = self.module(pf.path, node.module or "", node.level)
-            if other is not None and other is not pf:
+            if other is not None and other.path != pf.path:  # a ``_Light`` and its file are one module
                 return other, a.name
         return None
 
@@ -237,6 +270,36 @@ class Modules:
         return self.args_object(found[0], found[1], depth + 1)
 
 
+class _Light:
+    """A repository module linking reads only to follow names through it (``from .lora import
+    LoraConfig`` in a package's ``__init__.py``): its text and syntax tree, no ``PythonFile``
+    (``workspace.read_linked_module`` says when). Its text names no TrainingArguments-like or
+    Trainer-like class and no parser, so what a ``PythonFile`` of it would answer is known:
+    no training call (``args_calls``), no library class (``library_class``), no qualified
+    name of a parser (``qualname``, asked only for that). ``Modules.full`` makes it a file of
+    the workspace when a script uses one of its definitions (the same tree: its ``ClassDef``
+    nodes stay those the lookups found)."""
+
+    __slots__ = ("path", "tf", "tree", "full")
+    args_calls: tuple = ()
+
+    def __init__(self, path: str, tf, tree: ast.Module) -> None:
+        self.path = path
+        self.tf = tf
+        self.tree = tree
+        self.full: PythonFile | None | bool = None  # False: the reader failed
+
+    @property
+    def text(self) -> str:
+        return self.tf.text
+
+    def library_class(self, expr: ast.AST) -> None:
+        return None
+
+    def qualname(self, expr: ast.AST) -> None:
+        return None
+
+
 class _Top:
     """A module's top-level statements by name, in order: ``from X import a as b`` by ``b``
     (not ``*``), classes and functions (sync or async) by name. Each lookup of a name was a scan
@@ -330,8 +393,10 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
                     if found is not None:
                         lib = mods.library_base(found[0], found[1])
                         if lib is not None:
-                            classes[local] = (lib, found[0], found[1])
-                            used.append(found[0].path)
+                            owner = mods.full(found[0])
+                            if owner is not None:
+                                classes[local] = (lib, owner, found[1])
+                                used.append(owner.path)
                         elif _is_dataclass(found[1]) or mods.parser_base(found[0], found[1]) is not None:
                             # parsed by HfArgumentParser, or the repository's subclass of the parser
                             dataclass = _is_dataclass(found[1])
@@ -366,8 +431,11 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
             if dataclass and bases is not None and local not in bases \
                     and mods.parser_base(found[0], found[1]) is None:
                 continue
-            pf.external_defs.setdefault(local, found)
-            used.append(found[0].path)
+            owner = mods.full(found[0])
+            if owner is None:
+                continue
+            pf.external_defs.setdefault(local, (owner, found[1]))
+            used.append(owner.path)
         if used:
             pf.link_repository(classes, qualified, objects)
             if functions:
@@ -382,7 +450,7 @@ def _qualify(mods: Modules, module: PythonFile, prefix: str, qualified: dict[str
     ``prefix.func`` for each function that returns a TrainingArguments-like call)."""
     for cd in (n for n in module.tree.body if isinstance(n, ast.ClassDef)):
         lib = mods.library_base(module, cd)
-        if lib is not None:
+        if lib is not None and mods.full(module) is not None:
             qualified[f"{prefix}.{cd.name}"] = lib
             used.append(module.path)
     if functions is None or not module.args_calls:

@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Iterator
 
+from trainlint import reads
 from trainlint.config import Settings
 from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_error  # noqa: F401
 from trainlint.record import Record
@@ -122,7 +123,16 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
             triggers = None if found.names is None else (*found.names, *(t for t, _ in found.worded))
             return parse_python(path, text, triggers)
         return parse_python(path, text)
-    except SyntaxError as e:  # includes IndentationError, "too many nested parentheses"
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as e:
+        _parse_failed(ws, path, text, e)
+    return None
+
+
+def _parse_failed(ws: Workspace, path: str, text: str, exc: BaseException) -> None:
+    """The TL001 of a text that does not parse (``exc``: what parsing it raised); it is
+    unparsable from now on."""
+    if isinstance(exc, SyntaxError):  # includes IndentationError, "too many nested parentheses"
+        e = exc
         line = e.lineno or 1
         column = e.offset or 1
         from trainlint.sources import newer_syntax
@@ -138,16 +148,15 @@ def _parse_python(ws: Workspace, path: str, text: str, syntax_only: bool = False
         else:
             ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
                                              line, column))
-    except (RecursionError, MemoryError) as e:
+    elif isinstance(exc, (RecursionError, MemoryError)):
         # the parser's own stack limit (MemoryError "Parser stack overflowed") or the depth of
         # ast construction/analysis: Python itself would refuse to compile this
         ws.problems.append(input_problem(
             "TL001", "syntax-error", path,
-            f"cannot parse Python: expressions nested too deeply ({type(e).__name__})"))
-    except ValueError as e:  # "source code string cannot contain null bytes"
-        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e}"))
+            f"cannot parse Python: expressions nested too deeply ({type(exc).__name__})"))
+    else:  # ValueError: "source code string cannot contain null bytes"
+        ws.problems.append(input_problem("TL001", "syntax-error", path, f"cannot parse Python: {exc}"))
     ws.unparsable.add(path)
-    return None
 
 
 def read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
@@ -250,6 +259,85 @@ def _read_text_file(ws: Workspace, path: str, explicit: bool, tf: TextFile) -> P
             ws.unparsable.add(path)
     ws.files[path] = pf
     return pf
+
+
+# The library class names whose absence from a module's text makes the module inert for linking
+# (``read_linked_module``): the parsers ``modules.Modules.parser_base`` looks for.
+_PARSER_NAMES = ("HfArgumentParser", "TrlParser")
+
+
+class _TextOnly:
+    """A text where ``PythonFile._may_name_library_class`` asks only ``self.text``."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def read_linked_module(ws: Workspace, path: str) -> tuple[TextFile, ast.Module] | None:
+    """For ``trainlint.modules``: the text and syntax tree of a repository module that linking
+    follows names through, without making it a file of the workspace (no ``PythonFile``, no
+    setup of its own, no rules), when that changes nothing: no selected rule can report on it
+    (``wanted_python`` refuses it), and its text names no TrainingArguments-like or
+    Trainer-like class and no parser (then, as a ``PythonFile``, it has no local subclass of a
+    library class, no training call, and ``library_class`` names nothing in it: what linking
+    asks of it is in its top-level statements). A module that parses is not syntax-checked
+    again (its check waits in ``pending_syntax`` when walked). The check depends on it
+    (``reads.note``). None: read it in full with ``read_file`` (it is wanted, large, a fix's
+    kept reads are on, it cannot be read: ``read_file`` reports that as before), or, when it
+    is in ``files`` now, it does not parse (reported as ``read_file`` of it reports it, from
+    this one parse)."""
+    if ws.reads is not None:
+        return None
+    # a walked script whose syntax check waits was read as Python, and no selected rule wants it
+    waiting = ws.pending_syntax.get(path) if ws.pending_syntax else None
+    if waiting is not None:
+        tf = waiting.text
+    else:
+        already = _ALREADY_READ.get()
+        tf = already.get(path) if already is not None and path not in ws.overlay else None
+        if tf is None:
+            try:
+                tf = read_text(path, ws.overlay)
+            except ReadProblem:
+                return None
+        if (tf.kind if tf.kind is not None and tf.path == path else _kind_of(path, tf.text)) != "python":
+            return None
+    text = tf.text
+    # the cheap tests first (``wanted_python`` may split the text into words)
+    if len(text) >= pruning.LARGE_MODULE_CHARS or any(n in text for n in _PARSER_NAMES) \
+            or PythonFile._may_name_library_class(_TextOnly(text)) \
+            or (waiting is None and wanted_python(text, ws.settings)):  # type: ignore[arg-type]
+        return None
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as e:
+        # what ``read_file`` of it as a named file gives, from this one parse: TL001, and the
+        # file (without a document) in the workspace
+        if ws.pending_syntax:
+            ws.pending_syntax.pop(path, None)
+        _parse_failed(ws, path, text, e)
+        ws.files[path] = ParsedFile(path=path, kind="python", text=tf, explicit=True)
+        return None
+    if ws.pending_syntax:  # it parses: its syntax check would find nothing
+        ws.pending_syntax.pop(path, None)
+    reads.note(path)
+    return tf, tree
+
+
+def adopt_linked_module(ws: Workspace, path: str, tf: TextFile, tree: ast.Module) -> PythonFile | None:
+    """The module ``read_linked_module`` gave, made a file of the workspace (what ``read_file``
+    of it as a named file gives, with this tree): linking uses one of its definitions."""
+    pf = ParsedFile(path=path, kind="python", text=tf, explicit=True)
+    try:
+        pf.doc = PythonFile(path, tf.text, tree)
+    except Exception as exc:  # noqa: BLE001 - a reader bug is reported per file
+        ws.problems.append(internal_error(path, "reading this file", exc))
+        ws.unparsable.add(path)
+        return None
+    ws.files[path] = pf
+    return pf.doc
 
 
 def _check_syntax(ws: Workspace, pf: ParsedFile) -> ParsedFile | None:
