@@ -209,3 +209,96 @@ def test_a_rule_that_breaks_on_a_readme_launched_setup_is_reported(tmp_path, mon
     found = lint_folder(tmp_path)
     errors = [d for d in getattr(found, "diagnostics", found) if d.code == "TL000"]
     assert errors and all(d.path.endswith("train.py") for d in errors), errors
+
+
+_HF_SCRIPT = ("from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+              "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+              "Trainer(model=m, args=args).train()\n")
+
+
+def _setup_rules(root, files):
+    """{the setup's first file name (its launch file when it has one): the codes
+    ``RuleSet.for_setup`` keeps}, for every setup linking builds of ``files``, as ``run_rules`` asks."""
+    from tests.helpers import write_files
+    from trainlint.checking import RuleSet
+    from trainlint.config import Settings
+    from trainlint.resolve import build_setups, workspace_context
+    from trainlint.workspace import Workspace, read_file
+
+    write_files(root, files)
+    settings = Settings()
+    ws = Workspace(settings=settings, overlay={})
+    for name in sorted(files):
+        read_file(ws, str(root / name), True)
+    rule_set, seen = RuleSet(settings), {}
+    rules = rule_set.for_workspace(ws, seen)
+    out = {}
+    for setup in build_setups(ws, settings, workspace_context(ws, settings)):
+        key = setup.extra.get("launch_file") or setup.files[0]
+        key = str(key).rsplit("/", 1)[-1] + (f":{setup.extra['launch'].span.line}" if "launch" in setup.extra else "")
+        out[key] = {r.code for r in rule_set.for_setup(setup, ws, rules, seen)}
+    return out
+
+
+def test_a_python_setup_runs_only_the_rules_whose_words_it_holds(tmp_path):
+    """Two scripts read together: the workspace holds ``logging_steps`` (one script writes it),
+    so both setups were checked by TL206 (``logging-steps-zero``); now only the setup whose own
+    files hold the word is, and it still reports (here with the word only as a string key and
+    a hyphenated flag in the other script's spelling)."""
+    from tests.helpers import lint_folder
+
+    files = {
+        "a.py": "from transformers import TrainingArguments\ncfg = {'logging_steps': 0, 'output_dir': 'o'}\n"
+                "args = TrainingArguments(**cfg)\n",
+        "b.py": "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o')\n",
+    }
+    kept = _setup_rules(tmp_path, files)
+    assert "TL206" in kept["a.py"] and "TL206" not in kept["b.py"], kept
+    assert "TL224" in kept["b.py"]  # no words (it reports an absent value): kept everywhere
+    found = [(d.path.rsplit("/", 1)[-1], d.code) for d in lint_folder(tmp_path).diagnostics]
+    assert ("a.py", "TL206") in found and ("b.py", "TL206") not in found, found
+
+
+def test_a_launch_setup_runs_only_the_rules_whose_words_its_line_or_scripts_hold(tmp_path):
+    """A launch line and Python files only (no linked config): a rule with ``fires_on`` runs
+    only where the line (as linking read it: ``--logging-steps`` is ``logging_steps``, a
+    ``$VAR`` is substituted) or a script holds one of its words; a rule without words always
+    does. Each line that sets the value still reports it."""
+    from tests.helpers import lint_folder
+
+    files = {
+        "run.sh": "python train.py --output_dir o --logging-steps 0\n"
+                  "python train.py --output_dir o\n"
+                  'STEPS="--logging_steps 0"\npython train.py --output_dir o $STEPS\n',
+        "train.py": _HF_SCRIPT,
+    }
+    kept = _setup_rules(tmp_path, files)
+    assert "TL206" in kept["run.sh:1"] and "TL206" not in kept["run.sh:2"] and "TL206" in kept["run.sh:4"], kept
+    assert all("TL224" in codes and "TL415" in codes for codes in kept.values()), kept
+    found = sorted((d.path.rsplit("/", 1)[-1], d.line, d.code) for d in lint_folder(tmp_path).diagnostics
+                   if d.code == "TL206")
+    assert [(p, line) for p, line, _ in found] == [("run.sh", 1), ("run.sh", 4)], found
+
+
+def test_a_launch_setup_with_a_linked_config_runs_every_rule(tmp_path):
+    """An args file or accelerate config gives values that no launch word names: all rules."""
+    files = {
+        "run.sh": "accelerate launch --config_file acc.yaml train.py --output_dir o\n",
+        "acc.yaml": "distributed_type: MULTI_GPU\nnum_processes: 2\n",
+        "train.py": _HF_SCRIPT,
+    }
+    kept = _setup_rules(tmp_path, files)
+    assert "TL206" in kept["run.sh:1"], kept
+
+
+def test_a_framework_cli_launch_keeps_its_rules_without_a_script(tmp_path):
+    """``trl sft`` builds its sites from the line alone: no trigger is asked of it (there is
+    no script to hold one), and a value written on it still reports."""
+    from tests.helpers import lint_folder
+
+    files = {"run.sh": "trl sft --model_name_or_path m --dataset_name d --output_dir o "
+                       "--optim adamw_bnb_8bit --fsdp full_shard\n"}
+    kept = _setup_rules(tmp_path, files)
+    assert "TL243" in kept["run.sh:1"] and "TL206" not in kept["run.sh:1"], kept
+    found = [(d.path.rsplit("/", 1)[-1], d.code) for d in lint_folder(tmp_path).diagnostics]
+    assert ("run.sh", "TL243") in found, found

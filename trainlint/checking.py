@@ -69,11 +69,13 @@ class RuleSet:
         names = self._trigger_names()
         present: set[str] = set()
         texts = []
+        paths = []
         for path, f in ws.files.items():
             if f.doc is None:
                 continue
             text = _python_text(f)
             texts.append(text)
+            paths.append(path)
             found_in = seen.get(path)
             if found_in is None:
                 found_in = seen[path] = names.found_in(text)
@@ -82,7 +84,7 @@ class RuleSet:
 
         def tokens() -> set[str]:  # the words of the texts, for rules with words; once
             if not found:
-                found.append(set().union(*(words_of(text) for text in texts)))
+                found.append(set().union(*(_file_words(seen, path, text) for path, text in zip(paths, texts))))
             return found[0]
 
         return [self._rule(e) for e in self.entries if e.get("python_alone", True) and can_trigger(e, present, tokens)]
@@ -91,30 +93,75 @@ class RuleSet:
         """Of ``rules`` (the workspace's), those that may report on ``setup``: when every file
         of the setup is Python (a script, a notebook's program) and it holds no linked config,
         the rules that a run of those files alone could report with (``python_alone``, a
-        trigger in their texts; a rule with words is kept on its triggers alone: running it is
-        never wrong, and its words would cost a scan of every text); otherwise all of them.
-        ``seen`` keeps each file's trigger names across the setups of the workspace."""
-        if any(not k.startswith("_") for k in setup.extra) or not setup.files:
+        trigger in their texts, one of their words, ``can_trigger``); for a launch line and
+        Python files only, the rules whose words the line or the files hold (``_for_launch``);
+        otherwise all of them. ``seen`` keeps each file's trigger names and words across the
+        setups of the workspace."""
+        public = [k for k in setup.extra if not k.startswith("_")]
+        if public and set(public) <= _LAUNCH_KEYS and setup.files:
+            return self._for_launch(setup, ws, rules, seen)
+        if public or not setup.files:
             return rules
         entries = self._by_code
         names = self._trigger_names()
         present: set[str] = set()
+        texts: list[tuple[Any, str]] = []
         for path in setup.files:
             found = seen.get(path)
+            f = ws.files.get(path)
+            text = _python_text(f) if f is not None and f.doc is not None else None
             if found is None:
-                f = ws.files.get(path)
-                text = _python_text(f) if f is not None and f.doc is not None else None
                 # every selected rule's names: those of rules the workspace does not run meet
                 # none of ``rules``' triggers below
                 found = seen[path] = None if text is None else names.found_in(text)
-            if found is None:
+            if found is None or text is None:
                 return rules
             present |= found
+            texts.append((path, text))
+        words: list[set[str]] = []
+
+        def tokens() -> set[str]:  # the words of the setup's texts (each file's found once)
+            if not words:
+                words.append(set().union(*(_file_words(seen, path, text) for path, text in texts)))
+            return words[0]
+
         out = []
         for r in rules:
             e = entries[r.code]
-            triggers = e["triggers"]
-            if e.get("python_alone", True) and (triggers is None or not present.isdisjoint(triggers)):
+            if e.get("python_alone", True) and can_trigger(e, present, tokens):
+                out.append(r)
+        return out
+
+    def _for_launch(self, setup: Any, ws: Workspace, rules: list[Rule], seen: dict[Any, Any]) -> list[Rule]:
+        """A launch line's setup whose other files are all Python (no linked config): every
+        rule but those with ``Rule.fires_on`` of which neither the Python files nor the line
+        (``_launch_words``: its launcher, options, script flags and variables, as linking read
+        them) hold one. Such a rule reports on a written value only, and every value of the
+        setup is written in those (a config that gives values makes the setup's files hold a
+        file that is not Python: then all rules). Triggers are not asked: a framework CLI
+        (``trl sft``) builds its sites with no script."""
+        launch = setup.extra.get("launch")
+        launch_file = setup.extra.get("launch_file")
+        if launch is None or launch_file is None:
+            return rules
+        texts: list[tuple[Any, str]] = []
+        for path in setup.files:
+            if str(path) == str(launch_file):
+                continue
+            f = ws.files.get(path)
+            text = _python_text(f) if f is not None and f.doc is not None else None
+            if text is None:
+                return rules
+            texts.append((path, text))
+        for pf in setup.scripts:  # a script is one of the files; its text is searched either way
+            if pf.path not in ws.files:
+                return rules
+        words = set(_launch_words(launch)).union(*(_file_words(seen, path, text) for path, text in texts))
+        entries = self._by_code
+        out = []
+        for r in rules:
+            fires_on = entries[r.code].get("fires_on")
+            if fires_on is None or not words.isdisjoint(fires_on):
                 out.append(r)
         return out
 
@@ -139,6 +186,34 @@ class TriggerNames:
             if (gate is None or gate in hit) and name in text:
                 hit.add(name)
         return hit & self.names
+
+
+_LAUNCH_KEYS = frozenset({"launch", "launch_file", "site_refs"})  # a launch line's own keys (``linking``)
+
+
+def _launch_words(launch: Any) -> set[str]:
+    """``words_of`` the strings of a launch line as linking read it (``LaunchCommand``): the
+    launcher and its CLI or module, the script, the positionals, every option's name, key,
+    value(s) and raw text (after ``$VAR`` substitution), every variable's name and value."""
+    parts = [launch.launcher, launch.cli or "", launch.module or ""]
+    if launch.script is not None:
+        parts.append(launch.script[0])
+    parts.extend(text for text, _ in launch.positionals)
+    for f in [*launch.script_args, *launch.launcher_flags, *launch.launcher_args.values()]:
+        parts.extend((f.name, f.key, f.value or "", f.raw))
+        parts.extend(text for text, _ in f.extra_values)
+    for name, a in launch.env.items():
+        parts.extend((name, a.name, a.value or ""))
+    return words_of("\n".join(parts))
+
+
+def _file_words(seen: dict[Any, Any], path: Any, text: str) -> set[str]:
+    """``words_of(text)`` for the file at ``path``, found once and kept in ``seen``."""
+    key = ("words", path)
+    found = seen.get(key)
+    if found is None:
+        found = seen[key] = words_of(text)
+    return found
 
 
 def _python_text(f: Any) -> str | None:
