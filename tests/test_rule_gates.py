@@ -240,23 +240,34 @@ def _setup_rules(root, files):
     return out
 
 
-def test_a_python_setup_runs_only_the_rules_whose_words_it_holds(tmp_path):
-    """Two scripts read together: the workspace holds ``logging_steps`` (one script writes it),
-    so both setups were checked by TL206 (``logging-steps-zero``); now only the setup whose own
-    files hold the word is, and it still reports (here with the word only as a string key and
-    a hyphenated flag in the other script's spelling)."""
-    from tests.helpers import lint_folder
+def test_held_words_hold_every_word_words_of_finds():
+    """``RuleSet._held_words`` (substring tests, with ``-`` read as ``_``) holds every rule word
+    ``words_of`` finds in a text: on every text of the rule cases and on random texts of the
+    words' pieces, hyphens, digits and ``no_`` prefixes."""
+    import random
 
-    files = {
-        "a.py": "from transformers import TrainingArguments\ncfg = {'logging_steps': 0, 'output_dir': 'o'}\n"
-                "args = TrainingArguments(**cfg)\n",
-        "b.py": "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o')\n",
-    }
-    kept = _setup_rules(tmp_path, files)
-    assert "TL206" in kept["a.py"] and "TL206" not in kept["b.py"], kept
-    assert "TL224" in kept["b.py"]  # no words (it reports an absent value): kept everywhere
-    found = [(d.path.rsplit("/", 1)[-1], d.code) for d in lint_folder(tmp_path).diagnostics]
-    assert ("a.py", "TL206") in found and ("b.py", "TL206") not in found, found
+    from trainlint.checking import RuleSet
+    from trainlint.config import Settings
+    from trainlint.rule_index import words_of
+    from trainlint.rules import all_rules
+
+    rule_set = RuleSet(Settings())
+    vocab = {w for e in rule_set.entries for w in (e.get("fires_on") or ())}
+    assert {"logging_steps", "fp16", "fp16_full_eval", "optim", "gradient_checkpointing"} <= vocab
+    texts = [_SPELLINGS, "python train.py --no-dataloader-pin-memory --logging-steps=1 --fp16-full-eval 1e-5-x -c-"]
+    for rule in all_rules():
+        for case in rule.cases:
+            texts += list(case.all_files().values())
+    rng = random.Random(11)
+    pieces = ["no_", "no-", "-", "--", "_", "1", " ", "\n", "=", "logging", "steps", "fp16", "full", "eval",
+              "optim", "izers", "gradient", "checkpointing", "torch", "compile"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(5000)]
+    for text in texts:
+        held = rule_set._held_words(None, None, text)
+        missed = (words_of(text) & vocab) - held
+        assert not missed, (text, missed)
+    assert "logging_steps" not in rule_set._held_words(None, None, "logging_step = 1")
+    assert "logging_steps" in rule_set._held_words(None, None, "--logging-steps 1")
 
 
 def test_a_launch_setup_runs_only_the_rules_whose_words_its_line_or_scripts_hold(tmp_path):
