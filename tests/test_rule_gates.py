@@ -209,3 +209,107 @@ def test_a_rule_that_breaks_on_a_readme_launched_setup_is_reported(tmp_path, mon
     found = lint_folder(tmp_path)
     errors = [d for d in getattr(found, "diagnostics", found) if d.code == "TL000"]
     assert errors and all(d.path.endswith("train.py") for d in errors), errors
+
+
+_HF_SCRIPT = ("from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+              "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+              "Trainer(model=m, args=args).train()\n")
+
+
+def _setup_rules(root, files):
+    """{the setup's first file name (its launch file when it has one): the codes
+    ``RuleSet.for_setup`` keeps}, for every setup linking builds of ``files``, as ``run_rules`` asks."""
+    from tests.helpers import write_files
+    from trainlint.checking import RuleSet
+    from trainlint.config import Settings
+    from trainlint.resolve import build_setups, workspace_context
+    from trainlint.workspace import Workspace, read_file
+
+    write_files(root, files)
+    settings = Settings()
+    ws = Workspace(settings=settings, overlay={})
+    for name in sorted(files):
+        read_file(ws, str(root / name), True)
+    rule_set, seen = RuleSet(settings), {}
+    rules = rule_set.for_workspace(ws, seen)
+    out = {}
+    for setup in build_setups(ws, settings, workspace_context(ws, settings)):
+        key = setup.extra.get("launch_file") or setup.files[0]
+        key = str(key).rsplit("/", 1)[-1] + (f":{setup.extra['launch'].span.line}" if "launch" in setup.extra else "")
+        out[key] = {r.code for r in rule_set.for_setup(setup, ws, rules, seen)}
+    return out
+
+
+def test_held_words_hold_every_word_words_of_finds():
+    """``RuleSet._held_words`` (substring tests, with ``-`` read as ``_``) holds every rule word
+    ``words_of`` finds in a text: on every text of the rule cases and on random texts of the
+    words' pieces, hyphens, digits and ``no_`` prefixes."""
+    import random
+
+    from trainlint.checking import RuleSet
+    from trainlint.config import Settings
+    from trainlint.rule_index import words_of
+    from trainlint.rules import all_rules
+
+    rule_set = RuleSet(Settings())
+    vocab = {w for e in rule_set.entries for w in (e.get("fires_on") or ())}
+    assert {"logging_steps", "fp16", "fp16_full_eval", "optim", "gradient_checkpointing"} <= vocab
+    texts = [_SPELLINGS, "python train.py --no-dataloader-pin-memory --logging-steps=1 --fp16-full-eval 1e-5-x -c-"]
+    for rule in all_rules():
+        for case in rule.cases:
+            texts += list(case.all_files().values())
+    rng = random.Random(11)
+    pieces = ["no_", "no-", "-", "--", "_", "1", " ", "\n", "=", "logging", "steps", "fp16", "full", "eval",
+              "optim", "izers", "gradient", "checkpointing", "torch", "compile"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(5000)]
+    for text in texts:
+        held = rule_set._held_words(None, None, text)
+        missed = (words_of(text) & vocab) - held
+        assert not missed, (text, missed)
+    assert "logging_steps" not in rule_set._held_words(None, None, "logging_step = 1")
+    assert "logging_steps" in rule_set._held_words(None, None, "--logging-steps 1")
+
+
+def test_a_launch_setup_runs_only_the_rules_whose_words_its_line_or_scripts_hold(tmp_path):
+    """A launch line and Python files only (no linked config): a rule with ``fires_on`` runs
+    only where the line (as linking read it: ``--logging-steps`` is ``logging_steps``, a
+    ``$VAR`` is substituted) or a script holds one of its words; a rule without words always
+    does. Each line that sets the value still reports it."""
+    from tests.helpers import lint_folder
+
+    files = {
+        "run.sh": "python train.py --output_dir o --logging-steps 0\n"
+                  "python train.py --output_dir o\n"
+                  'STEPS="--logging_steps 0"\npython train.py --output_dir o $STEPS\n',
+        "train.py": _HF_SCRIPT,
+    }
+    kept = _setup_rules(tmp_path, files)
+    assert "TL206" in kept["run.sh:1"] and "TL206" not in kept["run.sh:2"] and "TL206" in kept["run.sh:4"], kept
+    assert all("TL224" in codes and "TL415" in codes for codes in kept.values()), kept
+    found = sorted((d.path.rsplit("/", 1)[-1], d.line, d.code) for d in lint_folder(tmp_path).diagnostics
+                   if d.code == "TL206")
+    assert [(p, line) for p, line, _ in found] == [("run.sh", 1), ("run.sh", 4)], found
+
+
+def test_a_launch_setup_with_a_linked_config_runs_every_rule(tmp_path):
+    """An args file or accelerate config gives values that no launch word names: all rules."""
+    files = {
+        "run.sh": "accelerate launch --config_file acc.yaml train.py --output_dir o\n",
+        "acc.yaml": "distributed_type: MULTI_GPU\nnum_processes: 2\n",
+        "train.py": _HF_SCRIPT,
+    }
+    kept = _setup_rules(tmp_path, files)
+    assert "TL206" in kept["run.sh:1"], kept
+
+
+def test_a_framework_cli_launch_keeps_its_rules_without_a_script(tmp_path):
+    """``trl sft`` builds its sites from the line alone: no trigger is asked of it (there is
+    no script to hold one), and a value written on it still reports."""
+    from tests.helpers import lint_folder
+
+    files = {"run.sh": "trl sft --model_name_or_path m --dataset_name d --output_dir o "
+                       "--optim adamw_bnb_8bit --fsdp full_shard\n"}
+    kept = _setup_rules(tmp_path, files)
+    assert "TL243" in kept["run.sh:1"] and "TL206" not in kept["run.sh:1"], kept
+    found = [(d.path.rsplit("/", 1)[-1], d.code) for d in lint_folder(tmp_path).diagnostics]
+    assert ("run.sh", "TL243") in found, found

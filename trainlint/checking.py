@@ -37,6 +37,8 @@ class RuleSet:
                         if not e["engine"] and all(getattr(settings, n, None) for n in e["needs"])]
         self._made: dict[str, Rule] = {}
         self._by_code = {e["code"]: e for e in self.entries}
+        self._fires_on = {e["code"]: None if e.get("fires_on") is None else frozenset(e["fires_on"])
+                          for e in self.entries}
 
     def _rule(self, entry: dict[str, Any]) -> Rule:
         rule = self._made.get(entry["code"])
@@ -91,10 +93,15 @@ class RuleSet:
         """Of ``rules`` (the workspace's), those that may report on ``setup``: when every file
         of the setup is Python (a script, a notebook's program) and it holds no linked config,
         the rules that a run of those files alone could report with (``python_alone``, a
-        trigger in their texts; a rule with words is kept on its triggers alone: running it is
-        never wrong, and its words would cost a scan of every text); otherwise all of them.
-        ``seen`` keeps each file's trigger names across the setups of the workspace."""
-        if any(not k.startswith("_") for k in setup.extra) or not setup.files:
+        trigger in their texts; a rule with words is kept on its triggers alone: running it
+        costs about what searching the texts for its words would); for a launch line and
+        Python files only, the rules whose words the line or the files may hold
+        (``_for_launch``); otherwise all of them. ``seen`` keeps each file's trigger names and
+        words across the setups of the workspace."""
+        public = [k for k in setup.extra if not k.startswith("_")]
+        if public and set(public) <= _LAUNCH_KEYS and setup.files:
+            return self._for_launch(setup, ws, rules, seen)
+        if public or not setup.files:
             return rules
         entries = self._by_code
         names = self._trigger_names()
@@ -118,6 +125,61 @@ class RuleSet:
                 out.append(r)
         return out
 
+    def _for_launch(self, setup: Any, ws: Workspace, rules: list[Rule], seen: dict[Any, Any]) -> list[Rule]:
+        """A launch line's setup whose other files are all Python (no linked config): every
+        rule but those with ``Rule.fires_on`` of which neither the Python files nor the line
+        (``_launch_text``: its launcher, options, script flags and variables, as linking read
+        them) may hold one (``_held_words``). Such a rule reports on a written value only, and
+        every value of the setup is written in those (a config that gives values makes the
+        setup's files hold a file that is not Python: then all rules). Triggers are not asked:
+        a framework CLI (``trl sft``) builds its sites with no script. The lines that launch a
+        script share its words (found once), so the test costs less than the rules it spares;
+        a Python-only setup's files are mostly its own, and it is not asked."""
+        launch = setup.extra.get("launch")
+        launch_file = setup.extra.get("launch_file")
+        if launch is None or launch_file is None:
+            return rules
+        held: list[set[str]] = []
+        for path in setup.files:
+            if str(path) == str(launch_file):
+                continue
+            f = ws.files.get(path)
+            text = _python_text(f) if f is not None and f.doc is not None else None
+            if text is None:
+                return rules
+            held.append(self._held_words(seen, path, text))
+        for pf in setup.scripts:  # a script is one of the files; its text is searched either way
+            if pf.path not in ws.files:
+                return rules
+        held.append(self._held_words(None, None, _launch_text(launch)))
+        fires_on = self._fires_on
+        return [r for r in rules if _may_fire(fires_on[r.code], held)]
+
+    def _held_words(self, seen: dict[Any, Any] | None, path: Any, text: str) -> set[str]:
+        """Which of the selected rules' ``fires_on`` words ``text`` may hold: those that are
+        substrings of it read with every ``-`` as ``_``. Each word ``words_of(text)`` finds is
+        one (an identifier, a hyphenated run read with ``_`` for ``-``, the ``X`` of a
+        ``no_X``), so a rule none of whose words is held here has none in ``words_of``; a held
+        word may be part of a longer identifier only, and the rule then runs, as it would
+        without the test. Kept in ``seen`` by ``path`` (None: not kept)."""
+        key = ("words", path)
+        found = seen.get(key) if seen is not None else None
+        if found is None:
+            names = self.__dict__.get("_word_names")
+            if names is None:
+                names = self._word_names = TriggerNames(
+                    {w for e in self.entries for w in (e.get("fires_on") or ())})
+            found = names.found_in(text.replace("-", "_") if "-" in text else text)
+            if seen is not None:
+                seen[key] = found
+        return found
+
+
+def _may_fire(fires_on: frozenset[str] | None, held: list[set[str]]) -> bool:
+    """Whether a rule with ``fires_on`` may report on a setup whose texts hold ``held`` of the
+    words (``RuleSet._held_words``): it has no words, or a text may hold one of them."""
+    return fires_on is None or any(not fires_on.isdisjoint(h) for h in held)
+
 
 class TriggerNames:
     """A set of trigger names, and which of them a text holds as substrings (``found_in``): a
@@ -139,6 +201,26 @@ class TriggerNames:
             if (gate is None or gate in hit) and name in text:
                 hit.add(name)
         return hit & self.names
+
+
+_LAUNCH_KEYS = frozenset({"launch", "launch_file", "site_refs"})  # a launch line's own keys (``linking``)
+
+
+def _launch_text(launch: Any) -> str:
+    """The strings of a launch line as linking read it (``LaunchCommand``), one a line: the
+    launcher and its CLI or module, the script, the positionals, every option's name, key,
+    value(s) and raw text (after ``$VAR`` substitution), every variable's name and value.
+    Each word ``words_of`` finds in the line's values is in it (``_held_words``)."""
+    parts = [launch.launcher, launch.cli or "", launch.module or ""]
+    if launch.script is not None:
+        parts.append(launch.script[0])
+    parts.extend(text for text, _ in launch.positionals)
+    for f in [*launch.script_args, *launch.launcher_flags, *launch.launcher_args.values()]:
+        parts.extend((f.name, f.key, f.value or "", f.raw))
+        parts.extend(text for text, _ in f.extra_values)
+    for name, a in launch.env.items():
+        parts.extend((name, a.name, a.value or ""))
+    return "\n".join(parts)
 
 
 def _python_text(f: Any) -> str | None:
