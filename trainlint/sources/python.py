@@ -179,23 +179,41 @@ _BODY_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 _BODIES: dict[type, tuple[str, ...]] = {}
 
 
+def _concrete(base: type) -> set[type]:
+    out = set()
+    todo = [base]
+    while todo:
+        t = todo.pop()
+        out.add(t)
+        todo.extend(t.__subclasses__())
+    return out
+
+
+# the exact types a body list holds (the filter below is asked only of a list with another)
+_STRUCTURAL_TYPES = frozenset(t for base in _STRUCTURAL for t in _concrete(base))
+
+
 def statement_nodes(root: ast.AST) -> list[ast.AST]:
     """``root`` and the statements under it (with their ``except`` handlers and ``case``
     clauses), in ``walk_nodes`` order: the order of a breadth-first walk is the same on the
     part of the tree that holds them."""
     out = [root]
-    i = 0
-    while i < len(out):
-        node = out[i]
-        i += 1
+    bodies = _BODIES
+    structural = _STRUCTURAL_TYPES.issuperset
+    for node in out:  # the list grows while it is read: breadth first
         t = type(node)
-        fields = _BODIES.get(t)
+        fields = bodies.get(t)
         if fields is None:
-            fields = _BODIES[t] = tuple(f for f in t._fields if f in _BODY_FIELDS)
+            fields = bodies[t] = tuple(f for f in t._fields if f in _BODY_FIELDS)
+        if not fields:  # most statements: no body
+            continue
         for name in fields:
             value = getattr(node, name, None)
-            if type(value) is list:
-                out.extend(x for x in value if isinstance(x, _STRUCTURAL))
+            if type(value) is list and value:
+                if structural(map(type, value)):
+                    out.extend(value)
+                else:
+                    out.extend([x for x in value if isinstance(x, _STRUCTURAL)])
     return out
 
 
