@@ -959,7 +959,7 @@ class PythonFile:
                 if node.kind == "function":
                     a = owner.args
                     for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
-                        inner.bind(Binding(p.arg, p, None, "param"))
+                        inner.bind(new_row(binding, (p.arg, p, None, "param")))
                     fn = owner
                     lam = False
                 scope = inner
@@ -970,7 +970,7 @@ class PythonFile:
                 self._scope_of_def[node] = inner
                 a = node.args
                 for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
-                    inner.bind(Binding(p.arg, p, None, "param"))
+                    inner.bind(new_row(binding, (p.arg, p, None, "param")))
                 push((scope, stmt, fn, lam))
                 push(node.body)
                 push((inner, stmt, node, True))
@@ -1042,7 +1042,7 @@ class PythonFile:
             for a in stmt.names:  # type: ignore[attr-defined]
                 name = a.asname or a.name.split(".", 1)[0]
                 if name != "*":
-                    scope.bind(Binding(name, stmt, None, "import"))
+                    scope.bind(tuple.__new__(Binding, (name, stmt, None, "import")))
         elif k == "global":
             scope.globals_.update(stmt.names)  # type: ignore[attr-defined]
         else:  # try
