@@ -461,3 +461,23 @@ def test_every_library_class_name_holds_a_word_the_call_scan_looks_for():
 
     assert _CANONICAL_UNBOUND
     assert all(any(w in n for w in _CANONICAL_WORDS) for n in _CANONICAL_UNBOUND)
+
+
+def test_statement_nodes_keep_only_statements_of_a_body_that_holds_something_else():
+    """A body list of statements is taken whole; one that holds another node (a tree built by
+    hand) gives only its statements, handlers and cases, in breadth-first order."""
+    import ast
+
+    from trainlint.sources.python import statement_nodes
+
+    inner = ast.Pass()
+    handler = ast.ExceptHandler(type=None, name=None, body=[ast.Pass()])
+    tree = ast.Module(body=[ast.Expr(ast.Constant(1)), ast.Constant(2),
+                            ast.If(test=ast.Constant(1), body=[inner, ast.Name("x")], orelse=[]),
+                            ast.Try(body=[ast.Pass()], handlers=[handler], orelse=[], finalbody=[])], type_ignores=[])
+    got = statement_nodes(tree)
+    assert [type(n).__name__ for n in got] == ["Module", "Expr", "If", "Try", "Pass", "Pass", "ExceptHandler", "Pass"]
+    assert got[4] is inner
+    parsed = ast.parse("try:\n    x = 1\nexcept E:\n    for y in z:\n        pass\nelse:\n    w = 2\n")
+    assert statement_nodes(parsed) == [n for n in ast.walk(parsed)
+                                       if isinstance(n, (ast.Module, ast.stmt, ast.excepthandler, ast.match_case))]
