@@ -481,3 +481,13 @@ def test_statement_nodes_keep_only_statements_of_a_body_that_holds_something_els
     parsed = ast.parse("try:\n    x = 1\nexcept E:\n    for y in z:\n        pass\nelse:\n    w = 2\n")
     assert statement_nodes(parsed) == [n for n in ast.walk(parsed)
                                        if isinstance(n, (ast.Module, ast.stmt, ast.excepthandler, ast.match_case))]
+
+
+def test_a_call_before_an_earlier_words_docstring_hit_is_found():
+    """The words are looked for one after another (``Trainer``, then ``Config``): a call of the
+    second word that stands above the first word's docstring hit is on its own line."""
+    pf = parse_python("t.py", 'from trl import SFTConfig\n\nc = SFTConfig("o")\n\n\n"""SFTTrainer(x)"""\n')
+    assert [c.class_name for c in pf.args_calls] == ["SFTConfig"]
+    many = "from trl import SFTTrainer\n" + "".join(f'def f{i}():\n    """SFTTrainer({i})"""\n' for i in range(300))
+    assert not parse_python("m.py", many)._walked
+    assert len(parse_python("n.py", many + "t = SFTTrainer(m)\n").trainer_calls) == 1

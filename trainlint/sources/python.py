@@ -748,17 +748,22 @@ class PythonFile:
         if text is not self.text or "\r" in text or text.startswith("\ufeff") \
                 or len(text) >= pruning.LARGE_MODULE_CHARS:
             return next(hits, None) is not None
+        at, line = 0, 1  # the line of ``at``: counted on from the last hit (hits of a word ascend)
         for start, end in hits:
-            if not self._no_call_at(start, end):
+            line_start = text.rfind("\n", 0, start) + 1
+            if line_start < at:
+                at, line = 0, 1
+            line += text.count("\n", at, line_start)
+            at = line_start
+            if not self._no_call_at(start, end, line, line_start):
                 return True
         return False
 
-    def _no_call_at(self, start: int, end: int) -> bool:
-        """Whether the identifier at ``start:end`` of the text (``\\n`` its only line break)
-        lies in a string statement's constant or is the name of a ``class`` statement."""
+    def _no_call_at(self, start: int, end: int, line: int, line_start: int) -> bool:
+        """Whether the identifier at ``start:end`` of the text (``\\n`` its only line break; on
+        ``line``, which starts at ``line_start``) lies in a string statement's constant or is
+        the name of a ``class`` statement."""
         text = self.text
-        line_start = text.rfind("\n", 0, start) + 1
-        line = text.count("\n", 0, line_start) + 1
         head = text[line_start:start]
         col = len(head) if head.isascii() else len(head.encode("utf-8"))  # ast's columns: UTF-8 bytes
         found = self.__dict__.get("_text_regions")
