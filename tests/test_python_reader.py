@@ -398,6 +398,62 @@ def test_no_walk_for_a_file_whose_library_names_build_nothing(src):
     assert not pf._walked
 
 
+@pytest.mark.parametrize("src", [
+    # a docstring's example (TRL's modules), a class statement's own name, ``__all__``, an import
+    '"""Use it like this:\n\n    trainer = SFTTrainer(model, args=SFTConfig("out"))\n"""\nfrom trl import SFTTrainer\n'
+    '__all__ = ["SFTTrainer"]\n',
+    'class SFTTrainer(Base):\n    """SFTTrainer(model) trains."""\n\n    def train(self):\n        pass\n',
+    "class  SFTConfig (object):\n    pass\nclass\tDPOTrainer(object):\n    pass\n",
+    '"""é: SFTTrainer(m)"""; x = 1\n',
+])
+def test_no_walk_for_a_library_name_that_is_no_call(src):
+    """A ``Name(`` in a string statement (a docstring) or a class statement's name is no call:
+    the file is not walked for the training calls, nor for ``calls_named`` of the name."""
+    pf = parse_python("t.py", src)
+    assert _training_names(pf) == ([], [], {})
+    assert not pf._walked
+    assert pf.calls_named("SFTTrainer", "SFTConfig", "DPOTrainer") == [] and not pf._walked
+    assert not pf.may_call("SFTTrainer")
+
+
+@pytest.mark.parametrize("src", [
+    # a call on the line of a docstring, after it, in an f-string statement (no constant)
+    '"""SFTTrainer(a)"""; t = SFTTrainer(b)\n',
+    '"""é SFTTrainer(a)"""; t = SFTTrainer(b)\n',
+    'x = "ü"; t = SFTTrainer(b)  # SFTTrainer(c)\n',
+    'f"{SFTTrainer(b)}"\n',
+    '"""doc"""\nclass SFTTrainer2(object):\n    pass\nt = SFTTrainer(b)\n',
+    "class C(object):\n    t = SFTTrainer(b)\n",
+    "class SFTTrainer(object): pass; t = SFTTrainer(b)\n",
+    # a text whose positions are not the tree's: every occurrence counts
+    '"""SFTTrainer(a)"""\r\nt = SFTTrainer(b)\r\n',
+    '"""Ｓ"""\nt = SFTTrainer(b)\n',
+])
+def test_a_call_beside_a_docstring_or_class_name_is_found(src):
+    """The call is found however close a docstring or a class statement stands: only what lies
+    in the string statement's constant, or is the class statement's own name, is no call."""
+    text = "from trl import SFTTrainer\n" + src
+    pf = parse_python("t.py", text)
+    assert pf.may_call("SFTTrainer")
+    fresh = parse_python("u.py", text)
+    got = [cs.node.lineno for cs in fresh.calls_named("SFTTrainer")]
+    assert got and got == [cs.node.lineno for cs in fresh.calls if getattr(cs.node.func, "id", None) == "SFTTrainer"]
+    if "class SFTTrainer(" not in src:
+        assert len(pf.trainer_calls) == 1
+
+
+def test_trl_config_names_found_in_one_pass_as_by_each_name():
+    """``_holds_trl_config`` is ``any(name in text for name in TRL_CONFIG_CLASSES)``."""
+    from trainlint.sources.python import TRL_CONFIG_CLASSES, _holds_trl_config
+
+    texts = ["", "Config", "LoraConfig(r=8)", "SFTConfig", "x = DPOConfig", "MySFTConfigs", "SFT Config",
+             "OnlineDPOConfig" * 3, "GRPOConfi", "Config" * 50 + "KTOConfig", "PPOconfig", "IterativeSFTConfig"]
+    texts += sorted(TRL_CONFIG_CLASSES) + [n[1:] for n in sorted(TRL_CONFIG_CLASSES)]
+    texts += [n[:-1] for n in sorted(TRL_CONFIG_CLASSES)]
+    for text in texts:
+        assert _holds_trl_config(text) == any(n in text for n in TRL_CONFIG_CLASSES), text
+
+
 def test_every_library_class_name_holds_a_word_the_call_scan_looks_for():
     """``_may_call_library_class`` finds the libraries' names by the words they hold: a name
     without one (a new class in the generated data) would never be found as a call."""
@@ -405,3 +461,33 @@ def test_every_library_class_name_holds_a_word_the_call_scan_looks_for():
 
     assert _CANONICAL_UNBOUND
     assert all(any(w in n for w in _CANONICAL_WORDS) for n in _CANONICAL_UNBOUND)
+
+
+def test_statement_nodes_keep_only_statements_of_a_body_that_holds_something_else():
+    """A body list of statements is taken whole; one that holds another node (a tree built by
+    hand) gives only its statements, handlers and cases, in breadth-first order."""
+    import ast
+
+    from trainlint.sources.python import statement_nodes
+
+    inner = ast.Pass()
+    handler = ast.ExceptHandler(type=None, name=None, body=[ast.Pass()])
+    tree = ast.Module(body=[ast.Expr(ast.Constant(1)), ast.Constant(2),
+                            ast.If(test=ast.Constant(1), body=[inner, ast.Name("x")], orelse=[]),
+                            ast.Try(body=[ast.Pass()], handlers=[handler], orelse=[], finalbody=[])], type_ignores=[])
+    got = statement_nodes(tree)
+    assert [type(n).__name__ for n in got] == ["Module", "Expr", "If", "Try", "Pass", "Pass", "ExceptHandler", "Pass"]
+    assert got[4] is inner
+    parsed = ast.parse("try:\n    x = 1\nexcept E:\n    for y in z:\n        pass\nelse:\n    w = 2\n")
+    assert statement_nodes(parsed) == [n for n in ast.walk(parsed)
+                                       if isinstance(n, (ast.Module, ast.stmt, ast.excepthandler, ast.match_case))]
+
+
+def test_a_call_before_an_earlier_words_docstring_hit_is_found():
+    """The words are looked for one after another (``Trainer``, then ``Config``): a call of the
+    second word that stands above the first word's docstring hit is on its own line."""
+    pf = parse_python("t.py", 'from trl import SFTConfig\n\nc = SFTConfig("o")\n\n\n"""SFTTrainer(x)"""\n')
+    assert [c.class_name for c in pf.args_calls] == ["SFTConfig"]
+    many = "from trl import SFTTrainer\n" + "".join(f'def f{i}():\n    """SFTTrainer({i})"""\n' for i in range(300))
+    assert not parse_python("m.py", many)._walked
+    assert len(parse_python("n.py", many + "t = SFTTrainer(m)\n").trainer_calls) == 1

@@ -110,6 +110,20 @@ def test_calls_named_spares_the_walk_of_a_non_ascii_file_without_the_name():
     assert [cs.node.func.attr for cs in found] == ["from_pretrained"]
 
 
+def test_may_call_never_misses_a_call():
+    """``may_call`` (the gate of ``calls_named``) is true for the name of every call whose
+    function is ``name`` or ``x.name``, docstrings and class statements around it or not."""
+    checked = 0
+    for pf in _files():
+        called = {getattr(n.func, "id", None) or getattr(n.func, "attr", None)
+                  for n in ast.walk(pf.tree) if isinstance(n, ast.Call)} - {None}
+        for name in called:
+            assert pf.may_call(name), (name, pf.text[:200])
+            checked += 1
+        assert not pf.may_call("zzz_not_a_name")
+    assert checked > 1000
+
+
 def test_calls_of_a_name_from_the_index_are_the_scan():
     """The calls the rules now take from ``calls_named`` (``setattr(...)``, ``HfDeepSpeedConfig(...)``,
     ``x.train(...)``, ``x.from_pretrained(...)``/``x.push_to_hub(...)``) are, in order, those a scan

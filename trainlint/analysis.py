@@ -597,13 +597,16 @@ def _flow_index(pf: PythonFile) -> tuple[dict[str, list[int]], list, dict[str, l
         return cached
     by_name: dict[str, list[int]] = {}
     moves: list = []
+    attribute, name, subscript, assign = ast.Attribute, ast.Name, ast.Subscript, ast.Assign
     for i, cs in enumerate(pf.calls):
         node = cs.node
         func = node.func
         root = mv = None
-        if isinstance(func, ast.Attribute):
-            r = _root_name(func.value)
-            if r is not None:
+        if isinstance(func, attribute):
+            r = func.value  # ``_root_name(func.value)``, inline: asked of every method call
+            while isinstance(r, (attribute, subscript)):
+                r = r.value
+            if isinstance(r, name):
                 root = r.id
             if func.attr in _MOVE_METHODS:  # ``device_move`` is None for any other call
                 mv = device_move(pf, node, cs.scope)
@@ -611,15 +614,16 @@ def _flow_index(pf: PythonFile) -> tuple[dict[str, list[int]], list, dict[str, l
         if root is not None:
             by_name.setdefault(root, []).append(i)
         args = node.args
-        first = args[0].id if args and isinstance(args[0], ast.Name) else None
+        first = args[0].id if args and isinstance(args[0], name) else None
         if first is not None and first != root:
             by_name.setdefault(first, []).append(i)
-        moved = mv[0].id if mv is not None and isinstance(mv[0], ast.Name) else None
-        if moved is not None and moved != root and moved != first:
-            by_name.setdefault(moved, []).append(i)
+        if mv is not None:
+            moved = mv[0].id if isinstance(mv[0], name) else None
+            if moved is not None and moved != root and moved != first:
+                by_name.setdefault(moved, []).append(i)
     assigns: dict[str, list[int]] = {}
     for j, (stmt, _) in enumerate(pf.statements):
-        if isinstance(stmt, ast.Assign):
+        if isinstance(stmt, assign):
             for t in stmt.targets:
                 root = _root_name(t) if isinstance(t, ast.Attribute) else None
                 if root is not None and (not assigns.get(root.id) or assigns[root.id][-1] != j):

@@ -49,9 +49,10 @@ PYTHON_READ = frozenset({
     "_by_attr", "_by_call_name", "_call_pos", "_name_nodes", "_nfkc",
 })
 # Indexes of the tree alone that a Python file builds on first use (statements by type, the
-# version guards by ``id`` of their function). Every other cache (what ``trainlint.consumers``
-# finds while linking: the parser uses, the patchers) is walked with the rest.
-PYTHON_CACHES = frozenset({"_by_type", "_stmts_by_type", "_guard_calls"})
+# version guards by ``id`` of their function, the string statements and classes by position).
+# Every other cache (what ``trainlint.consumers`` finds while linking: the parser uses, the
+# patchers) is walked with the rest.
+PYTHON_CACHES = frozenset({"_by_type", "_stmts_by_type", "_guard_calls", "_text_regions"})
 
 _PLAIN = frozenset({str, int, float, complex, bool, type(None), bytes})
 

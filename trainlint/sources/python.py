@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import _symtable
 import ast
+import bisect
 import operator
 import re
 import sys
@@ -61,10 +62,11 @@ def _is_ident_char(c: str) -> bool:
     return c.isalnum() or c == "_" or (not c.isascii() and ("a" + c).isidentifier())
 
 
-def _called(text: str, words: Iterable[str], names: Container[str]) -> bool:
-    """Whether an identifier of ``names`` that holds one of ``words`` stands in ``text`` before
-    a ``(`` (``_CALL_TAIL`` between): the whole identifier around each occurrence of a word is
-    asked (the libraries' names by the words they hold; other names by themselves)."""
+def _call_hits(text: str, words: Iterable[str], names: Container[str]) -> Iterator[tuple[int, int]]:
+    """The (start, end) of each identifier of ``names`` that holds one of ``words`` and stands
+    in ``text`` before a ``(`` (``_CALL_TAIL`` between): the whole identifier around each
+    occurrence of a word is asked (the libraries' names by the words they hold; other names by
+    themselves). By word, then by position."""
     n = len(text)
     tail = _CALL_TAIL.match
     for word in words:
@@ -76,8 +78,30 @@ def _called(text: str, words: Iterable[str], names: Container[str]) -> bool:
             while end < n and _is_ident_char(text[end]):
                 end += 1
             if text[start:end] in names and tail(text, end):
-                return True
+                yield start, end
             i = text.find(word, end)
+
+
+def _called(text: str, words: Iterable[str], names: Container[str]) -> bool:
+    """Whether an identifier of ``names`` that holds one of ``words`` stands in ``text`` before
+    a ``(`` (``_call_hits``)."""
+    return next(_call_hits(text, words, names), None) is not None
+
+
+# Every TRL config's name is a head and ``Config``: ``_holds_trl_config`` finds them by it.
+_TRL_CONFIG_HEADS = tuple(sorted(n[:-len("Config")] for n in TRL_CONFIG_CLASSES))
+assert all(h + "Config" in TRL_CONFIG_CLASSES for h in _TRL_CONFIG_HEADS) and len(_TRL_CONFIG_HEADS) == len(TRL_CONFIG_CLASSES)
+
+
+def _holds_trl_config(text: str) -> bool:
+    """``any(name in text for name in TRL_CONFIG_CLASSES)`` in one pass over ``text``: each
+    ``Config`` in it is asked whether one of the names' heads stands right before it (not
+    one scan of the whole text per name)."""
+    i = text.find("Config")
+    while i >= 0:
+        if text.endswith(_TRL_CONFIG_HEADS, 0, i):
+            return True
+        i = text.find("Config", i + 6)
     return False
 
 
@@ -155,23 +179,41 @@ _BODY_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 _BODIES: dict[type, tuple[str, ...]] = {}
 
 
+def _concrete(base: type) -> set[type]:
+    out = set()
+    todo = [base]
+    while todo:
+        t = todo.pop()
+        out.add(t)
+        todo.extend(t.__subclasses__())
+    return out
+
+
+# the exact types a body list holds (the filter below is asked only of a list with another)
+_STRUCTURAL_TYPES = frozenset(t for base in _STRUCTURAL for t in _concrete(base))
+
+
 def statement_nodes(root: ast.AST) -> list[ast.AST]:
     """``root`` and the statements under it (with their ``except`` handlers and ``case``
     clauses), in ``walk_nodes`` order: the order of a breadth-first walk is the same on the
     part of the tree that holds them."""
     out = [root]
-    i = 0
-    while i < len(out):
-        node = out[i]
-        i += 1
+    bodies = _BODIES
+    structural = _STRUCTURAL_TYPES.issuperset
+    for node in out:  # the list grows while it is read: breadth first
         t = type(node)
-        fields = _BODIES.get(t)
+        fields = bodies.get(t)
         if fields is None:
-            fields = _BODIES[t] = tuple(f for f in t._fields if f in _BODY_FIELDS)
+            fields = bodies[t] = tuple(f for f in t._fields if f in _BODY_FIELDS)
+        if not fields:  # most statements: no body
+            continue
         for name in fields:
             value = getattr(node, name, None)
-            if type(value) is list:
-                out.extend(x for x in value if isinstance(x, _STRUCTURAL))
+            if type(value) is list and value:
+                if structural(map(type, value)):
+                    out.extend(value)
+                else:
+                    out.extend([x for x in value if isinstance(x, _STRUCTURAL)])
     return out
 
 
@@ -238,13 +280,14 @@ def _fields_under(t: type) -> tuple[str, ...]:
 
 
 def _index_fields(t: type) -> Any:
-    """What gives the values of ``_fields_under(t)`` of a node, as a tuple, in one call."""
+    """What gives the values of ``_fields_under(t)`` of a node: the field's name when there is
+    one (``Expr``, ``Return``, ``keyword``, ``Starred``: read with ``getattr``), else what
+    reads them all as a tuple in one call."""
     fields = _fields_under(t)
-    if len(fields) >= 2:
-        get = operator.attrgetter(*fields)
+    if len(fields) == 1:
+        get: Any = fields[0]
     elif fields:
-        one = operator.attrgetter(fields[0])
-        get = lambda node: (one(node),)  # noqa: E731
+        get = operator.attrgetter(*fields)
     else:
         get = lambda node: ()  # noqa: E731
     _INDEX_FIELDS[t] = get
@@ -551,7 +594,7 @@ class PythonFile:
         of ``names``, in ``calls`` order (do not mutate)."""
         index = self.__dict__.get("_by_call_name")
         if index is None:
-            if not self._walked and not self.may_name(*names):
+            if not self._walked and not self.may_call(*names):
                 return _EMPTY  # no call of one (and no walk of the file)
             index = {}
             for cs in self.calls:
@@ -648,8 +691,7 @@ class PythonFile:
         (every TRL config's name holds ``Config``, every trainer's ``Trainer``): without one, no
         class of the file derives from one and no call builds one (before ``link_repository``)."""
         text = self.text
-        return "Trainer" in text or "TrainingArguments" in text or \
-            ("Config" in text and any(n in text for n in TRL_CONFIG_CLASSES))
+        return "Trainer" in text or "TrainingArguments" in text or _holds_trl_config(text)
 
     def _may_be_library_base(self, base: ast.AST, own: set[str]) -> bool:
         """Whether ``library_class`` can name a library class for the class base ``base`` before
@@ -677,15 +719,86 @@ class PythonFile:
             return False
         if self._walked:
             return True  # the calls are at hand: asking them costs less than the scan
-        text = self.identifier_text()
-        if _called(text, _CANONICAL_WORDS, _CANONICAL_UNBOUND):
+        if self._calls_in_text(_CANONICAL_WORDS, _CANONICAL_UNBOUND):
             return True
         external = self.external_qualified
         names = set(self.local_classes)
         names.update(q.rpartition(".")[2] for q in external)
         names.update(local for local, qualified in self.imports.items()
                      if qualified in external or qualified.rpartition(".")[2] in _CANONICAL_UNBOUND)
-        return _called(text, names, names)
+        return self._calls_in_text(names, names)
+
+    def may_call(self, *names: str) -> bool:
+        """Whether a call of the file can be written ``name(...)`` or ``<expr>.name(...)`` for
+        one of ``names`` (what ``calls_named`` gives): ``may_name``, and one of them stands as
+        a whole identifier before a ``(`` (``_call_hits``) outside the file's string
+        statements (docstrings) and class names (``class SFTConfig(...)``). Asked before a walk,
+        so that a file that names one only in a docstring, an ``import`` or ``__all__`` is never
+        walked for its calls."""
+        return self.may_name(*names) and self._calls_in_text(names, names)
+
+    def _calls_in_text(self, words: Iterable[str], names: Container[str]) -> bool:
+        """Whether a ``_call_hits`` of the file's identifier text can be a call: one that lies
+        in a string statement (a docstring; no call stands in a string) or is the name of a
+        ``class`` statement is not. The text's positions are the tree's when the identifier
+        text is the text itself (no NFKC change), its only line breaks are ``\\n`` and no
+        piece of it was left out of the tree (``pruning``); otherwise every hit counts."""
+        text = self.identifier_text()
+        hits = _call_hits(text, words, names)
+        if text is not self.text or "\r" in text or text.startswith("\ufeff") \
+                or len(text) >= pruning.LARGE_MODULE_CHARS:
+            return next(hits, None) is not None
+        at, line = 0, 1  # the line of ``at``: counted on from the last hit (hits of a word ascend)
+        for start, end in hits:
+            line_start = text.rfind("\n", 0, start) + 1
+            if line_start < at:
+                at, line = 0, 1
+            line += text.count("\n", at, line_start)
+            at = line_start
+            if not self._no_call_at(start, end, line, line_start):
+                return True
+        return False
+
+    def _no_call_at(self, start: int, end: int, line: int, line_start: int) -> bool:
+        """Whether the identifier at ``start:end`` of the text (``\\n`` its only line break; on
+        ``line``, which starts at ``line_start``) lies in a string statement's constant or is
+        the name of a ``class`` statement."""
+        text = self.text
+        head = text[line_start:start]
+        col = len(head) if head.isascii() else len(head.encode("utf-8"))  # ast's columns: UTF-8 bytes
+        found = self.__dict__.get("_text_regions")
+        if found is None:
+            found = self._text_regions = self._find_text_regions()
+        starts, strings, classes = found
+        if line in classes and head.isascii():  # ``class NAME(``: ``class`` and blanks before the name
+            name = text[start:end]
+            for cd in classes[line]:
+                keyword = head[cd.col_offset:]
+                if cd.name == name and len(keyword) > 5 and keyword.startswith("class") \
+                        and not keyword[5:].strip(" \t"):
+                    return True
+        i = bisect.bisect_right(starts, (line, col)) - 1
+        if i >= 0:
+            c = strings[i]
+            return (line, col) < (c.end_lineno, c.end_col_offset)
+        return False
+
+    def _find_text_regions(self) -> tuple[list[tuple[int, int]], list[ast.Constant], dict[int, list[ast.ClassDef]]]:
+        """The constants of the file's string statements (docstrings, bare strings) by their
+        start, and its ``class`` statements by their line."""
+        strings: list[ast.Constant] = []
+        classes: dict[int, list[ast.ClassDef]] = {}
+        nodes = self._statement_nodes or statement_nodes(self.tree)
+        for n in nodes:
+            t = type(n)
+            if t is ast.Expr:
+                v = n.value  # type: ignore[attr-defined]
+                if type(v) is _Constant:
+                    strings.append(v)
+            elif t is ast.ClassDef:
+                classes.setdefault(n.lineno, []).append(n)  # type: ignore[arg-type]
+        strings.sort(key=lambda c: (c.lineno, c.col_offset))
+        return [(c.lineno, c.col_offset) for c in strings], strings, classes
 
     def _index(self) -> None:
         # the statements in ``nodes`` order (imports and classes: the first binding of a name wins)
@@ -749,38 +862,68 @@ class PythonFile:
         binds = _BINDS
         new_row = tuple.__new__
         call_site = CallSite
-        # the kinds are tested by how often they occur (peft's walked files: names 106 K,
-        # other expressions 51 K, contexts 49 K, ``x.y`` 44 K, statements 44 K, leaves 43 K,
-        # calls 34 K, then functions, classes, lambdas)
+        binding = Binding
+        assign = ast.Assign
+        # the kinds are tested by how often they occur (trl's files: contexts 24 K, statements
+        # 22 K, other expressions 22 K, ``x.y`` 21 K, names 18 K, calls 15 K, leaves 10 K, then
+        # functions, classes, lambdas; a name or constant that is an ``x.y``'s value, a call's
+        # function or keyword or a lone field is noted or skipped, not pushed)
         while stack:
             node = pop()
             t = type(node)
-            k = kinds.get(t)
-            if k is None:
+            try:
+                k = kinds[t]
+            except KeyError:
                 k = _index_kind(t)
-            if k == _K_NAME:
-                names.append(node)
+            if k == _K_CTX:
+                scope, stmt, fn, lam = node
                 continue
             if k == _K_NODE:
                 pass
-            elif k == _K_CTX:
-                scope, stmt, fn, lam = node
-                continue
-            elif k == _K_ATTR:
-                attrs.append(node)
             elif k == _K_STMT:
                 statements.append((node, scope))
-                if t in binds:
+                if t is assign:  # ``_bind_stmt``'s most common case, ``name = value``, here
+                    targets = node.targets
+                    if len(targets) == 1 and type(targets[0]) is _Name:
+                        scope.bind(new_row(binding, (targets[0].id, node, node.value, "assign")))
+                    else:
+                        bind_stmt(node, scope)
+                elif t in binds:
                     bind_stmt(node, scope)
                 push((scope, stmt, fn, lam))
                 stmt = node
+            elif k == _K_ATTR:  # ``x.y``: only its value is under it
+                attrs.append(node)
+                value = node.value
+                if type(value) is _Name:
+                    names.append(value)
+                else:
+                    push(value)
+                continue
+            elif k == _K_NAME:
+                names.append(node)
+                continue
+            elif k == _K_CALL:  # its function, arguments and keywords' values, in that order
+                calls.append(new_row(call_site, (node, scope, stmt, lam, fn)))
+                for kw in node.keywords[::-1]:
+                    value = kw.value
+                    if type(value) is _Name:
+                        names.append(value)
+                    elif type(value) is not _Constant:
+                        push(value)
+                if node.args:
+                    stack.extend(node.args[::-1])
+                value = node.func
+                if type(value) is _Name:
+                    names.append(value)
+                else:
+                    push(value)
+                continue
             elif k == _K_LEAF:
                 continue
-            elif k == _K_CALL:
-                calls.append(new_row(call_site, (node, scope, stmt, lam, fn)))
             elif k == _K_DEF:
                 statements.append((node, scope))
-                bind_stmt(node, scope)
+                scope.bind(new_row(binding, (node.name, node, None, "def")))  # ``_bind_stmt``'s
                 a = node.args
                 defaults = a.defaults + [d for d in a.kw_defaults if d is not None]
                 _note_header(node.decorator_list + defaults, attrs, names)
@@ -805,7 +948,7 @@ class PythonFile:
                 continue
             elif k == _K_CLASS:
                 statements.append((node, scope))
-                bind_stmt(node, scope)
+                scope.bind(new_row(binding, (node.name, node, None, "class")))  # ``_bind_stmt``'s
                 header = node.bases + node.decorator_list + [kw.value for kw in node.keywords]
                 _note_header(header, attrs, names)
                 push((scope, stmt, fn, lam))
@@ -821,7 +964,7 @@ class PythonFile:
                 if node.kind == "function":
                     a = owner.args
                     for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
-                        inner.bind(Binding(p.arg, p, None, "param"))
+                        inner.bind(new_row(binding, (p.arg, p, None, "param")))
                     fn = owner
                     lam = False
                 scope = inner
@@ -832,7 +975,7 @@ class PythonFile:
                 self._scope_of_def[node] = inner
                 a = node.args
                 for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
-                    inner.bind(Binding(p.arg, p, None, "param"))
+                    inner.bind(new_row(binding, (p.arg, p, None, "param")))
                 push((scope, stmt, fn, lam))
                 push(node.body)
                 push((inner, stmt, node, True))
@@ -840,22 +983,37 @@ class PythonFile:
                 continue
             elif k == _K_NAMED:
                 self._bind_target(node.target, scope, stmt, node.value, "assign")
+            # what is under the node, first field first: a name is noted (not pushed), a
+            # constant or a missing field skipped
             get = fields_of.get(t)
             if get is None:
                 get = _index_fields(t)
+            if type(get) is str:  # one field
+                value = getattr(node, get, None)
+                tv = type(value)
+                if tv is list:
+                    stack.extend(value[::-1])
+                elif tv is _Name:
+                    names.append(value)
+                elif value is not None and tv is not _Constant:
+                    push(value)
+                continue
             try:
                 values = get(node)
             except AttributeError:  # a node made without some field (never one ``ast.parse`` gives)
                 values = tuple(getattr(node, f, None) for f in _fields_under(t))
             for value in values:
-                if type(value) is list:
+                tv = type(value)
+                if tv is list:
                     stack.extend(value[::-1])
-                elif value is not None:
+                elif tv is _Name:
+                    names.append(value)
+                elif value is not None and tv is not _Constant:
                     push(value)
 
     def _bind_target(self, target: ast.expr, scope: Scope, stmt: ast.AST, value: ast.expr | None, kind: str) -> None:
-        if isinstance(target, ast.Name):
-            scope.bind(Binding(target.id, stmt, value, kind))
+        if type(target) is _Name or isinstance(target, ast.Name):
+            scope.bind(tuple.__new__(Binding, (target.id, stmt, value, kind)))
         elif isinstance(target, (ast.Tuple, ast.List)):
             values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
             for i, t in enumerate(target.elts):
@@ -889,7 +1047,7 @@ class PythonFile:
             for a in stmt.names:  # type: ignore[attr-defined]
                 name = a.asname or a.name.split(".", 1)[0]
                 if name != "*":
-                    scope.bind(Binding(name, stmt, None, "import"))
+                    scope.bind(tuple.__new__(Binding, (name, stmt, None, "import")))
         elif k == "global":
             scope.globals_.update(stmt.names)  # type: ignore[attr-defined]
         else:  # try
