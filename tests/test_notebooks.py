@@ -900,3 +900,31 @@ def test_program_without_layout_is_the_laid_out_program(cells):
     assert not isinstance(got, Exception)
     laid = layout("nb.ipynb", [Cell(number=i, cell_type=k, source=s) for i, (k, s) in enumerate(got[1], start=1)])
     assert _program_of("nb.ipynb", got[1]) == laid.python_text
+
+
+# -- framework command lines in notebooks ----------------------------------------------------
+
+_CLI_LINE = ("sft --model_name_or_path m --dataset_name d --output_dir o "
+             "--optim adamw_bnb_8bit --fsdp full_shard")
+
+
+@pytest.mark.parametrize("line", [f"!trl {_CLI_LINE}", f"!llamafactory-cli train --stage {_CLI_LINE[4:]}",
+                                  f"%%bash\ntrl {_CLI_LINE}"])
+def test_a_framework_cli_line_in_a_notebook_is_read_as_in_a_script(tmp_path: Path, line: str):
+    """A notebook whose only launch is ``!trl sft ...`` or ``!llamafactory-cli train ...`` (no
+    python/torchrun/accelerate/deepspeed word anywhere) gets what the same line gets in a shell
+    script: the notebook is read and its shell lines parsed."""
+    (tmp_path / "nb.ipynb").write_text(notebook([("markdown", "# fine-tune"), ("code", line)]))
+    (tmp_path / "run.sh").write_text(line.split("\n")[-1].lstrip("!") + "\n")
+    found = {(d.path.rsplit("/", 1)[-1], d.code) for d in lint_folder(tmp_path).diagnostics}
+    assert ("run.sh", "TL243") in found, found
+    assert ("nb.ipynb", "TL243") in found, found
+
+
+def test_the_notebook_launch_gate_knows_every_framework_cli():
+    from trainlint.sources import notebook as nbmod
+    from trainlint.sources import shell
+
+    for cli in shell._CLIS:
+        assert nbmod._LAUNCH_WORD.search(f"{cli} train x.yaml"), cli
+        assert f"!{cli}" in nbmod.NOTEBOOK_MARKERS, cli

@@ -46,9 +46,10 @@ __all__ = ["Notebook", "read_notebook", "prefilter", "code_text", "to_cells", "c
 PSEUDO_SEP = "::"  # "dir/nb.ipynb::train.py": the ParsedFile of a file a cell writes
 
 # A walked notebook is read only when its text mentions one of these (besides the Python
-# markers of ``resolve.PY_PREFILTER``): launch lines and written files.
+# markers of ``resolve.PY_PREFILTER``): launch lines (with the framework command lines ``shell``
+# reads, its ``_CLIS``: ``!trl sft``, ``!llamafactory-cli train``) and written files.
 NOTEBOOK_MARKERS = ("!python", "!torchrun", "%run", "%%writefile", "%%bash", "%%sh", "!accelerate",
-                    "!deepspeed")
+                    "!deepspeed", "!trl", "!llamafactory-cli", "!lmf")
 
 # cell magics whose body is Python (IPython runs it as code)
 _PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "memit", "debug", "mprun"}
@@ -1085,7 +1086,8 @@ def _parse_python(nb: Notebook) -> None:
     _written(nb)
 
 
-_LAUNCH_WORD = re.compile(r"python|torchrun|accelerate|deepspeed")
+# a launcher word of ``shell``'s launch lines, or one of its framework command lines (``_CLIS``)
+_LAUNCH_WORD = re.compile(r"python|torchrun|accelerate|deepspeed|llamafactory-cli|lmf|\btrl\s+[a-z]")
 
 
 def _parse_shell(nb: Notebook) -> None:
