@@ -88,6 +88,21 @@ def test_misspelt_keyword_gets_did_you_mean(tmp_path):
     assert (hits[0].line, hits[0].column) == (2, 42)
 
 
+def test_an_unknown_argument_of_a_trl_config_names_both_targets(tmp_path):
+    """DPOConfig's fields are TRL's over TrainingArguments': the message names the TRL target
+    the fields were judged at, not only transformers'. A transformers class names one."""
+    write_files(tmp_path, {
+        "requirements.txt": "transformers==4.46.3\ntrl==0.12.1\n",
+        "train.py": "from transformers import TrainingArguments\nfrom trl import DPOConfig\n"
+                    "cfg = DPOConfig(output_dir='o', model_name_or_path='m')\n"
+                    "args = TrainingArguments(output_dir='o', learning_rat=1e-4)\n"})
+    hits = {d.line: d.message for d in lint_folder(tmp_path).diagnostics if d.code == "TL602"}
+    assert set(hits) == {3, 4}, hits
+    assert hits[3].startswith("DPOConfig has no argument model_name_or_path (target transformers 4.46.3 from "
+                              "requirements.txt:1, target trl 0.12.1 from requirements.txt:2)"), hits[3]
+    assert "target trl" not in hits[4] and "target transformers 4.46.3" in hits[4], hits[4]
+
+
 def test_misspelt_flag_gets_did_you_mean(tmp_path):
     write_files(tmp_path, {
         "run.sh": "python train.py --output_dir out --learning_rat 1e-4\n",

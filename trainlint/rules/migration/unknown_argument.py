@@ -165,13 +165,15 @@ class UnknownArgument(Rule):
             if value.origin == "flag":
                 guesses = [f"--{g}" for g in guesses]
             hint = f"; did you mean {' or '.join(guesses)}?" if guesses else ""
+            # a TRL class's fields are TRL's (over TrainingArguments'): both targets are named
+            versions = target_text(setup) + (f", {target_text(setup, 'trl')}"
+                                             if others[1] or ta.is_trl_class(site.class_name) else "")
             if others[0] or others[1]:
                 names = ", ".join([site.class_name, *others[0], *others[1]])
-                versions = target_text(setup) + (f", {target_text(setup, 'trl')}" if others[1] else "")
                 message = (f"no dataclass of the parser ({names}) has an argument {_shown(value)} ({versions}): "
                            f"parsing fails{hint}")
             else:
-                message = (f"{site.class_name} has no argument {_shown(value)} ({target_text(setup)}): construction "
+                message = (f"{site.class_name} has no argument {_shown(value)} ({versions}): construction "
                            f"fails{hint}")
             span = value.key_span or value.span or site.span
             if span is None:
