@@ -389,3 +389,46 @@ def test_fast_walk_and_source_of_equal_the_stdlib(tmp_path):
                 assert pf.source_of(node) == (ast.get_source_segment(text, node) or "")
                 checked += 1
     assert checked > 10000
+
+
+def test_a_field_read_by_another_module_of_the_package_is_a_dependency_of_the_cached_result(tmp_path, monkeypatch):
+    """TL613 leaves a re-declared removed field alone when another module of the class's package
+    reads it; the cached result depends on those modules, so a warm run that follows the read's
+    removal reports it."""
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    reading = ("from transformers import Trainer\nclass MyTrainer(Trainer):\n"
+               "    def log(self, logs, *a, **k):\n        logs['r'] = self.args.warmup_ratio\n"
+               "        return super().log(logs, *a, **k)\n")
+    write_files(tmp_path, {"p/proj/__init__.py": "",
+                           "p/proj/arguments.py": "from dataclasses import dataclass\n"
+                                                  "from transformers import TrainingArguments\n@dataclass\n"
+                                                  "class MyArgs(TrainingArguments):\n    warmup_ratio: float = 0.03\n",
+                           "p/proj/trainer.py": reading})
+    settings = load_settings(tmp_path / "p", {"transformers_version": "5.24.0"})
+    run = [tmp_path / "p"]
+    first, _ = _cached(run, settings)
+    assert not any(d.code == "TL613" for d in first.diagnostics)
+    again, stats = _cached(run, settings)
+    assert stats[1] == 0 and _dump(again) == _dump(first)
+    (tmp_path / "p" / "proj" / "trainer.py").write_text(reading.replace("self.args.warmup_ratio", "0.0"))
+    changed, _ = _cached(run, settings)
+    assert [d.path.rsplit("/", 1)[-1] for d in changed.diagnostics if d.code == "TL613"] == ["arguments.py"]
+    assert _dump(changed) == _dump(lint(run, settings, jobs=1))
+
+
+@pytest.mark.parametrize("text,reads", [
+    ("x = self.args.ref_adapter_name\n", True),
+    ("if args.ref_adapter_name == 'ref':\n    pass\n", True),
+    ("name = getattr(args, 'ref_adapter_name', None)\n", True),
+    ('name = getattr(self.args, "ref_adapter_name")\n', True),
+    ("args.ref_adapter_name = 'ref'\n", False),  # set, never read
+    ("args.ref_adapter_name_2 = 1\nprint(args.other)\n", False),
+    ("ref_adapter_name = 1\n", False),
+])
+def test_package_reads_finds_a_read_of_the_field_in_another_module(tmp_path, text, reads):
+    from trainlint.sources.files import package_reads
+
+    write_files(tmp_path, {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/args.py": "x.ref_adapter_name\n",
+                           "pkg/sub/trainer.py": text, "outside.py": "y = a.ref_adapter_name\n"})
+    assert package_reads(str(tmp_path / "pkg" / "args.py"), "ref_adapter_name") is reads
+    assert package_reads(str(tmp_path / "outside.py"), "ref_adapter_name") is False  # no package

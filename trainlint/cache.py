@@ -143,6 +143,10 @@ def _virtual_digest(dep: str) -> str | None:
         from trainlint.sources.files import same_name
 
         return _sha("\n".join(same_name(*args)))
+    if kind == reads.PACKAGE_READS and len(args) == 2:
+        from trainlint.sources.files import package_reads
+
+        return "1" if package_reads(*args) else "0"
     return None  # no such kind: a dependency of another trainlint version, whose namespace differs
 
 

@@ -61,6 +61,7 @@ def parse_virtual(dep: str) -> tuple[str, list[str]] | None:
 GLOB = "glob"  # the names in a folder that match a pattern (``rglob`` with "**/" in front)
 IS_DIR = "isdir"  # whether a folder exists
 SAME_NAME = "same-name"  # the repository's files of a name (``sources.files.same_name``)
+PACKAGE_READS = "package-reads"  # whether a package's other modules read a field (``sources.files.package_reads``)
 
 
 def note_glob(folder: Any, pattern: str) -> None:

@@ -389,6 +389,58 @@ def walk(paths: list[Path], exclude: list[str] | None = None) -> Iterator[tuple[
                 yield full, False
 
 
+# -- reads of a field in a package (TL613: a removed field the project's own code still reads) --
+
+PACKAGE_FILES_LIMIT = 2000  # how many Python files of a package are searched at most
+
+
+def package_root(path: str) -> str | None:
+    """The top folder of the package ``path`` is a module of (the highest folder above it in an
+    unbroken chain of folders with an ``__init__.py``); None for a file outside a package."""
+    folder = os.path.dirname(os.path.abspath(path))
+    top = None
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        top = folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return top
+
+
+def package_reads(declared_in: str, name: str) -> bool:
+    """Whether another module of the package of ``declared_in`` reads ``<x>.name`` (not as an
+    assignment's target) or ``getattr(x, "name"...)``: the project's own trainer or callback
+    uses the field (ms-swift's ``DPOTrainer`` reads ``args.ref_adapter_name``, which its
+    ``DPOConfig`` keeps after TRL removed it). A text search: a mention in a comment or a string
+    counts too (a miss costs less than a false warning). At most ``PACKAGE_FILES_LIMIT`` files,
+    in a sorted walk; False outside a package."""
+    root = package_root(declared_in)
+    if root is None:
+        return False
+    own = os.path.abspath(declared_in)
+    word = re.escape(name)
+    pattern = re.compile(rf"\.{word}\b(?!\s*=(?!=))|getattr\(\s*[\w.\[\]]+\s*,\s*['\"]{word}['\"]")
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for fn in sorted(filenames):
+            path = os.path.join(dirpath, fn)
+            if not fn.endswith(".py") or path == own:
+                continue
+            count += 1
+            if count > PACKAGE_FILES_LIMIT:
+                return False
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            if name in text and pattern.search(text):
+                return True
+    return False
+
+
 # -- the repository's file names (linking's "a file of that name is at" hint) -----------------
 
 SAME_NAME_LIMIT = 20_000

@@ -29,6 +29,16 @@ def _reads_attribute(setup: Setup, name: str) -> bool:
     return False
 
 
+def _package_reads(declared_in: str, name: str) -> bool:
+    """Whether another module of the package that declares the class reads the field
+    (``files.package_reads``); the answer is a dependency of the result (a warm run asks again)."""
+    from trainlint import reads
+    from trainlint.sources.files import package_reads
+
+    reads.note(reads.virtual(reads.PACKAGE_READS, declared_in, name))
+    return package_reads(declared_in, name)
+
+
 class SubclassShadowsRemovedField(Rule):
     """
     ## What it does
@@ -37,7 +47,9 @@ class SubclassShadowsRemovedField(Rule):
     `group_by_length` re-declared on a `MyArgs(TrainingArguments)` (removed from the parent in
     transformers 5.2 and 5.15), `max_seq_length` on a `MyConfig(SFTConfig)` for TRL 0.20 and later. Launch flags,
     args-file keys and keywords that set the field are shown with it. A field that the setup's
-    own code reads (`args.warmup_ratio`) is left alone: the script then uses it itself.
+    own code reads (`args.warmup_ratio`) is left alone: the script then uses it itself. So is
+    one that another module of the class's own package reads (`args.ref_adapter_name` or
+    `getattr(args, "ref_adapter_name", None)` in the project's trainer subclass).
 
     ## Why is this bad?
     The subclass keeps the name alive, so `--warmup_ratio 0.1` is accepted without any error,
@@ -96,6 +108,13 @@ class SubclassShadowsRemovedField(Rule):
             class MyConfig(SFTConfig):
                 max_seq_length: int = 2048
             """, options={"trl_version": "0.20.0"}),
+        Case(files={
+            "proj/__init__.py": "",
+            "proj/arguments.py": "from dataclasses import dataclass\nfrom transformers import TrainingArguments\n"
+                                 "@dataclass\nclass MyArgs(TrainingArguments):\n    warmup_ratio: float = 0.03\n",
+            "proj/launch.py": "def tune(args):\n    args.warmup_ratio = 0.1  # set, never read\n    return args\n",
+        }, options={"transformers_version": "5.24.0"},
+            note="the package only sets it: still ignored"),
         # must not flag
         Case("""
             from dataclasses import dataclass
@@ -114,6 +133,16 @@ class SubclassShadowsRemovedField(Rule):
                     super().__post_init__()
                     self.warmup_steps = self.warmup_ratio
             """, options={"transformers_version": "5.24.0"}, flags=False, note="the script reads it itself"),
+        Case(files={
+            "proj/__init__.py": "",
+            "proj/arguments.py": "from dataclasses import dataclass\nfrom transformers import TrainingArguments\n"
+                                 "@dataclass\nclass MyArgs(TrainingArguments):\n    warmup_ratio: float = 0.03\n",
+            "proj/trainer.py": "from transformers import Trainer\nclass MyTrainer(Trainer):\n"
+                               "    def create_scheduler(self, num_training_steps, optimizer=None):\n"
+                               "        ratio = getattr(self.args, 'warmup_ratio', 0.0)\n"
+                               "        return super().create_scheduler(num_training_steps, optimizer)\n",
+        }, options={"transformers_version": "5.24.0"}, flags=False,
+            note="the package's own trainer reads it"),
         Case("""
             from dataclasses import dataclass
             from transformers import TrainingArguments
@@ -153,7 +182,7 @@ class SubclassShadowsRemovedField(Rule):
             version = trl if h.package == "trl" else tf
             if not h.known or h.present_in(version) or ta.vkey(version) < ta.vkey(h.first):  # type: ignore[arg-type]
                 continue
-            if _reads_attribute(setup, field):
+            if _reads_attribute(setup, field) or _package_reads(pf.path, field):
                 continue
             removed = next((v for v in (ta.known_versions() if h.package == "transformers" else ta.trl_known_versions())
                             if ta.vkey(v) > ta.vkey(h.last)), h.removed_in)  # type: ignore[arg-type]
