@@ -928,3 +928,26 @@ def test_the_notebook_launch_gate_knows_every_framework_cli():
     for cli in shell._CLIS:
         assert nbmod._LAUNCH_WORD.search(f"{cli} train x.yaml"), cli
         assert f"!{cli}" in nbmod.NOTEBOOK_MARKERS, cli
+
+
+def test_a_cell_of_terminal_commands_is_an_info_not_a_broken_program(tmp_path: Path):
+    """Instructions that paste terminal commands into code cells (``gcloud compute ...``,
+    ``curl ... | bash``, without ``!``) fail in the notebook, but the notebook is no broken
+    training program: TL001 as info, saying how to run them there. A cell of broken Python
+    stays an error, and the other cells are still read."""
+    cells = [("code", "gcloud compute tpus tpu-vm create bert \\\n--zone=europe-west4-a"),
+             ("code", "# set up\ncurl https://sdk.cloud.google.com | bash\nexec zsh -l"),
+             ("code", "python3 -m notebook --allow-root --port=8080"),
+             ("code", "from transformers import TrainingArguments\n"
+                      "args = TrainingArguments(output_dir='o', torch.dtype=1)"),
+             ("code", "python = 3 +"),  # a Python name, no command line
+             ("code", "pip install transformers")]  # IPython's automagic: runs as is
+    (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
+    found = {d.cell: d for d in lint_folder(tmp_path).diagnostics if d.code == "TL001"}
+    assert sorted(found) == [1, 2, 3, 4, 5], found
+    for cell in (1, 2, 3):
+        assert found[cell].severity.value == "info" and "terminal commands" in found[cell].message, found[cell]
+        assert "prefix its lines with `!`" in found[cell].message
+    assert "`curl https://sdk.cloud.google.com | bash`" in found[2].message  # the comment skipped
+    for cell in (4, 5):
+        assert found[cell].severity.value == "error" and found[cell].message.startswith("cannot parse Python"), found[cell]

@@ -1019,7 +1019,33 @@ def python_program(path: str, text: str) -> str:
     return layout(path, load_cells(path, text)[1]).python_text
 
 
-def _syntax_finding(path: str, e: BaseException, line_base: int = 0, text: str | None = None) -> Diagnostic:
+# Commands a terminal runs that notebooks' instructions paste into code cells without ``!``
+# (``gcloud compute tpus tpu-vm create ...``, ``curl ... | bash``): a cell that starts with one
+# followed by an argument and does not parse is read as shell text meant for a terminal.
+_TERMINAL_COMMANDS = frozenset({
+    "apt", "apt-get", "aws", "az", "bash", "brew", "cd", "chmod", "conda", "cp", "curl", "docker", "echo",
+    "exec", "export", "gcloud", "git", "gsutil", "huggingface-cli", "jupyter", "kubectl", "ls", "make",
+    "mkdir", "mv", "nvidia-smi", "pip", "pip3", "python", "python3", "rm", "scp", "sh", "source", "ssh",
+    "sudo", "tar", "unzip", "wget",
+})
+_COMMAND_LINE = re.compile(r"([A-Za-z][\w.-]*)\s+[^\s=(:.,\[]")
+
+
+def _terminal_commands(cell_text: str) -> str | None:
+    """The first line of a cell that reads as terminal commands (a known command, then an
+    argument, as in ``gcloud compute ...``); None otherwise."""
+    for line in cell_text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        m = _COMMAND_LINE.match(stripped)
+        return stripped if m is not None and m.group(1) in _TERMINAL_COMMANDS else None
+    return None
+
+
+def _syntax_finding(path: str, e: BaseException, line_base: int = 0, text: str | None = None,
+                    cell: bool = False) -> Diagnostic:
+    """TL001 for a notebook's program, or (``cell``) for one code cell whose text is ``text``."""
     from trainlint.diagnostics import Severity, input_problem
 
     if isinstance(e, SyntaxError):
@@ -1029,6 +1055,14 @@ def _syntax_finding(path: str, e: BaseException, line_base: int = 0, text: str |
         if newer is not None:  # valid on a newer Python than the one running trainlint
             return input_problem("TL001", "syntax-error", path, newer_syntax.message(e, newer),
                                  line_base + (e.lineno or 1), e.offset or 1, severity=Severity.INFO)
+        shell = _terminal_commands(text) if cell and text is not None else None
+        if shell is not None:  # instructions for a terminal, not a broken program
+            shown = shell if len(shell) <= 40 else shell[:37] + "..."
+            return input_problem(
+                "TL001", "syntax-error", path,
+                f"the cell holds terminal commands (`{shown}`), not Python: running it in the notebook "
+                f"fails; prefix its lines with `!` or start it with `%%bash` to run them here",
+                line_base + (e.lineno or 1), e.offset or 1, severity=Severity.INFO)
         return input_problem("TL001", "syntax-error", path, f"cannot parse Python: {e.msg}",
                              line_base + (e.lineno or 1), e.offset or 1)
     return input_problem("TL001", "syntax-error", path,
@@ -1062,7 +1096,7 @@ def _parse_python(nb: Notebook) -> None:
                     compile_program(part, nb.path)
                 except _PARSE_ERRORS as e:
                     bad += 1
-                    nb.findings.append(_syntax_finding(nb.path, e, first - 1, part))
+                    nb.findings.append(_syntax_finding(nb.path, e, first - 1, part, cell=True))
                     for j in range(first - 1, first - 1 + count):
                         py[j] = ""
             nb.broken = True
