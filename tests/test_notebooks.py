@@ -941,13 +941,18 @@ def test_a_cell_of_terminal_commands_is_an_info_not_a_broken_program(tmp_path: P
              ("code", "from transformers import TrainingArguments\n"
                       "args = TrainingArguments(output_dir='o', torch.dtype=1)"),
              ("code", "python = 3 +"),  # a Python name, no command line
-             ("code", "pip install transformers")]  # IPython's automagic: runs as is
+             ("code", "pip install transformers"),  # IPython's automagic: runs as is
+             ("code", "# 24 GiB\nCUDA_VISIBLE_DEVICES=0 \\\nMAX_PIXELS=1003520 \\\nswift sft \\\n    --model m"),
+             ("code", "NPROC_PER_NODE=4 swift sft --model m"),
+             ("code", "swift export \\\n    --adapters out/ckpt"),
+             ("code", "LR=1e-4 +")]  # Python: an upper-case name, then no command
     (tmp_path / "nb.ipynb").write_text(notebook(cells), encoding="utf-8")
     found = {d.cell: d for d in lint_folder(tmp_path).diagnostics if d.code == "TL001"}
-    assert sorted(found) == [1, 2, 3, 4, 5], found
-    for cell in (1, 2, 3):
+    assert sorted(found) == [1, 2, 3, 4, 5, 7, 8, 9, 10], found
+    for cell in (1, 2, 3, 7, 8, 9):
         assert found[cell].severity.value == "info" and "terminal commands" in found[cell].message, found[cell]
         assert "prefix its lines with `!`" in found[cell].message
     assert "`curl https://sdk.cloud.google.com | bash`" in found[2].message  # the comment skipped
-    for cell in (4, 5):
+    assert "`CUDA_VISIBLE_DEVICES=0 \\`" in found[7].message
+    for cell in (4, 5, 10):
         assert found[cell].severity.value == "error" and found[cell].message.startswith("cannot parse Python"), found[cell]

@@ -1027,17 +1027,24 @@ _TERMINAL_COMMANDS = frozenset({
     "exec", "export", "gcloud", "git", "gsutil", "huggingface-cli", "jupyter", "kubectl", "ls", "make",
     "mkdir", "mv", "nvidia-smi", "pip", "pip3", "python", "python3", "rm", "scp", "sh", "source", "ssh",
     "sudo", "tar", "unzip", "wget",
+    # launchers and framework command lines (``swift sft``, ``accelerate launch``)
+    "accelerate", "deepspeed", "torchrun", "trl", "llamafactory-cli", "lmf", "swift",
 })
 _COMMAND_LINE = re.compile(r"([A-Za-z][\w.-]*)\s+[^\s=(:.,\[]")
+# an environment variable set for the command (``CUDA_VISIBLE_DEVICES=0 \``, ``NPROC=4 swift sft``)
+_ENV_PREFIX = re.compile(r"[A-Z_][A-Z0-9_]*=[^\s=]*\s+(?:\\$|[A-Z_][A-Z0-9_]*=|[a-z][\w.-]*(?:\s|$))")
 
 
 def _terminal_commands(cell_text: str) -> str | None:
     """The first line of a cell that reads as terminal commands (a known command, then an
-    argument, as in ``gcloud compute ...``); None otherwise."""
+    argument, as in ``gcloud compute ...``; or an upper-case environment variable set before a
+    command, ``CUDA_VISIBLE_DEVICES=0 \\``); None otherwise."""
     for line in cell_text.splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
+        if _ENV_PREFIX.match(stripped):
+            return stripped
         m = _COMMAND_LINE.match(stripped)
         return stripped if m is not None and m.group(1) in _TERMINAL_COMMANDS else None
     return None

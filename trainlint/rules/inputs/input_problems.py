@@ -47,9 +47,10 @@ class SyntaxErrorRule(Rule):
     newer Python than the one running trainlint parses (Python 3.12 f-strings, PEP 701:
     `f"{row["question"]}"`, on Python 3.11) is not broken: it is reported as info (not
     checked; run trainlint on Python 3.12 or newer). So is a notebook cell of terminal
-    commands pasted without `!` (`gcloud compute tpus tpu-vm create ...`, `curl ... | bash`: a
-    known command followed by an argument), which a tutorial means for a terminal: info, with
-    how to run it in the notebook.
+    commands pasted without `!` (`gcloud compute tpus tpu-vm create ...`, `curl ... | bash`,
+    `swift sft ...`: a known command followed by an argument, or an upper-case environment
+    variable set before one, `CUDA_VISIBLE_DEVICES=0 \\`), which a tutorial means for a
+    terminal: info, with how to run it in the notebook.
 
     ## Why is this bad?
     The script will fail at start-up, before any training happens; and trainlint cannot read
