@@ -928,6 +928,7 @@ def test_the_notebook_launch_gate_knows_every_framework_cli():
     for cli in shell._CLIS:
         assert nbmod._LAUNCH_WORD.search(f"{cli} train x.yaml"), cli
         assert f"!{cli}" in nbmod.NOTEBOOK_MARKERS, cli
+        assert cli in nbmod._TERMINAL_COMMANDS, cli  # a cell of ``trl sft ...`` without ``!``
 
 
 def test_a_cell_of_terminal_commands_is_an_info_not_a_broken_program(tmp_path: Path):

@@ -34,6 +34,8 @@ import ast
 import os
 from typing import TYPE_CHECKING
 
+from trainlint.workspace import PARSER_NAMES
+
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.workspace import Workspace
     from trainlint.sources.python import PythonFile, TrainingArgsCall
@@ -231,7 +233,7 @@ class Modules:
         for base in cd.bases:
             qn = pf.qualname(base) or ""
             head, _, last = qn.rpartition(".")
-            if last in _PARSERS and head.split(".", 1)[0] in ("transformers", "trl"):
+            if last in PARSER_NAMES and head.split(".", 1)[0] in ("transformers", "trl"):
                 return last
             target = self.class_in(pf, base.id, depth + 1) if isinstance(base, ast.Name) else None
             if target is not None:
@@ -341,7 +343,6 @@ def _might_import_repository(pf: PythonFile) -> bool:
     return False
 
 
-_PARSERS = ("HfArgumentParser", "TrlParser")
 
 # Top-level names that are never the repository's own modules (checked first, cheaply).
 _THIRD_PARTY = frozenset({

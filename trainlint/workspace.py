@@ -20,7 +20,7 @@ from trainlint.diagnostics import Diagnostic, Severity, input_problem, internal_
 from trainlint.record import Record
 from trainlint.sources.files import ParsedFile, ReadProblem, TextFile, read_text, walk  # noqa: F401
 from trainlint.sources import pruning
-from trainlint.sources.python import PythonFile, parse_python, parses_by_table
+from trainlint.sources.python import PythonFile, may_name_library_class, parse_python, parses_by_table
 
 # A walked (not explicitly named) Python file is parsed only if it mentions a trigger of a
 # selected rule (``Rule.triggers``, from the rule index): a substring search is ~free, a parse
@@ -261,18 +261,10 @@ def _read_text_file(ws: Workspace, path: str, explicit: bool, tf: TextFile) -> P
     return pf
 
 
-# The library class names whose absence from a module's text makes the module inert for linking
-# (``read_linked_module``): the parsers ``modules.Modules.parser_base`` looks for.
-_PARSER_NAMES = ("HfArgumentParser", "TrlParser")
-
-
-class _TextOnly:
-    """A text where ``PythonFile._may_name_library_class`` asks only ``self.text``."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
+# The argument parsers linking follows through the repository (``modules.Modules.parser_base``);
+# a module whose text names none of them (nor a library class) is inert for linking
+# (``read_linked_module``).
+PARSER_NAMES = ("HfArgumentParser", "TrlParser")
 
 
 def read_linked_module(ws: Workspace, path: str) -> tuple[TextFile, ast.Module] | None:
@@ -306,9 +298,8 @@ def read_linked_module(ws: Workspace, path: str) -> tuple[TextFile, ast.Module] 
             return None
     text = tf.text
     # the cheap tests first (``wanted_python`` may split the text into words)
-    if len(text) >= pruning.LARGE_MODULE_CHARS or any(n in text for n in _PARSER_NAMES) \
-            or PythonFile._may_name_library_class(_TextOnly(text)) \
-            or (waiting is None and wanted_python(text, ws.settings)):  # type: ignore[arg-type]
+    if len(text) >= pruning.LARGE_MODULE_CHARS or any(n in text for n in PARSER_NAMES) \
+            or may_name_library_class(text) or (waiting is None and wanted_python(text, ws.settings)):
         return None
     try:
         tree = ast.parse(text, filename=path)

@@ -82,15 +82,16 @@ def _call_hits(text: str, words: Iterable[str], names: Container[str]) -> Iterat
             i = text.find(word, end)
 
 
-def _called(text: str, words: Iterable[str], names: Container[str]) -> bool:
-    """Whether an identifier of ``names`` that holds one of ``words`` stands in ``text`` before
-    a ``(`` (``_call_hits``)."""
-    return next(_call_hits(text, words, names), None) is not None
-
-
 # Every TRL config's name is a head and ``Config``: ``_holds_trl_config`` finds them by it.
 _TRL_CONFIG_HEADS = tuple(sorted(n[:-len("Config")] for n in TRL_CONFIG_CLASSES))
 assert all(h + "Config" in TRL_CONFIG_CLASSES for h in _TRL_CONFIG_HEADS) and len(_TRL_CONFIG_HEADS) == len(TRL_CONFIG_CLASSES)
+
+
+def may_name_library_class(text: str) -> bool:
+    """Whether ``text`` holds the name of a TrainingArguments-like or Trainer-like class (every
+    TRL config's name holds ``Config``, every trainer's ``Trainer``): without one, no class of a
+    file of that text derives from one and no call builds one (before ``link_repository``)."""
+    return "Trainer" in text or "TrainingArguments" in text or _holds_trl_config(text)
 
 
 def _holds_trl_config(text: str) -> bool:
@@ -687,11 +688,8 @@ class PythonFile:
         return self._names
 
     def _may_name_library_class(self) -> bool:
-        """Whether the text holds the name of a TrainingArguments-like or Trainer-like class
-        (every TRL config's name holds ``Config``, every trainer's ``Trainer``): without one, no
-        class of the file derives from one and no call builds one (before ``link_repository``)."""
-        text = self.text
-        return "Trainer" in text or "TrainingArguments" in text or _holds_trl_config(text)
+        """``may_name_library_class`` of the file's text."""
+        return may_name_library_class(self.text)
 
     def _may_be_library_base(self, base: ast.AST, own: set[str]) -> bool:
         """Whether ``library_class`` can name a library class for the class base ``base`` before
