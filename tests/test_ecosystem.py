@@ -421,6 +421,9 @@ def test_a_field_read_by_another_module_of_the_package_is_a_dependency_of_the_ca
     ("if args.ref_adapter_name == 'ref':\n    pass\n", True),
     ("name = getattr(args, 'ref_adapter_name', None)\n", True),
     ('name = getattr(self.args, "ref_adapter_name")\n', True),
+    ("cfg = vars(args)\nname = cfg['ref_adapter_name']\n", True),
+    ("name = args.to_dict().get(\"ref_adapter_name\")\n", True),
+    ("kwargs['ref_adapter_name'] = 'ref'\n", False),  # a key set, never read
     ("args.ref_adapter_name = 'ref'\n", False),  # set, never read
     ("args.ref_adapter_name_2 = 1\nprint(args.other)\n", False),
     ("ref_adapter_name = 1\n", False),

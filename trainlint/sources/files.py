@@ -409,9 +409,10 @@ def package_root(path: str) -> str | None:
 
 
 def package_reads(declared_in: str, name: str) -> bool:
-    """Whether another module of the package of ``declared_in`` reads ``<x>.name`` (not as an
-    assignment's target) or ``getattr(x, "name"...)``: the project's own trainer or callback
-    uses the field (ms-swift's ``DPOTrainer`` reads ``args.ref_adapter_name``, which its
+    """Whether another module of the package of ``declared_in`` reads the field ``name``:
+    ``<x>.name`` or a ``["name"]`` key (``vars(args)["name"]``), neither as an assignment's
+    target, ``.get("name"`` (``args.to_dict().get("name")``) or ``getattr(x, "name"...)``.
+    The project's own trainer or callback then uses the field (ms-swift's ``DPOTrainer`` reads ``args.ref_adapter_name``, which its
     ``DPOConfig`` keeps after TRL removed it). A text search: a mention in a comment or a string
     counts too (a miss costs less than a false warning). At most ``PACKAGE_FILES_LIMIT`` files,
     in a sorted walk; False outside a package."""
@@ -420,7 +421,9 @@ def package_reads(declared_in: str, name: str) -> bool:
         return False
     own = os.path.abspath(declared_in)
     word = re.escape(name)
-    pattern = re.compile(rf"\.{word}\b(?!\s*=(?!=))|getattr\(\s*[\w.\[\]]+\s*,\s*['\"]{word}['\"]")
+    quoted = rf"['\"]{word}['\"]"
+    pattern = re.compile(rf"\.{word}\b(?!\s*=(?!=))|getattr\(\s*[\w.\[\]]+\s*,\s*{quoted}"
+                         rf"|\[\s*{quoted}\s*\](?!\s*=(?!=))|\.get\(\s*{quoted}")
     count = 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))

@@ -48,8 +48,9 @@ class SubclassShadowsRemovedField(Rule):
     transformers 5.2 and 5.15), `max_seq_length` on a `MyConfig(SFTConfig)` for TRL 0.20 and later. Launch flags,
     args-file keys and keywords that set the field are shown with it. A field that the setup's
     own code reads (`args.warmup_ratio`) is left alone: the script then uses it itself. So is
-    one that another module of the class's own package reads (`args.ref_adapter_name` or
-    `getattr(args, "ref_adapter_name", None)` in the project's trainer subclass).
+    one that another module of the class's own package reads (`args.ref_adapter_name`,
+    `getattr(args, "ref_adapter_name", None)` or `vars(args)["ref_adapter_name"]` in the
+    project's trainer subclass).
 
     ## Why is this bad?
     The subclass keeps the name alive, so `--warmup_ratio 0.1` is accepted without any error,
