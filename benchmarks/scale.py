@@ -51,27 +51,28 @@ from trainlint.config import load_settings
 from trainlint.sources.files import walk
 from trainlint.workspace import PY_PREFILTER, wanted_python
 root = Path(sys.argv[1]); settings = load_settings(root)
+def wanted(text):
+    return WANTED
 for p, explicit in walk([root], settings.exclude):
     data = open(p, "rb").read()
     s = str(p)
     if s.endswith(".py"):
-        text = data.decode("utf-8", "replace")
-        if WANTED:
+        if wanted(data.decode("utf-8", "replace")):
             try:
                 ast.parse(data)
             except SyntaxError:
                 pass
     elif s.endswith(".ipynb"):
-        text = data.decode("utf-8", "replace")
-        if WANTED:  # a notebook is a program: its code cells are parsed as one script
+        # a notebook is a program: loaded when its text names a trigger, and its code cells
+        # parsed as one script when their code does
+        if wanted(data.decode("utf-8", "replace")):
             try:
                 cells = json.loads(data).get("cells", [])
             except (ValueError, AttributeError):
                 cells = []
             code = "\n".join("".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", ""))
                              for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
-            text = code
-            if WANTED:
+            if wanted(code):
                 # magics and shell lines (``!pip``, ``%%time``) are not Python: commented out
                 code = "\n".join("#" + l if l.lstrip()[:1] in ("!", "%") else l for l in code.splitlines())
                 try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -56,4 +55,3 @@ def test_floor_parses_scripts_and_notebook_programs(tmp_path: Path, monkeypatch:
     assert "logging_steps=1" in script
     program = next(p for p in parsed if "#!pip install transformers" in p)
     assert "#%%time" in program and "args = TrainingArguments(output_dir='o')" in program
-    assert os.path.samefile(Path.cwd(), tmp_path)
