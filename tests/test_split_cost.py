@@ -93,6 +93,42 @@ def test_a_gitignore_whose_paths_match_no_pattern_never_builds_its_pathspec(tmp_
     assert len(made) == 1  # a path the alternation matched: the spec answers it
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_gitignore_without_negations_answers_from_its_alternation_alone(monkeypatch):
+    """No ``!`` line: every pattern that matches says "ignored", so the alternation's match is
+    the answer and the ``PathSpec`` is never made (the answers stay pathspec's)."""
+    rng = random.Random(1811)
+    plain = [line for line in _LINES if not line.startswith("!")]
+    made = []
+    real = pathspec.PathSpec.from_lines
+    for _ in range(40):
+        lines = rng.sample(plain, rng.randrange(1, 25))
+        spec = real("gitwildmatch", lines)
+        monkeypatch.setattr(pathspec.PathSpec, "from_lines", classmethod(
+            lambda cls, *a, **k: made.append(a) or real(*a, **k)))
+        lazy = _IgnoreSpec.from_lines(lines)
+        monkeypatch.undo()
+        ignored = 0
+        for path in _paths(rng):
+            expected = spec.match_file(path)
+            assert lazy.match_file(path) == expected, (lines, path)
+            ignored += expected
+        if lazy._any:
+            assert lazy._spec is None
+    assert made == []
+
+
+def test_patterns_that_start_in_any_folder_are_asked_under_one_copy_of_that_start():
+    from trainlint.sources.files import _ANY_FOLDERS, _alternation
+
+    joined = _alternation(["(?:.+/)?build(?P<ps_d>/)", "(?:.+/)?[^/]*\\.log(?:(?P<ps_d>/)|$)", "docs/x$"],
+                          _ANY_FOLDERS)
+    assert joined.pattern.count(_ANY_FOLDERS) == 1
+    for path, hit in (("build/", True), ("a/b/build/", True), ("a/x.log", True), ("x.log/y", True),
+                      ("docs/x", True), ("a/docs/x", False), ("builds/", False), ("x.logs", False)):
+        assert (joined.match(path) is not None) == hit, path
+
+
 def test_a_pattern_is_asked_at_the_start_only_when_its_anchor_holds_for_all_of_it():
     from trainlint.sources.files import _anchored
 

@@ -27,8 +27,8 @@ from typing import Any
 from trainlint.lazyre import lazy
 from trainlint.linking import MARKDOWN_SUFFIXES, SAME_FOLDER_NAMES
 from trainlint.record import Record
-from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
-from trainlint.workspace import norm, wanted_python
+from trainlint.sources.files import ReadProblem, TextFile, read_text, walk_names
+from trainlint.workspace import wanted_python
 
 
 class Unit(Record):
@@ -642,4 +642,5 @@ def _prefilter(path: str, text: str) -> bool:
 
 
 def walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:
-    return [(norm(p), e) for p, e in walk(paths, settings.exclude)]
+    """The walk of ``paths`` (paths as ``workspace.norm`` writes them)."""
+    return list(walk_names(paths, settings.exclude))
