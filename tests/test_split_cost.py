@@ -310,3 +310,29 @@ def test_a_translated_pattern_that_sets_its_own_flags_leaves_the_spec_compiled_a
     lazy = _IgnoreSpec.from_lines(["build"])
     assert not lazy._any and lazy._spec is not None  # its flags (IGNORECASE) are the spec's to say
     assert lazy.match_file("BUILD") and lazy.match_file("build") and not lazy.match_file("x")
+
+
+def test_walk_names_are_the_walks_paths_normalised(tmp_path, monkeypatch):
+    """``walk_names`` (the run's walk) gives ``os.path.normpath(str(p))`` of each of ``walk``'s
+    paths, for roots written in several ways, overlapping roots and explicit files."""
+    import os
+
+    from trainlint.sources import files
+
+    (tmp_path / ".gitignore").write_text("*.log\nbuild/\nignored/\n")
+    for rel in ("train.py", "run.sh", "a/b/cfg.yaml", "a/b/c/ds.json", "a/README.md", "ignored/x.py",
+                "keep/build/y.py", "keep/z.py", "n.ipynb"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    shapes = [[Path(".")], [Path("./")], [tmp_path], [Path("a")], [Path("a/")], [Path("a/b/..")],
+              [Path("."), Path("a")], [Path("a"), Path(".")], [Path("train.py"), Path(".")],
+              [Path("keep/../a/b"), Path("a")]]
+    for paths in shapes:
+        for exclude in ([], ["a/b/*"], ["*.sh"]):
+            walked = list(files.walk(paths, exclude))
+            assert walked  # something to compare
+            assert list(files.walk_names(paths, exclude)) == [(os.path.normpath(str(p)), e) for p, e in walked]
+            if paths == [Path(".")] and not exclude:
+                assert sorted(os.path.normpath(str(p)) for p, _ in walked) == [
+                    "a/README.md", "a/b/c/ds.json", "a/b/cfg.yaml", "keep/z.py", "n.ipynb", "run.sh", "train.py"]
