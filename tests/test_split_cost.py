@@ -93,6 +93,42 @@ def test_a_gitignore_whose_paths_match_no_pattern_never_builds_its_pathspec(tmp_
     assert len(made) == 1  # a path the alternation matched: the spec answers it
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_gitignore_without_negations_answers_from_its_alternation_alone(monkeypatch):
+    """No ``!`` line: every pattern that matches says "ignored", so the alternation's match is
+    the answer and the ``PathSpec`` is never made (the answers stay pathspec's)."""
+    rng = random.Random(1811)
+    plain = [line for line in _LINES if not line.startswith("!")]
+    made = []
+    real = pathspec.PathSpec.from_lines
+    for _ in range(40):
+        lines = rng.sample(plain, rng.randrange(1, 25))
+        spec = real("gitwildmatch", lines)
+        monkeypatch.setattr(pathspec.PathSpec, "from_lines", classmethod(
+            lambda cls, *a, **k: made.append(a) or real(*a, **k)))
+        lazy = _IgnoreSpec.from_lines(lines)
+        monkeypatch.undo()
+        ignored = 0
+        for path in _paths(rng):
+            expected = spec.match_file(path)
+            assert lazy.match_file(path) == expected, (lines, path)
+            ignored += expected
+        if lazy._any:
+            assert lazy._spec is None
+    assert made == []
+
+
+def test_patterns_that_start_in_any_folder_are_asked_under_one_copy_of_that_start():
+    from trainlint.sources.files import _ANY_FOLDERS, _alternation
+
+    joined = _alternation(["(?:.+/)?build(?P<ps_d>/)", "(?:.+/)?[^/]*\\.log(?:(?P<ps_d>/)|$)", "docs/x$"],
+                          _ANY_FOLDERS)
+    assert joined.pattern.count(_ANY_FOLDERS) == 1
+    for path, hit in (("build/", True), ("a/b/build/", True), ("a/x.log", True), ("x.log/y", True),
+                      ("docs/x", True), ("a/docs/x", False), ("builds/", False), ("x.logs", False)):
+        assert (joined.match(path) is not None) == hit, path
+
+
 def test_a_pattern_is_asked_at_the_start_only_when_its_anchor_holds_for_all_of_it():
     from trainlint.sources.files import _anchored
 
@@ -274,3 +310,29 @@ def test_a_translated_pattern_that_sets_its_own_flags_leaves_the_spec_compiled_a
     lazy = _IgnoreSpec.from_lines(["build"])
     assert not lazy._any and lazy._spec is not None  # its flags (IGNORECASE) are the spec's to say
     assert lazy.match_file("BUILD") and lazy.match_file("build") and not lazy.match_file("x")
+
+
+def test_walk_names_are_the_walks_paths_normalised(tmp_path, monkeypatch):
+    """``walk_names`` (the run's walk) gives ``os.path.normpath(str(p))`` of each of ``walk``'s
+    paths, for roots written in several ways, overlapping roots and explicit files."""
+    import os
+
+    from trainlint.sources import files
+
+    (tmp_path / ".gitignore").write_text("*.log\nbuild/\nignored/\n")
+    for rel in ("train.py", "run.sh", "a/b/cfg.yaml", "a/b/c/ds.json", "a/README.md", "ignored/x.py",
+                "keep/build/y.py", "keep/z.py", "n.ipynb"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    shapes = [[Path(".")], [Path("./")], [tmp_path], [Path("a")], [Path("a/")], [Path("a/b/..")],
+              [Path("."), Path("a")], [Path("a"), Path(".")], [Path("train.py"), Path(".")],
+              [Path("keep/../a/b"), Path("a")]]
+    for paths in shapes:
+        for exclude in ([], ["a/b/*"], ["*.sh"]):
+            walked = list(files.walk(paths, exclude))
+            assert walked  # something to compare
+            assert list(files.walk_names(paths, exclude)) == [(os.path.normpath(str(p)), e) for p, e in walked]
+            if paths == [Path(".")] and not exclude:
+                assert sorted(os.path.normpath(str(p)) for p, _ in walked) == [
+                    "a/README.md", "a/b/c/ds.json", "a/b/cfg.yaml", "keep/z.py", "n.ipynb", "run.sh", "train.py"]

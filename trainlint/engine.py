@@ -160,11 +160,9 @@ def lint(paths: list[Path], settings: Settings, overlay: dict[str, str] | None =
 def _walk_order(paths: list[Path], settings: Settings) -> list[tuple[str, bool]]:
     """``partition.walk_order`` (paths as ``workspace.norm`` writes them), without importing
     the stages."""
-    import os
+    from trainlint.sources.files import walk_names
 
-    from trainlint.sources.files import walk
-
-    return [(os.path.normpath(str(p)), e) for p, e in walk(paths, settings.exclude)]
+    return list(walk_names(paths, settings.exclude))
 
 
 def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: int | None,

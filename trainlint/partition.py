@@ -27,8 +27,8 @@ from typing import Any
 from trainlint.lazyre import lazy
 from trainlint.linking import MARKDOWN_SUFFIXES, SAME_FOLDER_NAMES
 from trainlint.record import Record
-from trainlint.sources.files import ReadProblem, TextFile, read_text, walk
-from trainlint.workspace import norm, wanted_python
+from trainlint.sources.files import ReadProblem, TextFile, read_text, walk_names
+from trainlint.workspace import wanted_python
 
 
 class Unit(Record):
@@ -225,11 +225,11 @@ def _module_name(path: str) -> tuple[str, str]:
     stem, ext = os.path.splitext(base)
     if ext.lower() != ".py" or not stem:
         return "", ""
-    parent = os.path.basename(folder)
+    parent = _basename(folder)
     if stem == "__main__":
         if not parent:
             return "", ""
-        grand = os.path.basename(os.path.dirname(folder))
+        grand = _basename(os.path.dirname(folder))
         return "package", f"{grand}.{parent}" if grand else parent
     return ("module", f"{parent}.{stem}") if parent else ("", "")
 
@@ -274,18 +274,18 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
                 continue
             others[path] = tf.text
     alone: set[str] = set()
-    other_names = {os.path.basename(p) for p in others}
+    other_names = {_basename(p) for p in others}
     config_folders = {os.path.dirname(p) for p in others if p.lower().endswith((".json", ".yaml", ".yml"))}
     # linking looks for the reader of a stand-alone args file in its folder and the one above
     # (``standalone_consumer``): a script there that reads args files stays with the rest
     reader_folders = config_folders | {os.path.dirname(f) for f in config_folders}
     scanned = {p: _scan_text(p, t) for p, t in others.items()}  # a README's shell blocks
-    bases = {os.path.basename(u.path) for u in candidates}
+    bases = {_basename(u.path) for u in candidates}
     # the file names each text mentions (``NameIndex.ends``), found once per text for every
     # question of the run: a non-Python text's for the names of all walked files, a script's
     # for those of the non-Python ones (an index of more suffixes, or of longer names, gives
     # the same answers for the names it is asked: ``name_ends``)
-    walked_bases = {os.path.basename(path) for path, _, _ in order}
+    walked_bases = {_basename(path) for path, _, _ in order}
     other_bases = {b for b in walked_bases if not b.lower().endswith((".py", ".ipynb"))}
     indexes = _Indexes({_suffix(b) for b in walked_bases} - {""}, max(map(len, walked_bases), default=0),
                        {_suffix(b) for b in other_bases} - {""}, max(map(len, other_bases), default=0))
@@ -317,8 +317,13 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     parts: dict[str, set[str]] = {}  # each script's imported names, for the groups too
     imports = _imports_between(candidates, parts)
     imported = set().union(*imports.values()) if imports else set()
+    # ``any(index.mentions(name) for name in other_names)`` of a script's index, as one set
+    # question for the plain names it records (``NameIndex.mentions``) and a search for the rest
+    listed = {n for n in other_names if _PLAIN_NAME.match(n) and any(n.endswith(x) for x in indexes.py_suffixes)}
+    unlisted = [n for n in other_names if n not in listed]
+    reads_args: dict[str, bool] = {}  # script -> whether its scanned text names an args reader
     for unit in candidates:
-        base = os.path.basename(unit.path)
+        base = _basename(unit.path)
         stem = os.path.splitext(base)[0]
         mine = own.get(unit.path, ())
         if named.get(base, 0) - (base in mine) > 0 or named.get(stem, 0) - (stem in mine) > 0:
@@ -331,9 +336,9 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
         scan = _scan_text(unit.path, unit.text)
         if other_names:
             index = indexes.of(unit.path, scan)
-            if any(index.mentions(name) for name in other_names):
+            if not index.ends.isdisjoint(listed) or any(name in scan for name in unlisted):
                 continue
-        if os.path.dirname(unit.path) in reader_folders and any(n in scan for n in SAME_FOLDER_NAMES):
+        if os.path.dirname(unit.path) in reader_folders and _reads_args(unit.path, scan, reads_args):
             continue
         alone.add(unit.path)
     units = [u for u in candidates if u.path in alone]
@@ -341,7 +346,7 @@ def split(paths: list[Path], settings: Any, overlay: dict[str, str],
     rest_texts = {u.path: u.text for u in candidates if u.path not in alone}
     rest_texts.update(others)
     groups, sizes = _components(rest, rest_texts, [u for u in candidates if u.path not in alone], named_in,
-                                parts, scanned, indexes)
+                                parts, scanned, indexes, reads_args)
     return Plan(units, rest, {u.path: u.text for u in units}, groups, sizes, rest_texts, walked, dropped, read)
 
 
@@ -397,15 +402,18 @@ class _JoinedIndex(NameIndex):
 def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: list[Unit],
                 named_in: dict[str, tuple[set[str], set[str]]] | None = None,
                 parts: dict[str, set[str]] | None = None, scanned: dict[str, str] | None = None,
-                indexes: _Indexes | None = None) -> tuple[list[list[tuple[str, bool]]], list[int]]:
+                indexes: _Indexes | None = None, reads_args: dict[str, bool] | None = None
+                ) -> tuple[list[list[tuple[str, bool]]], list[int]]:
     """The rest in groups: files joined when one names the other the way the stand-alone test
     asks (a non-Python file naming any file, or a script's stem as a word; a script naming a
     non-Python file), or when a script that reads args files lies in a folder with one, or
     above one.
     ``named_in``: ``words_of`` of non-Python texts already scanned; ``parts``: the scripts'
     ``_imported_parts`` already found; ``scanned``: ``_scan_text`` of texts, when already made;
-    ``indexes``: the run's indexes of the texts (made for all the walked files' names)."""
+    ``indexes``: the run's indexes of the texts (made for all the walked files' names);
+    ``reads_args``: ``_reads_args`` of scripts already asked."""
     named_in = named_in or {}
+    reads_args = {} if reads_args is None else reads_args
     paths = [p for p, _ in rest]
     index = {p: i for i, p in enumerate(paths)}
     parent = list(range(len(paths)))
@@ -421,13 +429,25 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
 
+    def join(i: int, ids: list[int]) -> None:
+        """``union(i, j)`` for each ``j`` of ``ids`` (the same groups: the root of each is its
+        smallest index), with ``i``'s root found once (a README names hundreds of files)."""
+        ri = find(i)
+        for j in ids:
+            rj = find(j)
+            if rj < ri:
+                parent[ri] = rj
+                ri = rj
+            elif rj > ri:
+                parent[rj] = ri
+
     def is_py(p: str) -> bool:
         return p.lower().endswith((".py", ".ipynb"))
 
     by_base: dict[str, list[int]] = {}
     by_stem: dict[str, list[int]] = {}
     for i, p in enumerate(paths):
-        base = os.path.basename(p)
+        base = _basename(p)
         by_base.setdefault(base, []).append(i)
         if is_py(p) and base[:-3]:
             by_stem.setdefault(base[:-3], []).append(i)
@@ -467,25 +487,20 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
         bases = named.ends & (other_bases if py else by_base.keys())
         bases.update(b for b in odd_bases if (not py or b in other_bases) and b in text)
         for b in bases:
-            for j in by_base[b]:
-                union(i, j)
+            join(i, by_base[b])
         if not py:
             stems = named.words & by_stem.keys()
             stems.update(st for st in odd_stems if named.mentions_word(st))
             for st in stems:
-                for j in by_stem[st]:
-                    union(i, j)
+                join(i, by_stem[st])
             for name in named.modules & by_dotted.keys():
-                for j in by_dotted[name]:
-                    union(i, j)
+                join(i, by_dotted[name])
             packages = named.words & by_package.keys()
             packages.update(n for n in odd_packages if named.mentions_word(n))
             for name in packages:
-                for j in by_package[name]:
-                    union(i, j)
-        elif os.path.dirname(p) in config_folders and any(n in text for n in SAME_FOLDER_NAMES):
-            for j in config_folders[os.path.dirname(p)]:
-                union(i, j)
+                join(i, by_package[name])
+        elif os.path.dirname(p) in config_folders and _reads_args(p, text, reads_args):
+            join(i, config_folders[os.path.dirname(p)])
     # modules that import each other, and the files a notebook names, stay together
     by_module: dict[str, list[int]] = {}
     for i, p in enumerate(paths):
@@ -506,8 +521,7 @@ def _components(rest: list[tuple[str, bool]], texts: dict[str, str], scripts: li
     for u in scripts:
         if u.path.lower().endswith(".ipynb"):
             for n in _mentioned_names(_scan_text(u.path, u.text)):
-                for j in by_base.get(n, []) + by_stem.get(n, []):
-                    union(index[u.path], j)
+                join(index[u.path], by_base.get(n, []) + by_stem.get(n, []))
     groups: dict[int, list[tuple[str, bool]]] = {}
     sizes: dict[int, int] = {}
     for i, entry in enumerate(rest):
@@ -540,10 +554,28 @@ def _scan_text(path: str, text: str) -> str:
     return text
 
 
+def _reads_args(path: str, scan: str, known: dict[str, bool]) -> bool:
+    """Whether a script's scanned text names a reader of args files (``SAME_FOLDER_NAMES``):
+    four searches of the text, asked once per script for the stand-alone test and the groups."""
+    got = known.get(path)
+    if got is None:
+        got = known[path] = any(n in scan for n in SAME_FOLDER_NAMES)
+    return got
+
+
 def _module_stem(path: str) -> str:
     """The module name a file is imported by (its package's name for ``__init__.py``)."""
-    base = os.path.splitext(os.path.basename(path))[0]
-    return os.path.basename(os.path.dirname(path)) if base == "__init__" else base
+    base = os.path.splitext(_basename(path))[0]
+    return _basename(os.path.dirname(path)) if base == "__init__" else base
+
+
+if os.sep == "/" and not os.path.altsep:
+    def _basename(path: str) -> str:
+        """``os.path.basename`` (posix: after the last ``/``), without its ``fspath`` and
+        separator look-ups: the split asks it of each walked path several times."""
+        return path[path.rfind("/") + 1:]
+else:  # pragma: no cover
+    _basename = os.path.basename
 
 
 def _imported_parts(text: str) -> set[str]:
@@ -557,13 +589,16 @@ def _imported_parts(text: str) -> set[str]:
         start = text.rfind("\n", 0, pos) + 1
         m = match(text, start)
         if m is not None:
-            for g in m.groups():
-                if g:
-                    out.update(part for part in g.split(".") if part)
+            a, b = m.groups()
+            if a:
+                out.update(a.split("."))
+            if b:
+                out.update(b.split("."))
         end = text.find("\n", pos)
         if end == -1:
             break
         pos = text.find("import", end)
+    out.discard("")  # (``from . import x``, ``a..b``: no part)
     return out
 
 
@@ -642,4 +677,5 @@ def _prefilter(path: str, text: str) -> bool:
 
 
 def walk_order(paths: list[Path], settings: Any) -> list[tuple[str, bool]]:
-    return [(norm(p), e) for p, e in walk(paths, settings.exclude)]
+    """The walk of ``paths`` (paths as ``workspace.norm`` writes them)."""
+    return list(walk_names(paths, settings.exclude))
