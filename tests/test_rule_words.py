@@ -157,3 +157,48 @@ def test_trigger_names_found_as_substring_search_finds_them():
         for _ in range(2000):
             text = "".join(rng.choice(pieces + sorted(extra)) for _ in range(rng.randint(0, 12)))
             assert tn.found_in(text) == {n for n in tn.names if n in text}, text
+
+
+def test_holds_identifier_is_membership_in_identifiers():
+    """``holds_identifier`` (one word searched for) answers ``word in identifiers(text)``:
+    on random texts of name characters, digits, non-ASCII letters and separators, and words
+    that are no identifier (a digit first, a dash, empty)."""
+    import random
+
+    from trainlint.rule_index import holds_identifier, identifiers
+
+    rng = random.Random(11)
+    alphabet = "ab1_ é.\n9-"
+    words = ["a", "b", "ab", "a1", "_a", "1a", "a-b", "", "ba_", "é"]
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        for word in words:
+            assert holds_identifier(text, word) == (word in identifiers(text)), (text, word)
+
+
+def test_prefilter_wanted_is_its_definition():
+    """``Prefilter.wanted`` (the names ending in ``Config`` asked in one scan, a few words each
+    searched for) gives what its definition gives: one of ``names`` as a substring, or a
+    worded trigger as a substring with one of its rule's words among the text's identifiers."""
+    import random
+
+    from trainlint.config import Settings
+    from trainlint.rule_index import identifiers, prefilter, rule_words
+
+    found = prefilter(Settings())
+    assert found.names is not None and any(n.endswith("Config") for n in found.names) and found.worded
+
+    def defined(text: str) -> bool:
+        if any(n in text for n in found.names):
+            return True
+        tokens = identifiers(text)
+        return any(trigger in text and not rule_words(code, trigger).isdisjoint(tokens)
+                   for trigger, codes in found.worded for code in codes)
+
+    words = sorted({w for t, codes in found.worded for c in codes for w in list(rule_words(c, t))[:5]})
+    pieces = list(found.names) + [t for t, _ in found.worded] + words + [
+        "Config", "SFT", "DPO", "Bits", "And", "Bytes", "1", "_", " ", ".", "\n", "x", "é"]
+    rng = random.Random(5)
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert found.wanted(text) == defined(text), text

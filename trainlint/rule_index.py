@@ -91,20 +91,39 @@ class Prefilter:
     def __init__(self, names: tuple[str, ...] | None, worded: list[tuple[str, list[str]]]) -> None:
         self.names = names
         self.worded = worded  # (trigger, the codes of the rules with words for it)
+        # ``names`` as ``wanted`` asks them: those that end in ``Config`` (TRL's configs,
+        # ``BitsAndBytesConfig``) by what stands before each ``Config`` of the text, one scan
+        # for them all (not one scan of the whole text per name); the others one by one
+        self._direct = tuple(n for n in names or () if not n.endswith("Config"))
+        self._config_heads = tuple(n[:-len("Config")] for n in names or () if n.endswith("Config"))
 
     def wanted(self, text: str) -> bool:
-        names = self.names
-        if names is None:
+        if self.names is None:
             return True
-        if any(n in text for n in names):
+        if any(n in text for n in self._direct):
             return True
+        heads = self._config_heads
+        if heads:
+            i = text.find("Config")
+            while i >= 0:
+                if text.endswith(heads, 0, i):
+                    return True
+                i = text.find("Config", i + 6)
         tokens: set[str] | None = None
         for trigger, codes in self.worded:
             if trigger in text:
-                if tokens is None:
-                    tokens = identifiers(text)
-                if any(not rule_words(code, trigger).isdisjoint(tokens) for code in codes):
-                    return True
+                for code in codes:
+                    words = rule_words(code, trigger)
+                    if tokens is None and len(words) <= _FEW_WORDS:
+                        # a few words: each searched for (a scan of the text each), not
+                        # every word of the text collected (peft's ``peft``: 3 words)
+                        if any(holds_identifier(text, w) for w in words):
+                            return True
+                        continue
+                    if tokens is None:
+                        tokens = identifiers(text)
+                    if not words.isdisjoint(tokens):
+                        return True
         return False
 
 
@@ -149,6 +168,36 @@ def identifiers(text: str) -> set[str]:
 
         _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
     return set(_IDENTIFIER.findall(text))
+
+
+# Up to this many words, ``holds_identifier`` of each costs less than ``identifiers`` of the text
+# (a substring scan is some 50 times faster than collecting the text's words).
+_FEW_WORDS = 16
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_DIGITS = frozenset("0123456789")
+
+
+def holds_identifier(text: str, word: str) -> bool:
+    """``word in identifiers(text)``, without collecting the words of ``text``: an occurrence of
+    ``word`` with no name character after it and, before it, only digits (none, or a run of
+    them) after something that is no name character (``identifiers`` starts a word at the first
+    letter or underscore after a non-name character or digits: ``1peft`` holds ``peft``)."""
+    if not word or word[0] in _DIGITS or not _WORD_CHARS.issuperset(word):
+        return False  # never one of ``identifiers``
+    n = len(text)
+    size = len(word)
+    chars, digits = _WORD_CHARS, _DIGITS
+    i = text.find(word)
+    while i >= 0:
+        end = i + size
+        if end == n or text[end] not in chars:
+            j = i
+            while j and text[j - 1] in digits:
+                j -= 1
+            if not j or text[j - 1] not in chars:
+                return True
+        i = text.find(word, i + 1)
+    return False
 
 
 def can_trigger(entry: dict[str, Any], present: set[str], tokens: Any = None) -> bool:
