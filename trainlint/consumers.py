@@ -437,7 +437,12 @@ def project_readers(pf: PythonFile) -> list[str]:
     if "load" not in pf.text:  # every reader's name holds it: no such call (and no walk of the file)
         pf._project_readers = found  # type: ignore[attr-defined]
         return found
-    for cs in pf.calls:
+    # such a call is written ``<expr>.load(...)`` (``safe_load``, ``full_load``, ``loads``) or
+    # ``<name>(...)`` for a name imported as one of them: a file with no such call is not walked
+    names = {"safe_load", "load", "full_load", "loads"}
+    names.update(local for local, qualified in pf.imports.items()
+                 if qualified in _PROJECT_READERS or qualified.endswith(".OmegaConf.load"))
+    for cs in pf.calls_named(*sorted(names)):
         qn = pf.qualname(cs.node.func) or ""
         if qn in _PROJECT_READERS or qn.endswith(".OmegaConf.load"):
             found.append(qn)

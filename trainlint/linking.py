@@ -462,13 +462,15 @@ def _fallback_calls(pf: "PythonFile") -> set[int]:
     function taking ``args``: the default a trainer class builds when its caller passes none
     (transformers' own ``Trainer.__init__``, vendored by ChatGLM's ptuning/trainer.py)."""
     out: set[int] = set()
-    functions = [fn for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for fn in pf.of_type(kind)]
+    functions = None  # listed at the first such test (most files have none)
     for node in pf.of_type(ast.If):
         test = node.test
         if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
                 and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant)
                 and test.comparators[0].value is None):
             continue
+        if functions is None:
+            functions = [fn for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for fn in pf.of_type(kind)]
         name = test.left.id
         inside = [fn for fn in functions if fn.lineno <= node.lineno <= (fn.end_lineno or fn.lineno)]
         fn = max(inside, key=lambda f: f.lineno, default=None)  # the innermost function holding it
@@ -1145,7 +1147,11 @@ def _initialize_configs(pf: PythonFile) -> list[tuple[Value | None, str]]:
     out: list[tuple[Value | None, str]] = []
     if "initialize" not in pf.text or "deepspeed" not in pf.text:  # no such call (and no walk of the file)
         return out
-    for cs in pf.calls:
+    # such a call is written ``<expr>.initialize(...)`` or ``<name>(...)`` for a name imported as
+    # deepspeed.initialize: a file whose text has no such call is not walked (TRL's modules name
+    # DeepSpeed and initialize in many other ways)
+    aliases = [local for local, qualified in pf.imports.items() if qualified == "deepspeed.initialize"]
+    for cs in pf.calls_named("initialize", *aliases):
         if pf.qualname(cs.node.func) != "deepspeed.initialize":
             continue
         for name in ("config", "config_params"):
