@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainlint.sources.python import PythonFile, TrainingArgsCall
 
 MAX_DEPTH = 6
+_UNASKED = object()
 _ANY: frozenset[str] = frozenset({"\0"})  # a folder that could not be listed: it may hold anything
 
 
@@ -442,11 +443,15 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
         reads_dataclasses = "Parser" in pf.text
         for node in pf.tree.body:
             if isinstance(node, ast.ImportFrom):
+                other = _UNASKED  # the module, looked up at the first name that needs it
                 for a in node.names:
                     local = a.asname or a.name
                     if a.name == "*" or local in pf.local_classes:
                         continue
-                    other = mods.module(pf.path, node.module or "", node.level)
+                    if other is _UNASKED:
+                        other = mods.module(pf.path, node.module or "", node.level)
+                    elif type(other) is _Light and other.full:  # made a file by the name before
+                        other = other.full
                     if other is None or other is pf:
                         continue
                     kept = named.get((id(other), a.name))
