@@ -7,6 +7,7 @@ script that cannot read it no longer carries its module."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from helpers import lint_folder, write_files
@@ -111,3 +112,50 @@ def test_the_same_import_from_two_folders_finds_each_folders_module(tmp_path):
             (site,) = [x for x in s.sites if x.path.endswith("config.py")]
             got[Path(s.scripts[0].path).parent.name] = (Path(site.path).parent.name, site.values["logging_steps"].value)
     assert got == {"a": ("a", 500), "b": (tmp_path.name, 1), "c": (tmp_path.name, 1)}
+
+
+def test_a_module_found_beside_folders_listed_once(tmp_path):
+    # the folder's listing rules out ``torch``/``config``-named modules that are not there, and
+    # finds the one that is, whatever its case on disk is for a case-insensitive system; a
+    # module that is a file of the workspace without one on disk (given as such) is found too
+    from trainlint.modules import Modules
+    from trainlint.sources.files import ParsedFile, TextFile
+    from trainlint.sources.python import PythonFile
+
+    write_files(tmp_path, {".git/HEAD": "x\n", "helpers.py": "X = 1\n", "pkg/__init__.py": "",
+                           "pkg/sub.py": "Y = 2\n", "main.py": "import helpers\n"})
+    settings = load_settings(tmp_path)
+    ws = read_workspace([tmp_path], settings, {})
+    main = str(tmp_path / "main.py")
+    mods = Modules(ws)
+    assert mods.module(main, "helpers", 0).path.endswith("helpers.py")
+    assert mods.module(main, "pkg.sub", 0).path.endswith("sub.py")
+    assert mods.module(main, "pkg", 0).path.endswith("__init__.py")
+    assert mods.module(main, "torch", 0) is None and mods.module(main, "pkg.missing", 0) is None
+    assert mods.module(main, "helpers", 0) is mods.module(main, "helpers", 0)
+    # a file of the workspace that is not on disk
+    ghost = str(tmp_path / "ghost" / "mod.py")
+    text = "Z = 3\n"
+    ws.files[ghost] = ParsedFile(path=ghost, kind="python", text=TextFile(ghost, text), explicit=True,
+                                 doc=PythonFile(ghost, text, ast.parse(text)))
+    assert Modules(ws).module(main, "ghost.mod", 0).path == ghost
+
+
+def test_the_start_folders_are_kept_per_folder_while_setups_are_built(tmp_path, monkeypatch):
+    # ``trainlint.folders``: within ``kept()`` the answer of a folder is looked up once and each
+    # caller gets its own list; outside it, each ask looks again
+    from trainlint import folders, workspace
+
+    write_files(tmp_path, {".git/HEAD": "x\n", "a/b/x.sh": "", "a/b/y.sh": ""})
+    x, y = str(tmp_path / "a/b/x.sh"), str(tmp_path / "a/b/y.sh")
+    asked = []
+    look = workspace.reference_folders
+    monkeypatch.setattr(workspace, "reference_folders", lambda p: asked.append(p) or look(p))
+    with folders.kept():
+        first = folders.reference_folders(x)
+        first.append("changed")
+        second = folders.reference_folders(y)
+        assert folders.repository_root(x) == folders.repository_root(y) == str(tmp_path)
+    assert second == look(x) and "changed" not in second and asked == [x]
+    folders.reference_folders(x)
+    assert asked == [x, x]

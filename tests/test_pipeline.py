@@ -97,7 +97,7 @@ LAYERS = [
                "trainlint.reads"]),
     ("readers", ["trainlint.sources"]),
     ("workspace", ["trainlint.workspace"]),
-    ("linking", ["trainlint.consumers", "trainlint.modules", "trainlint.linking"]),
+    ("linking", ["trainlint.consumers", "trainlint.folders", "trainlint.modules", "trainlint.linking"]),
     ("setups", ["trainlint.resolve"]),
     ("rules", ["trainlint.analysis", "trainlint.script_values", "trainlint.memory", "trainlint.estimate", "trainlint.fixing.python_edits",
                "trainlint.fixing.text_edits", "trainlint.rules"]),

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainlint.lazyre import lazy
 from trainlint import reads
+from trainlint.folders import reference_folders as _reference_folders, repository_root as _repository_root
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.record import Record, replace
 from trainlint.setup import (
@@ -103,7 +104,8 @@ def _missing(ws: Workspace, ref_path: str, span, what: str, folders: list[str],
     ws.problems.append(replace(d, end_line=span.end_line, end_column=span.end_column))
 
 
-# (``reference_folders`` and ``repository_root`` live in ``workspace``: module lookup uses them too)
+# (``reference_folders`` and ``repository_root`` live in ``workspace``: module lookup uses them too;
+# while setups are built, ``trainlint.folders`` keeps their answers per folder)
 
 
 # -- where a referenced path is ---------------------------------------------------------------
@@ -145,12 +147,12 @@ def _start_folders(base_file: str, launch: LaunchCommand | None) -> tuple[list[s
     if launch is not None and not launch.cwd_known:
         return None, "an earlier cd goes to a folder that cannot be resolved statically"
     if cwd is None:
-        return reference_folders(base_file), ""
+        return _reference_folders(base_file), ""
     if cwd.startswith(SCRIPT_DIR):
         return [os.path.normpath(os.path.join(os.path.dirname(base_file), cwd[len(SCRIPT_DIR):].lstrip("/")))], ""
     if os.path.isabs(cwd):
         return [cwd], ""
-    return [os.path.normpath(os.path.join(f, cwd)) for f in reference_folders(base_file)], ""
+    return [os.path.normpath(os.path.join(f, cwd)) for f in _reference_folders(base_file)], ""
 
 
 def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None = None,
@@ -184,7 +186,7 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
     if ref_x.startswith(SCRIPT_DIR):  # $(dirname "$0")/train.py: beside the shell file
         ref_x = os.path.normpath(os.path.join(os.path.dirname(base_file) or ".",
                                               ref_x[len(SCRIPT_DIR):].lstrip("/")))
-    root = repository_root(base_file)
+    root = _repository_root(base_file)
     if os.path.isabs(ref_x) or ref_x != os.path.expanduser(ref):
         folders: list[str] | None = [""]
     else:
@@ -460,13 +462,15 @@ def _fallback_calls(pf: "PythonFile") -> set[int]:
     function taking ``args``: the default a trainer class builds when its caller passes none
     (transformers' own ``Trainer.__init__``, vendored by ChatGLM's ptuning/trainer.py)."""
     out: set[int] = set()
-    functions = [fn for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for fn in pf.of_type(kind)]
+    functions = None  # listed at the first such test (most files have none)
     for node in pf.of_type(ast.If):
         test = node.test
         if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
                 and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant)
                 and test.comparators[0].value is None):
             continue
+        if functions is None:
+            functions = [fn for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for fn in pf.of_type(kind)]
         name = test.left.id
         inside = [fn for fn in functions if fn.lineno <= node.lineno <= (fn.end_lineno or fn.lineno)]
         fn = max(inside, key=lambda f: f.lineno, default=None)  # the innermost function holding it
@@ -969,7 +973,7 @@ class _Linker:
         for text in refs:
             if not isinstance(text, str) or not text.endswith(ARGS_FILE_SUFFIXES) or "$" in text:
                 continue
-            for folder in reference_folders(launch.path):
+            for folder in _reference_folders(launch.path):
                 cand = norm(os.path.join(folder, text))
                 if cand in self.ws.files:
                     self.project_files.setdefault(cand, project_consumer(via=via))
@@ -1056,7 +1060,7 @@ class _Linker:
         for pf in files:  # parse_yaml_file("args.yaml") names it
             use = main_parser(pf)
             for text, _node in use.literal_files if use is not None else ():
-                if any(norm(os.path.join(f, text)) == path for f in reference_folders(pf.path)):
+                if any(norm(os.path.join(f, text)) == path for f in _reference_folders(pf.path)):
                     method = "parse_json_file" if text.endswith(".json") else "parse_yaml_file"
                     return use.consumer(pf, f"{method}({text!r}) in {os.path.basename(pf.path)}",
                                         frozenset(_local_dataclass_fields(pf, use)))
@@ -1143,7 +1147,11 @@ def _initialize_configs(pf: PythonFile) -> list[tuple[Value | None, str]]:
     out: list[tuple[Value | None, str]] = []
     if "initialize" not in pf.text or "deepspeed" not in pf.text:  # no such call (and no walk of the file)
         return out
-    for cs in pf.calls:
+    # such a call is written ``<expr>.initialize(...)`` or ``<name>(...)`` for a name imported as
+    # deepspeed.initialize: a file whose text has no such call is not walked (TRL's modules name
+    # DeepSpeed and initialize in many other ways)
+    aliases = [local for local, qualified in pf.imports.items() if qualified == "deepspeed.initialize"]
+    for cs in pf.calls_named("initialize", *aliases):
         if pf.qualname(cs.node.func) != "deepspeed.initialize":
             continue
         for name in ("config", "config_params"):
@@ -1217,6 +1225,13 @@ def _with_imports(setup: Setup, ws: Workspace, uses: dict[str, list[str]]) -> Se
 
 
 def link_setups(ws: Workspace, settings: Settings) -> list[Setup]:
+    from trainlint.folders import kept
+
+    with kept():  # the folders a path may start from, looked up once per folder (``trainlint.folders``)
+        return _link_setups(ws, settings)
+
+
+def _link_setups(ws: Workspace, settings: Settings) -> list[Setup]:
     from trainlint.modules import link_modules
 
     uses = link_modules(ws)

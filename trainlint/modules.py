@@ -41,6 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainlint.sources.python import PythonFile, TrainingArgsCall
 
 MAX_DEPTH = 6
+_UNASKED = object()
+_ANY: frozenset[str] = frozenset({"\0"})  # a folder that could not be listed: it may hold anything
 
 
 class Modules:
@@ -49,11 +51,14 @@ class Modules:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._cache: dict[tuple[str, str, int], PythonFile | None] = {}
+        self._asked: dict[tuple[str, str, int], PythonFile | None] = {}  # the same by importing file
         self._in_bases: dict[tuple[str, str], PythonFile | None] = {}  # (folder, module): ``_in_base``
         self._roots_of: dict[str, list[str]] = {}  # by folder: where an absolute import may start
         self._not_files: set[str] = set()  # paths looked at that are no file
         self._tops: dict[int, tuple[PythonFile, _Top]] = {}  # by id of the file (kept alive here)
         self._light: dict[str, _Light] = {}  # modules read only to follow names (``read_linked_module``)
+        self._listings: dict[str, frozenset[str]] = {}  # by folder: its names, casefolded (``_may_hold``)
+        self._file_names: dict[str, set[str]] | None = None  # the same of the workspace's files
 
     def full(self, pf: PythonFile | _Light) -> PythonFile | None:
         """``pf`` as a file of the workspace: a module read only to follow names through
@@ -69,7 +74,7 @@ class Modules:
                 kept = self._tops.get(id(pf))
                 if kept is not None:
                     self._tops[id(pf.full)] = (pf.full, kept[1])
-                for cache in (self._cache, self._in_bases):
+                for cache in (self._cache, self._in_bases):  # (``_asked`` is looked through)
                     for k, v in cache.items():
                         if v is pf:
                             cache[k] = pf.full
@@ -89,7 +94,7 @@ class Modules:
         return found
 
     def _roots_in(self, from_file: str) -> list[str]:
-        from trainlint.workspace import reference_folders
+        from trainlint.folders import reference_folders
 
         folders = reference_folders(from_file)
         out = []
@@ -103,9 +108,16 @@ class Modules:
 
     def module(self, from_file: str, module: str, level: int) -> PythonFile | None:
         """The repository file of ``module`` as imported from ``from_file`` (``level`` dots)."""
+        own = (from_file, module, level)  # the same import asked again (peft: 8,000 asks)
+        if own in self._asked:
+            found = self._asked[own]
+            if type(found) is _Light and found.full:  # made a file of the workspace since
+                return found.full  # type: ignore[return-value]
+            return found
         key = (os.path.dirname(from_file), module, level)
         if key in self._cache:
-            return self._cache[key]
+            found = self._asked[own] = self._cache[key]
+            return found
         found = None
         if level > 0:
             base = os.path.dirname(from_file)
@@ -118,7 +130,7 @@ class Modules:
             found = self._in_base(base, module)
             if found is not None:
                 break
-        self._cache[key] = found
+        self._cache[key] = self._asked[own] = found
         return found
 
     def _in_base(self, base: str, module: str) -> PythonFile | None:
@@ -129,6 +141,9 @@ class Modules:
         key = (base, module)
         if key in self._in_bases:
             return self._in_bases[key]
+        if not self._may_hold(base, module.partition(".")[0]):
+            self._in_bases[key] = None
+            return None
         if module:
             stem = os.path.join(base, *module.split("."))
             found = self._load(stem + ".py")
@@ -138,6 +153,38 @@ class Modules:
             found = self._load(os.path.join(base, "__init__.py"))
         self._in_bases[key] = found
         return found
+
+    def _may_hold(self, base: str, top: str) -> bool:
+        """Whether ``base`` may hold the module or package ``top`` (``top.py``, ``top/``; its
+        ``__init__.py`` for no name): false only when one listing of ``base`` (kept per folder)
+        names neither, compared case-insensitively (a case-insensitive file system finds
+        ``Config.py`` for ``config``). Most absolute imports name installed packages (``torch``,
+        ``transformers.utils``), looked up under each folder an import may start from: each
+        lookup looked for two files that are not there (peft: 4,400 of them). The files of the
+        workspace count as listed (one given without a file on disk). Not asked when the run has
+        unsaved texts (``overlay``: a file may be there without being on disk), nor for a name
+        that is not ASCII (a file system may store it in another normal form)."""
+        if self.ws.overlay or not top.isascii():
+            return True
+        names = self._listings.get(base)
+        if names is None:
+            from trainlint.workspace import norm
+
+            if self._file_names is None:
+                self._file_names = _names_by_folder(self.ws.files)
+            try:
+                listed = {n.casefold() for n in os.listdir(base or ".")}
+            except OSError:  # not a folder, or not listable: the files are looked for one by one
+                listed = None
+            if listed is not None:
+                listed.update(self._file_names.get(norm(base), ()))
+            names = self._listings[base] = _ANY if listed is None else frozenset(listed)
+        if names is _ANY:
+            return True
+        if not top:
+            return "__init__.py" in names
+        top = top.casefold()
+        return top in names or top + ".py" in names
 
     def _load(self, path: str) -> PythonFile | None:
         from trainlint.workspace import norm, read_file, read_linked_module
@@ -272,6 +319,18 @@ class Modules:
         return self.args_object(found[0], found[1], depth + 1)
 
 
+def _names_by_folder(paths) -> dict[str, set[str]]:
+    """By folder (normalized), the names in it of ``paths`` and of the folders that hold them,
+    casefolded."""
+    out: dict[str, set[str]] = {}
+    for path in paths:
+        folder, name = os.path.split(os.path.normpath(path))
+        while name:
+            out.setdefault(os.path.normpath(folder) if folder else ".", set()).add(name.casefold())
+            folder, name = os.path.split(folder)
+    return out
+
+
 class _Light:
     """A repository module linking reads only to follow names through it (``from .lora import
     LoraConfig`` in a package's ``__init__.py``): its text and syntax tree, no ``PythonFile``
@@ -364,6 +423,7 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
 
     mods = Modules(ws)
     uses: dict[str, list[str]] = {}
+    named: dict[tuple[int, str], tuple] = {}  # (id of a module, name): (the module, ``_what_is_named``)
     for f in list(ws.files.values()):
         pf = f.doc
         if f.kind != "python" or not isinstance(pf, PythonFile) or not _might_import_repository(pf):
@@ -383,35 +443,43 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
         reads_dataclasses = "Parser" in pf.text
         for node in pf.tree.body:
             if isinstance(node, ast.ImportFrom):
+                other = _UNASKED  # the module, looked up at the first name that needs it
                 for a in node.names:
                     local = a.asname or a.name
                     if a.name == "*" or local in pf.local_classes:
                         continue
-                    other = mods.module(pf.path, node.module or "", node.level)
+                    if other is _UNASKED:
+                        other = mods.module(pf.path, node.module or "", node.level)
+                    elif type(other) is _Light and other.full:  # made a file by the name before
+                        other = other.full
                     if other is None or other is pf:
                         continue
-                    found = mods.class_in(other, a.name)
-                    if found is not None:
-                        lib = mods.library_base(found[0], found[1])
+                    kept = named.get((id(other), a.name))
+                    if kept is None or kept[0] is not other:
+                        kept = named[(id(other), a.name)] = (other, _what_is_named(mods, other, a.name))
+                    what = kept[1]
+                    kind = what[0]
+                    if kind == "class":
+                        lib, found = what[1], what[2]
                         if lib is not None:
                             owner = mods.full(found[0])
                             if owner is not None:
                                 classes[local] = (lib, owner, found[1])
                                 used.append(owner.path)
-                        elif _is_dataclass(found[1]) or mods.parser_base(found[0], found[1]) is not None:
+                        elif what[3] is not None:
                             # parsed by HfArgumentParser, or the repository's subclass of the parser
-                            dataclass = _is_dataclass(found[1])
+                            dataclass = what[3]
                             defs.append((local, found, dataclass))
                             if not dataclass:
                                 reads_dataclasses = True  # a parser: it may parse any of them
                         continue
-                    obj = mods.args_object(other, a.name)
-                    if obj is not None:
+                    if kind == "object":
+                        obj = what[1]
                         objects[local] = obj
                         used.append(obj.args.path)
                         continue
-                    fn = mods.args_function(other, a.name)
-                    if fn is not None:
+                    if kind == "function":
+                        fn = what[1]
                         functions[local] = fn
                         used.append(fn[0].path)
                         continue
@@ -442,7 +510,36 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
             if functions:
                 _follow_functions(pf, functions)
             uses[pf.path] = sorted(set(used))
+            named.clear()  # what a linked file defines and builds may answer otherwise now
     return uses
+
+
+def _what_is_named(mods: Modules, other: PythonFile, name: str) -> tuple:
+    """What ``from <other> import name`` brings, for ``link_modules``: ``("class", library
+    class or None, (module, ClassDef), dataclass)`` (``dataclass``: True for a dataclass,
+    False for a parser subclass, None for neither; asked only without a library class),
+    ``("object", TrainingArgsCall)``, ``("function", (module, FunctionDef, TrainingArgsCall))``
+    or ``("other",)``. The same names are imported by many scripts (peft's tests: ``from peft
+    import LoraConfig, get_peft_model``); the answer is kept until a file is linked (its
+    classes, calls and objects may answer otherwise then)."""
+    found = mods.class_in(other, name)
+    if found is not None:
+        lib = mods.library_base(found[0], found[1])
+        if lib is not None:
+            return ("class", lib, found, None)
+        dataclass: bool | None = None
+        if _is_dataclass(found[1]):
+            dataclass = True
+        elif mods.parser_base(found[0], found[1]) is not None:
+            dataclass = False
+        return ("class", None, found, dataclass)
+    obj = mods.args_object(other, name)
+    if obj is not None:
+        return ("object", obj)
+    fn = mods.args_function(other, name)
+    if fn is not None:
+        return ("function", fn)
+    return ("other",)
 
 
 def _qualify(mods: Modules, module: PythonFile, prefix: str, qualified: dict[str, tuple[str, str]],

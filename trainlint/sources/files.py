@@ -521,13 +521,20 @@ def repository_names(root: str) -> dict[str, list[str]]:
     Kept for one run (``engine.lint`` clears it at its end)."""
     out: dict[str, list[str]] = {}
     count = 0
+    # the walk's folders are ``root`` joined with their path below it: that path, cut off, is
+    # what ``relpath`` gives for a normalized absolute ``root`` (linking's; else ``relpath``)
+    exact = root == os.path.abspath(root)
+    cut = len(root.rstrip(os.sep)) + 1
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        below = (dirpath[cut:] + os.sep if dirpath != root else "") if exact else None
         for d in dirnames:  # folders under their name and a slash: ``same_name(root, "src/")``
-            out.setdefault(d + "/", []).append(os.path.relpath(os.path.join(dirpath, d), root))
+            out.setdefault(d + "/", []).append(
+                below + d if below is not None else os.path.relpath(os.path.join(dirpath, d), root))
         for name in filenames:
-            out.setdefault(name, []).append(os.path.relpath(os.path.join(dirpath, name), root))
-            count += 1
+            out.setdefault(name, []).append(
+                below + name if below is not None else os.path.relpath(os.path.join(dirpath, name), root))
+        count += len(filenames)
         if count > SAME_NAME_LIMIT:
             break
     return out
