@@ -533,3 +533,35 @@ def test_repository_subclass_of_hf_argument_parser_reads_the_args_file(tmp_path)
     # a class of the same name that is not a parser: the file is not read as its args
     write_files(tmp_path, {"alignment/configs.py": "class H4ArgumentParser:\n    def parse(self):\n        pass\n"})
     assert not _found(lint_folder(tmp_path, options={"transformers_version": "4.46.0"}), "TL603")
+
+
+def test_parser_uses_walks_no_file_that_calls_only_classes_that_are_no_parser():
+    """A script that calls its own classes (``Config(...)``, argparse's ``ArgumentParser``) but
+    no parser is not walked for parser calls; a local subclass of HfArgumentParser is still
+    read as the parser it is."""
+    from trainlint.consumers import parser_uses
+    from trainlint.sources.python import parse_python
+
+    plain = parse_python("plain.py", "import argparse\nclass Config:\n    pass\n"
+                                     "cfg = Config()\nparser = argparse.ArgumentParser()\n")
+    assert parser_uses(plain) == [] and not plain._walked
+    sub = parse_python("sub.py", "from transformers import HfArgumentParser, TrainingArguments\n"
+                                 "class Config:\n    pass\n"
+                                 "class MyParser(HfArgumentParser):\n    pass\n"
+                                 "cfg = Config()\nparser = MyParser((TrainingArguments,))\n"
+                                 "(args,) = parser.parse_args_into_dataclasses()\n")
+    (use,) = parser_uses(sub)
+    assert (use.kind, use.class_name) == ("HfArgumentParser", "TrainingArguments")
+
+
+def test_project_readers_walks_no_file_without_a_reader_module():
+    """``torch.load(...)`` is no config reader: a file whose text names none of the readers'
+    modules is not walked; ``yaml.safe_load`` under an alias still is one."""
+    from trainlint.consumers import project_readers
+    from trainlint.sources.python import parse_python
+
+    plain = parse_python("plain.py", "import torch\nstate = torch.load('m.pt')\n")
+    assert project_readers(plain) == [] and not plain._walked
+    aliased = parse_python("aliased.py", "import yaml as y\nimport torch\ncfg = y.safe_load(open('c.yaml'))\n"
+                                         "state = torch.load('m.pt')\n")
+    assert project_readers(aliased) == ["yaml.safe_load"]

@@ -557,3 +557,23 @@ def test_an_ellipsis_placeholder_in_a_launch_template_is_info(tmp_path):
     (root / "scripts/run.sh").write_text(run.replace("deepspeed_config=...", "deepspeed_config=../configs/ds.json"))
     (d,) = _found(_lint(root), "TL004")
     assert d.severity is not Severity.INFO and "'../configs/ds.json' does not exist" in d.message, d.message
+
+
+@pytest.mark.parametrize("files, module, expected", [
+    ({"src/pkg/__init__.py": "", "src/pkg/train.py": TRAIN_PY}, "pkg.train", None),
+    ({"pkg/__init__.py": "", "pkg/other.py": "x = 1\n"}, "pkg.train", "pkg/train.py"),
+    ({"src/pkg/__init__.py": ""}, "pkg.sub.train", "pkg/sub/train.py"),
+])
+def test_python_m_module_verdict_is_the_first_candidates(tmp_path, files, module, expected):
+    """``python -m pkg.train``: four candidates are looked for (``pkg/train.py``,
+    ``pkg/train/__main__.py``, the same under ``src/``); when none is there, the finding says
+    what the first one's verdict says (only the first is judged), and that the package is here."""
+    root = _repo(tmp_path, {**files, "run.sh": f"python -m {module} --learning_rate 1e-4 --output_dir o\n"})
+    found = [d for d in _lint(root).diagnostics if d.code == "TL004"]
+    if expected is None:
+        assert found == []
+        return
+    assert [(d.severity, d.message) for d in found] == [(
+        Severity.ERROR,
+        f"module {module!r} does not exist (looked for {root / expected}); the package 'pkg' is in this "
+        "repository, but not this module")]

@@ -186,8 +186,13 @@ def parser_uses(pf: PythonFile) -> list[ParserUse]:
         pf._parser_uses = out  # type: ignore[attr-defined]
         return out
     local_defs = {n.name for n in pf.of_type(ast.ClassDef)}
-    # the calls named like a parser class or a repository class, from the file's call index
-    for cs in pf.calls_named(*PARSER_CLASSES, *local_defs, *pf.external_defs):
+    # the calls named like a parser class or a repository class that subclasses one, from the
+    # file's call index: a call ``Name(...)`` of another repository class is no parser
+    # (``_parser_subclass`` depends on the name alone), so a file that calls its own classes
+    # and its imported configs (peft's examples: ``LoraConfig(...)``) but no parser is not walked
+    subclasses = [n for n in dict.fromkeys((*local_defs, *pf.external_defs))
+                  if _parser_subclass(pf, ast.Name(id=n)) is not None]
+    for cs in pf.calls_named(*PARSER_CLASSES, *subclasses):
         kind = _last_name(cs.node.func)
         if kind not in PARSER_CLASSES:
             f = cs.node.func
@@ -434,7 +439,10 @@ def project_readers(pf: PythonFile) -> list[str]:
     if cached is not None:
         return cached
     found: list[str] = []
-    if "load" not in pf.text:  # every reader's name holds it: no such call (and no walk of the file)
+    if "load" not in pf.text or not pf.may_name("yaml", "json", "OmegaConf", "toml"):
+        # every reader's name holds "load", and its qualified name its module's (an import
+        # of it names the module): no such call (and no walk of the file; peft's scripts
+        # call ``torch.load``)
         pf._project_readers = found  # type: ignore[attr-defined]
         return found
     # such a call is written ``<expr>.load(...)`` (``safe_load``, ``full_load``, ``loads``) or

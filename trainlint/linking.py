@@ -156,12 +156,14 @@ def _start_folders(base_file: str, launch: LaunchCommand | None) -> tuple[list[s
 
 
 def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None = None,
-           doc: Any = None, _tail_of: str = "") -> Located:
+           doc: Any = None, _tail_of: str = "", verdict: bool = True) -> Located:
     """Find the file ``ref`` written in ``base_file`` (by ``launch``, after its ``cd``s;
     ``doc`` the shell document that may write the file itself), and when it is not there,
     how likely it is that the repository should contain it. The places looked at where no
     file was are added to ``ws.absent`` (the findings depend on their absence: the cache
-    checks it)."""
+    checks it). ``verdict=False``: only whether it is there (a caller that reads nothing but
+    FOUND: ``python -m``'s other candidates); when it is not, a Located that says UNRESOLVED,
+    without judging how likely it is (nor noting what that judgement reads)."""
     from trainlint.workspace import norm
 
     if not ref:
@@ -173,7 +175,7 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
         rest = ref[m.end():] if m is not None else ""
         if not rest or "$" in rest or "`" in rest or has_placeholder(rest):
             return Located(UNRESOLVED, why=f"{ref!r} uses a shell variable that cannot be resolved")
-        loc = locate(ws, base_file, rest, launch, doc, _tail_of=ref)
+        loc = locate(ws, base_file, rest, launch, doc, _tail_of=ref, verdict=verdict)
         if loc.verdict == FOUND:
             loc.note = f"{m.group().rstrip('/')} taken as the folder that holds {rest}"
             return loc
@@ -198,6 +200,8 @@ def locate(ws: Workspace, base_file: str, ref: str, launch: LaunchCommand | None
     ws.absent.update(candidates[:candidates.index(path)] if path is not None else candidates)
     if path is not None:
         return Located(FOUND, path=path, folders=folders)
+    if not verdict:
+        return Located(UNRESOLVED, folders=folders)
     # what the verdict below looks at: whether the folders exist, files of the same name
     for d in dict.fromkeys([*folders, *(os.path.dirname(c) for c in candidates)]):
         reads.note_isdir(d or ".")
@@ -785,15 +789,17 @@ class _Linker:
         rel = module.replace(".", "/")
         tried: Located | None = None
         for cand in (f"{rel}.py", f"{rel}/__main__.py", f"src/{rel}.py", f"src/{rel}/__main__.py"):
-            loc = locate(self.ws, base, cand, launch, doc)
+            # only the first candidate's verdict is shown when none is there: the others are
+            # only looked for (their verdicts, a listing of their folders each, were dropped)
+            loc = locate(self.ws, base, cand, launch, doc, verdict=tried is None)
             if loc.verdict == FOUND:
                 return self._read_located(loc), loc, cand
             tried = tried or loc
         assert tried is not None
         top = module.split(".", 1)[0]
-        package = next((locate(self.ws, base, d, launch, doc) for d in (top, f"src/{top}")
-                        if locate(self.ws, base, d, launch, doc).verdict == FOUND), None)
-        if package is not None:  # the package is here: the module should be
+        package = any(locate(self.ws, base, d, launch, doc, verdict=False).verdict == FOUND
+                      for d in (top, f"src/{top}"))
+        if package:  # the package is here: the module should be
             return None, Located(MISSING, folders=tried.folders, severity=Severity.ERROR,
                                  why=f"the package {top!r} is in this repository, but not this module"), f"{rel}.py"
         return None, Located(ELSEWHERE, folders=tried.folders, severity=Severity.INFO,

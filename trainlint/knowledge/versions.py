@@ -176,20 +176,31 @@ def _trl_requires() -> dict[str, str]:
     return json.loads(path.read_text(encoding="utf-8"))["transformers"]
 
 
+@lru_cache(maxsize=None)
+def _trl_requirement(trl: str):
+    """The transformers range trl release ``trl`` requires (the data's text read as a
+    ``SpecifierSet``; raises what reading it raises). Read once per release: each sub-project
+    that pins transformers asks ``trl_for_transformers``, which tries every known release
+    (peft: ~470 readings of ~60 texts)."""
+    from trainlint.knowledge.pep440 import SpecifierSet
+
+    return SpecifierSet(_trl_requires().get(trl, ""))
+
+
 def trl_for_transformers(transformers: str, trl: str) -> ResolvedVersion | None:
     """For a project that pins transformers and does not declare trl: the trl release pip would
     install beside it when ``trl`` (installed, or the newest known) cannot be, with why; None
     when ``trl``'s own requirement admits that transformers (or either is not known). When no
     known trl release admits it, the oldest known, said to be an assumption (the project runs
     an older trl than the data knows)."""
-    from trainlint.knowledge.pep440 import InvalidSpecifier, InvalidVersion, SpecifierSet, Version
+    from trainlint.knowledge.pep440 import InvalidSpecifier, InvalidVersion, Version
 
     requires = _trl_requires()
     try:
         tf = Version(transformers)
 
         def admits(v: str) -> bool:
-            return SpecifierSet(requires.get(v, "")).contains(tf, prereleases=True)
+            return _trl_requirement(v).contains(tf, prereleases=True)
 
         current = training_args.trl_data_version_for(trl)
         if current not in requires or admits(current):
