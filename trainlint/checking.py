@@ -321,12 +321,13 @@ class _Present:
     """The trigger names the texts of a workspace hold, as ``can_trigger`` asks them
     (``isdisjoint``, ``in``): each name searched text by text until one holds it."""
 
-    __slots__ = ("_held", "_order", "_hit")
+    __slots__ = ("_held", "_order", "_hit", "_none")
 
     def __init__(self, held: list[HeldNames], order: Any) -> None:
         self._held = held
         self._order = order
         self._hit: dict[str, bool] = {}
+        self._none: dict[tuple[str, ...], bool] = {}  # ``isdisjoint``, by the ordered names
 
     def __contains__(self, name: str) -> bool:
         hit = self._hit.get(name)
@@ -335,7 +336,11 @@ class _Present:
         return hit
 
     def isdisjoint(self, names: Any) -> bool:
-        return not any(n in self for n in self._order(names))
+        order = self._order(names)
+        none = self._none.get(order)
+        if none is None:
+            none = self._none[order] = not any(n in self for n in order)
+        return none
 
 
 _LAUNCH_KEYS = frozenset({"launch", "launch_file", "site_refs"})  # a launch line's own keys (``linking``)

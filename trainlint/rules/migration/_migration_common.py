@@ -123,13 +123,26 @@ def _status(setup: Setup, site: ArgsSite, name: str) -> tuple[str, ta.FieldHisto
 def _written_with_status(setup: Setup, wanted: str):
     """(site, name, value, history) for every argument written in a TrainingArguments-like
     site of a known class whose status against the target version is ``wanted``."""
-    for site in setup.sites:
-        if not is_known_class(site.class_name):
-            continue
-        for name, value in site.values.items():
-            status, h = _status(setup, site, name)
-            if status == wanted:
-                yield site, name, value, h
+    for site, name, value, status, h in _statuses(setup):
+        if status == wanted:
+            yield site, name, value, h
+
+
+def _statuses(setup: Setup) -> list[tuple[ArgsSite, str, Value, str, ta.FieldHistory | None]]:
+    """(site, name, value, status, history) for every argument written in a TrainingArguments-
+    like site of a known class (``_status``): worked out once per setup, for the three rules
+    that each report one status (removed, too new, unknown)."""
+    found = setup.extra.get("_arg_statuses")
+    if found is None:
+        found = []
+        for site in setup.sites:
+            if not is_known_class(site.class_name):
+                continue
+            for name, value in site.values.items():
+                status, h = _status(setup, site, name)
+                found.append((site, name, value, status, h))
+        setup.extra["_arg_statuses"] = found
+    return found
 
 
 def _shown(value: Value) -> str:
