@@ -175,12 +175,18 @@ def test_held_names_answer_as_substring_search_does():
     for extra in (set(), {"ab", "abc", "b", "aConfig", "Configx", "xTrainer"}):
         tn = TriggerNames(set(names) | extra)
         every = sorted(tn.names)
+        # sets of which some hold others (as the rules' triggers do): answered through the smaller
+        base = tuple(rng.sample(every, 6))
+        orders = [base, base[:3], base + tuple(rng.sample(every, 2)), tuple(rng.sample(every, 4))]
+        tn.plan_orders(orders)
         for _ in range(3000):
             text = "".join(rng.choice(pieces + sorted(extra)) for _ in range(rng.randint(0, 12)))
             held = tn.held(text)
             asked = rng.sample(every, len(every))
             some = tuple(rng.sample(every, 3))
             assert held.holds_any(some) == any(n in text for n in some), (text, some)
+            for order in rng.sample(orders, len(orders)):
+                assert held.holds_any(order) == any(n in text for n in order), (text, order)
             assert {n for n in asked if held.holds(n)} == {n for n in every if n in text}, text
 
 

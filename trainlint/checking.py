@@ -53,6 +53,7 @@ class RuleSet:
         names = self.__dict__.get("_names")
         if names is None:
             names = self._names = TriggerNames({t for e in self.entries for t in (e["triggers"] or ())})
+            names.plan_orders([self._order(e["triggers"]) for e in self.entries if e["triggers"]])
         return names
 
     def make_all(self) -> None:
@@ -187,7 +188,8 @@ class RuleSet:
                 return rules
         held.append(self._held_words(None, None, _launch_text(launch)))
         fires_on = self._fires_on
-        return [r for r in rules if _may_fire(fires_on[r.code], held)]
+        words = set().union(*held)  # a rule's word in one of the texts: in their union
+        return [r for r in rules if _may_fire(fires_on[r.code], words)]
 
     def _held_words(self, seen: dict[Any, Any] | None, path: Any, text: str) -> set[str]:
         """Which of the selected rules' ``fires_on`` words ``text`` may hold: those that are
@@ -209,10 +211,11 @@ class RuleSet:
         return found
 
 
-def _may_fire(fires_on: frozenset[str] | None, held: list[set[str]]) -> bool:
+def _may_fire(fires_on: frozenset[str] | None, held: set[str]) -> bool:
     """Whether a rule with ``fires_on`` may report on a setup whose texts hold ``held`` of the
-    words (``RuleSet._held_words``): it has no words, or a text may hold one of them."""
-    return fires_on is None or any(not fires_on.isdisjoint(h) for h in held)
+    words (``RuleSet._held_words``, of every text together): it has no words, or one of them
+    is held."""
+    return fires_on is None or not fires_on.isdisjoint(held)
 
 
 class TriggerNames:
@@ -236,6 +239,20 @@ class TriggerNames:
                 hit.add(name)
         return hit & self.names
 
+    def plan_orders(self, orders: list[tuple[str, ...]]) -> None:
+        """For each of the ordered trigger tuples the planning asks (``HeldNames.holds_any``),
+        the largest other one among them that it holds and the names it adds: a text that
+        holds one of the rules' common triggers then answers every larger set at once, and
+        one that holds none of them is searched for the added names only."""
+        distinct = sorted(set(orders), key=len)
+        split: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        for order in distinct:
+            mine = set(order)
+            sub = max((o for o in distinct if len(o) < len(order) and mine.issuperset(o)), key=len, default=None)
+            if sub is not None:
+                split[order] = (sub, tuple(n for n in order if n not in sub))
+        self._split = split
+
     def held(self, text: str) -> HeldNames:
         """Which of the names ``text`` holds, each searched when first asked (``HeldNames``)."""
         if "_gates" not in self.__dict__:
@@ -251,6 +268,9 @@ class TriggerNames:
                               for n in pieces.values()}
             self._groups = {g: sorted(by_len.items()) for g, by_len in groups.items()}
         return HeldNames(text, self)
+
+
+_NO_SPLIT: dict = {}
 
 
 class HeldNames:
@@ -306,15 +326,21 @@ class HeldNames:
     def holds_any(self, names: tuple[str, ...]) -> bool:
         found = self._any.get(names)
         if found is None:
-            hit = self._hit
-            found = False
-            for name in names:
-                h = hit.get(name)
-                if h or h is None and self.holds(name):
-                    found = True
-                    break
+            split = self._names.__dict__.get("_split", _NO_SPLIT).get(names)
+            if split is not None:  # a smaller set of the rules' triggers, and the names it lacks
+                found = self.holds_any(split[0]) or self._holds_one(split[1])
+            else:
+                found = self._holds_one(names)
             self._any[names] = found
         return found
+
+    def _holds_one(self, names: tuple[str, ...]) -> bool:
+        hit = self._hit
+        for name in names:
+            h = hit.get(name)
+            if h or h is None and self.holds(name):
+                return True
+        return False
 
 
 class _Present:

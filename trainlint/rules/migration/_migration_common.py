@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
+from trainlint import reads
 from trainlint.diagnostics import Edit
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
@@ -229,12 +230,17 @@ def _replacement_fix(setup: Setup, site: ArgsSite, value: Value, valid: frozense
     return ([e] if e else None), ("safe" if safe else "unsafe"), f"remove {name}", advice
 
 
-def _from_pretrained_calls(pf: PythonFile) -> Iterator[ast.Call]:
+def _from_pretrained_calls(pf: PythonFile) -> list[ast.Call]:
     """The ``<transformers model class>.from_pretrained(...)`` calls of ``pf``: the class is
     known through the file's imports, so a file that imports nothing of transformers has
-    none (and is not walked for them)."""
+    none (and is not walked for them). A function of the file alone, found once per check
+    (``reads.kept``) for the two rules that ask of every setup that holds it."""
     if not pf.uses_module("transformers"):
-        return
+        return []
+    return reads.kept(("_from_pretrained_calls", pf), lambda: list(_model_loads(pf)))
+
+
+def _model_loads(pf: PythonFile) -> Iterator[ast.Call]:
     for cs in pf.calls_named("from_pretrained"):
         f = cs.node.func
         if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):
