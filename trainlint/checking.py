@@ -270,7 +270,7 @@ class TriggerNames:
         return HeldNames(text, self)
 
 
-_NO_SPLIT: dict = {}
+_NO_SPLIT: dict = {}  # a ``TriggerNames`` never told the rules' trigger sets (``plan_orders``)
 
 
 class HeldNames:
