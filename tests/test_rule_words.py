@@ -159,6 +159,37 @@ def test_trigger_names_found_as_substring_search_finds_them():
             assert tn.found_in(text) == {n for n in tn.names if n in text}, text
 
 
+def test_held_names_answer_as_substring_search_does():
+    """``TriggerNames.held`` (each name searched on its first question, in any order; the names
+    that end with a gate found together from the gate's occurrences) holds exactly the names a
+    plain substring search finds, and ``holds_any`` agrees with it."""
+    import random
+
+    from trainlint.checking import RuleSet, TriggerNames
+    from trainlint.config import Settings
+
+    names = RuleSet(Settings())._trigger_names().names
+    pieces = sorted(names) + ["Config", "Train", "ing", "Arguments", "Seq2Seq", "SFT", "DPO", "Online", "er",
+                              "_", " ", "\n", "x"]
+    rng = random.Random(11)
+    for extra in (set(), {"ab", "abc", "b", "aConfig", "Configx", "xTrainer"}):
+        tn = TriggerNames(set(names) | extra)
+        every = sorted(tn.names)
+        # sets of which some hold others (as the rules' triggers do): answered through the smaller
+        base = tuple(rng.sample(every, 6))
+        orders = [base, base[:3], base + tuple(rng.sample(every, 2)), tuple(rng.sample(every, 4))]
+        tn.plan_orders(orders)
+        for _ in range(3000):
+            text = "".join(rng.choice(pieces + sorted(extra)) for _ in range(rng.randint(0, 12)))
+            held = tn.held(text)
+            asked = rng.sample(every, len(every))
+            some = tuple(rng.sample(every, 3))
+            assert held.holds_any(some) == any(n in text for n in some), (text, some)
+            for order in rng.sample(orders, len(orders)):
+                assert held.holds_any(order) == any(n in text for n in order), (text, order)
+            assert {n for n in asked if held.holds(n)} == {n for n in every if n in text}, text
+
+
 def test_holds_identifier_is_membership_in_identifiers():
     """``holds_identifier`` (one word searched for) answers ``word in identifiers(text)``:
     on random texts of name characters, digits, non-ASCII letters and separators, and words

@@ -53,6 +53,7 @@ class RuleSet:
         names = self.__dict__.get("_names")
         if names is None:
             names = self._names = TriggerNames({t for e in self.entries for t in (e["triggers"] or ())})
+            names.plan_orders([self._order(e["triggers"]) for e in self.entries if e["triggers"]])
         return names
 
     def make_all(self) -> None:
@@ -62,24 +63,25 @@ class RuleSet:
 
     def for_workspace(self, ws: Workspace, seen: dict[Any, Any] | None = None) -> list[Rule]:
         """The rules that may report on ``ws``; ``seen`` (``for_setup``'s) keeps each file's
-        trigger names, found here once for both."""
+        trigger names (``HeldNames``), searched here and there once for both."""
         texts = [_python_text(f) for f in ws.files.values()]
         if any(t is None for t in texts):
             return [self._rule(e) for e in self.entries]
         if seen is None:
             seen = {}
         names = self._trigger_names()
-        present: set[str] = set()
+        held: list[HeldNames] = []
         texts = []
         for path, f in ws.files.items():
             if f.doc is None:
                 continue
             text = _python_text(f)
             texts.append(text)
-            found_in = seen.get(path)
-            if found_in is None:
-                found_in = seen[path] = names.found_in(text)
-            present |= found_in
+            h = seen.get(path)
+            if h is None:
+                h = seen[path] = names.held(text)
+            held.append(h)
+        present = _Present(held, self._order)
         found: list[set[str]] = []
 
         def tokens() -> set[str]:  # the words of the texts, for rules with words; once
@@ -88,6 +90,19 @@ class RuleSet:
             return found[0]
 
         return [self._rule(e) for e in self.entries if e.get("python_alone", True) and can_trigger(e, present, tokens)]
+
+    def _order(self, triggers: Any) -> tuple[str, ...]:
+        """``triggers`` in the order a text is searched for one: shortest first (``Trainer``
+        before the ``...Config`` names, ``trl`` before ``transformers``), which a text that
+        holds any mostly holds; made once per set of triggers (most rules share one)."""
+        orders = self.__dict__.get("_orders")
+        if orders is None:
+            orders = self._orders = {}
+        key = tuple(triggers)
+        order = orders.get(key)
+        if order is None:
+            order = orders[key] = tuple(sorted(set(triggers), key=lambda n: (len(n), n)))
+        return order
 
     def for_setup(self, setup: Any, ws: Workspace, rules: list[Rule], seen: dict[Any, Any]) -> list[Rule]:
         """Of ``rules`` (the workspace's), those that may report on ``setup``: when every file
@@ -103,26 +118,46 @@ class RuleSet:
             return self._for_launch(setup, ws, rules, seen)
         if public or not setup.files:
             return rules
-        entries = self._by_code
         names = self._trigger_names()
-        present: set[str] = set()
+        held: list[HeldNames] = []
         for path in setup.files:
             found = seen.get(path)
             if found is None:
                 f = ws.files.get(path)
                 text = _python_text(f) if f is not None and f.doc is not None else None
-                # every selected rule's names: those of rules the workspace does not run meet
-                # none of ``rules``' triggers below
-                found = seen[path] = None if text is None else names.found_in(text)
+                # every selected rule's names: those of rules the workspace does not run are
+                # never asked below
+                found = seen[path] = None if text is None else names.held(text)
             if found is None:
                 return rules
-            present |= found
+            held.append(found)
+        out = []
+        triggered: dict[tuple[str, ...], bool] = {(): False}  # by ordered triggers: most rules share them
+        for r, order in self._triggers_of(rules):
+            if order is None:
+                out.append(r)
+                continue
+            hit = triggered.get(order)
+            if hit is None:
+                hit = triggered[order] = any(h.holds_any(order) for h in held)
+            if hit:
+                out.append(r)
+        return out
+
+    def _triggers_of(self, rules: list[Rule]) -> list[tuple[Rule, tuple[str, ...] | None]]:
+        """(rule, its ordered triggers, or None for a rule without triggers) for each rule of
+        ``rules`` that can report on Python files alone (``python_alone``), in order; for the
+        last list asked (every setup of a workspace asks the workspace's)."""
+        last = self.__dict__.get("_last_triggers")
+        if last is not None and last[0] is rules:
+            return last[1]
+        entries = self._by_code
         out = []
         for r in rules:
             e = entries[r.code]
-            triggers = e["triggers"]
-            if e.get("python_alone", True) and (triggers is None or not present.isdisjoint(triggers)):
-                out.append(r)
+            if e.get("python_alone", True):
+                out.append((r, None if e["triggers"] is None else self._order(e["triggers"])))
+        self._last_triggers = (rules, out)  # the list is kept: its id stays its own
         return out
 
     def _for_launch(self, setup: Any, ws: Workspace, rules: list[Rule], seen: dict[Any, Any]) -> list[Rule]:
@@ -153,7 +188,8 @@ class RuleSet:
                 return rules
         held.append(self._held_words(None, None, _launch_text(launch)))
         fires_on = self._fires_on
-        return [r for r in rules if _may_fire(fires_on[r.code], held)]
+        words = set().union(*held)  # a rule's word in one of the texts: in their union
+        return [r for r in rules if _may_fire(fires_on[r.code], words)]
 
     def _held_words(self, seen: dict[Any, Any] | None, path: Any, text: str) -> set[str]:
         """Which of the selected rules' ``fires_on`` words ``text`` may hold: those that are
@@ -175,10 +211,11 @@ class RuleSet:
         return found
 
 
-def _may_fire(fires_on: frozenset[str] | None, held: list[set[str]]) -> bool:
+def _may_fire(fires_on: frozenset[str] | None, held: set[str]) -> bool:
     """Whether a rule with ``fires_on`` may report on a setup whose texts hold ``held`` of the
-    words (``RuleSet._held_words``): it has no words, or a text may hold one of them."""
-    return fires_on is None or any(not fires_on.isdisjoint(h) for h in held)
+    words (``RuleSet._held_words``, of every text together): it has no words, or one of them
+    is held."""
+    return fires_on is None or not fires_on.isdisjoint(held)
 
 
 class TriggerNames:
@@ -201,6 +238,135 @@ class TriggerNames:
             if (gate is None or gate in hit) and name in text:
                 hit.add(name)
         return hit & self.names
+
+    def plan_orders(self, orders: list[tuple[str, ...]]) -> None:
+        """For each of the ordered trigger tuples the planning asks (``HeldNames.holds_any``),
+        the largest other one among them that it holds and the names it adds: a text that
+        holds one of the rules' common triggers then answers every larger set at once, and
+        one that holds none of them is searched for the added names only."""
+        distinct = sorted(set(orders), key=len)
+        split: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        for order in distinct:
+            mine = set(order)
+            sub = max((o for o in distinct if len(o) < len(order) and mine.issuperset(o)), key=len, default=None)
+            if sub is not None:
+                split[order] = (sub, tuple(n for n in order if n not in sub))
+        self._split = split
+
+    def held(self, text: str) -> HeldNames:
+        """Which of the names ``text`` holds, each searched when first asked (``HeldNames``)."""
+        if "_gates" not in self.__dict__:
+            self._gates = dict(self._plan)
+            # the names that end with a gate (``SFTConfig``...), by gate: by the length of what
+            # precedes it, each such piece's name
+            groups: dict[str, dict[int, dict[str, str]]] = {}
+            for n in self.names:
+                g = next((g for g in self.GATES if n.endswith(g) and n != g), None)
+                if g is not None:
+                    groups.setdefault(g, {}).setdefault(len(n) - len(g), {})[n[:len(n) - len(g)]] = n
+            self._suffixed = {n: g for g, by_len in groups.items() for pieces in by_len.values()
+                              for n in pieces.values()}
+            self._groups = {g: sorted(by_len.items()) for g, by_len in groups.items()}
+        return HeldNames(text, self)
+
+
+_NO_SPLIT: dict = {}  # a ``TriggerNames`` never told the rules' trigger sets (``plan_orders``)
+
+
+class HeldNames:
+    """The trigger names one text holds (substrings), each searched on its first question, a
+    name that holds a shorter name or gate only where that one is (``TriggerNames``). The
+    planning asks whether a text holds any of a rule's triggers: a text that holds the first
+    one asked (``Trainer``) answers every rule with the same triggers without another
+    search, where finding all the names would search the whole text for each absent one.
+    The names that end with a gate (the TRL ``...Config`` classes, which a text without
+    ``Trainer`` is asked for one by one) are found together, from the gate's occurrences: a
+    name ``XConfig`` is in the text exactly where ``X`` stands before one of them."""
+
+    __slots__ = ("text", "_names", "_hit", "_any")
+
+    def __init__(self, text: str, names: TriggerNames) -> None:
+        self.text = text
+        self._names = names
+        self._hit: dict[str, bool] = {}
+        self._any: dict[tuple[str, ...], bool] = {}  # ``holds_any``, by its names
+
+    def holds(self, name: str) -> bool:
+        hit = self._hit.get(name)
+        if hit is None:
+            names = self._names
+            suffix = names._suffixed.get(name)
+            if suffix is not None:
+                self._suffixed_by(suffix)
+                return self._hit[name]
+            gate = names._gates.get(name)
+            hit = self._hit[name] = (gate is None or self.holds(gate)) and name in self.text
+        return hit
+
+    def _suffixed_by(self, gate: str) -> None:
+        """Whether the text holds each name that ends with ``gate``, from one pass over the
+        gate's occurrences (none: none of them)."""
+        groups = self._names._groups[gate]
+        found: set[str] = set()
+        if self.holds(gate):
+            text = self.text
+            i = text.find(gate)
+            while i >= 0:
+                for size, pieces in groups:
+                    if i >= size:
+                        n = pieces.get(text[i - size:i])
+                        if n is not None:
+                            found.add(n)
+                i = text.find(gate, i + 1)
+        hit = self._hit
+        for _, pieces in groups:
+            for n in pieces.values():
+                hit[n] = n in found
+
+    def holds_any(self, names: tuple[str, ...]) -> bool:
+        found = self._any.get(names)
+        if found is None:
+            split = self._names.__dict__.get("_split", _NO_SPLIT).get(names)
+            if split is not None:  # a smaller set of the rules' triggers, and the names it lacks
+                found = self.holds_any(split[0]) or self._holds_one(split[1])
+            else:
+                found = self._holds_one(names)
+            self._any[names] = found
+        return found
+
+    def _holds_one(self, names: tuple[str, ...]) -> bool:
+        hit = self._hit
+        for name in names:
+            h = hit.get(name)
+            if h or h is None and self.holds(name):
+                return True
+        return False
+
+
+class _Present:
+    """The trigger names the texts of a workspace hold, as ``can_trigger`` asks them
+    (``isdisjoint``, ``in``): each name searched text by text until one holds it."""
+
+    __slots__ = ("_held", "_order", "_hit", "_none")
+
+    def __init__(self, held: list[HeldNames], order: Any) -> None:
+        self._held = held
+        self._order = order
+        self._hit: dict[str, bool] = {}
+        self._none: dict[tuple[str, ...], bool] = {}  # ``isdisjoint``, by the ordered names
+
+    def __contains__(self, name: str) -> bool:
+        hit = self._hit.get(name)
+        if hit is None:
+            hit = self._hit[name] = any(h.holds(name) for h in self._held)
+        return hit
+
+    def isdisjoint(self, names: Any) -> bool:
+        order = self._order(names)
+        none = self._none.get(order)
+        if none is None:
+            none = self._none[order] = not any(n in self for n in order)
+        return none
 
 
 _LAUNCH_KEYS = frozenset({"launch", "launch_file", "site_refs"})  # a launch line's own keys (``linking``)

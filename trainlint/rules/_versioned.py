@@ -120,8 +120,16 @@ def _class_fields(pf: PythonFile, name: str, trl: str | None = None,
     another repository module) and its repository bases, and with a TRL version ``trl``, the
     fields of TRL parser dataclasses among its bases (``class ScriptArguments(trl.ScriptArguments)``)
     in that version; None when a base is neither the repository's nor a library arguments class
-    (its fields are not known)."""
-    seen = seen if seen is not None else set()
+    (its fields are not known). Worked out once per check (``reads.kept``) for a file, class
+    and version: every setup that holds the file asks, for each of its sites, from several
+    rules."""
+    if seen is None:
+        found = reads.kept(("_class_fields", pf, name, trl), lambda: _class_fields_of(pf, name, trl, set()))
+        return None if found is None else set(found)
+    return _class_fields_of(pf, name, trl, seen)
+
+
+def _class_fields_of(pf: PythonFile, name: str, trl: str | None, seen: set[str]) -> set[str] | None:
     found = pf.class_def(name)
     if found is None:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
+from trainlint import reads
 from trainlint.diagnostics import Edit
 from trainlint.knowledge import training_args as ta
 from trainlint.rules._versioned import (
@@ -123,13 +124,26 @@ def _status(setup: Setup, site: ArgsSite, name: str) -> tuple[str, ta.FieldHisto
 def _written_with_status(setup: Setup, wanted: str):
     """(site, name, value, history) for every argument written in a TrainingArguments-like
     site of a known class whose status against the target version is ``wanted``."""
-    for site in setup.sites:
-        if not is_known_class(site.class_name):
-            continue
-        for name, value in site.values.items():
-            status, h = _status(setup, site, name)
-            if status == wanted:
-                yield site, name, value, h
+    for site, name, value, status, h in _statuses(setup):
+        if status == wanted:
+            yield site, name, value, h
+
+
+def _statuses(setup: Setup) -> list[tuple[ArgsSite, str, Value, str, ta.FieldHistory | None]]:
+    """(site, name, value, status, history) for every argument written in a TrainingArguments-
+    like site of a known class (``_status``): worked out once per setup, for the three rules
+    that each report one status (removed, too new, unknown)."""
+    found = setup.extra.get("_arg_statuses")
+    if found is None:
+        found = []
+        for site in setup.sites:
+            if not is_known_class(site.class_name):
+                continue
+            for name, value in site.values.items():
+                status, h = _status(setup, site, name)
+                found.append((site, name, value, status, h))
+        setup.extra["_arg_statuses"] = found
+    return found
 
 
 def _shown(value: Value) -> str:
@@ -216,12 +230,17 @@ def _replacement_fix(setup: Setup, site: ArgsSite, value: Value, valid: frozense
     return ([e] if e else None), ("safe" if safe else "unsafe"), f"remove {name}", advice
 
 
-def _from_pretrained_calls(pf: PythonFile) -> Iterator[ast.Call]:
+def _from_pretrained_calls(pf: PythonFile) -> list[ast.Call]:
     """The ``<transformers model class>.from_pretrained(...)`` calls of ``pf``: the class is
     known through the file's imports, so a file that imports nothing of transformers has
-    none (and is not walked for them)."""
+    none (and is not walked for them). A function of the file alone, found once per check
+    (``reads.kept``) for the two rules that ask of every setup that holds it."""
     if not pf.uses_module("transformers"):
-        return
+        return []
+    return reads.kept(("_from_pretrained_calls", pf), lambda: list(_model_loads(pf)))
+
+
+def _model_loads(pf: PythonFile) -> Iterator[ast.Call]:
     for cs in pf.calls_named("from_pretrained"):
         f = cs.node.func
         if not (isinstance(f, ast.Attribute) and f.attr == "from_pretrained"):

@@ -287,6 +287,10 @@ class RemovedArgument(Rule):
                 continue
             yield self.diagnostic(span, message, edits=edits, fix_message=fix_message,
                                   applicability=applicability)  # type: ignore[arg-type]
+        # the rest reports on a parser's sites only (flags, an args file): a setup without one
+        # does not ask what its scripts' parsers read
+        if not any(s.call is None and is_known_class(s.class_name) for s in setup.sites):
+            return
         yield from self._library_dataclass_fields(setup)
         tolerant = tolerant_parse(setup)
         if tolerant is not None:

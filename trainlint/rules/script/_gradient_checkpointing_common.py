@@ -6,6 +6,7 @@ import ast
 import json
 from typing import Any
 
+from trainlint import reads
 from trainlint.analysis import (
     KBIT_PREPARE,
     TrainerContext,
@@ -68,6 +69,28 @@ def _reentrant_from_node(ctx: TrainerContext, node: ast.AST | None, scope) -> An
 
 
 def checkpointing_sources(ctx: TrainerContext) -> list[Source]:
+    """The places that turn gradient checkpointing on for the Trainer of ``ctx``: worked out
+    once per check for each context (``reads.kept``; seven rules ask of every setup's)."""
+    return list(reads.kept(("_checkpointing_sources", _Same(ctx)), lambda: _checkpointing_sources(ctx)))
+
+
+class _Same:
+    """A key that is its object, compared by identity (a context holds lists: no hash), and
+    keeps it alive while the answer is kept, so its id is not reused."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Same and other.obj is self.obj  # type: ignore[attr-defined]
+
+
+def _checkpointing_sources(ctx: TrainerContext) -> list[Source]:
     pf, flow = ctx.pf, ctx.flow
     out: list[Source] = []
     for site in ctx.sites or []:

@@ -7,6 +7,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator
 
+from trainlint import reads
 from trainlint.analysis import LoadCall, flow_for
 from trainlint.setup import Setup
 from trainlint.sources.python import CallSite, PythonFile
@@ -44,20 +45,26 @@ def peft_uses(setup: Setup) -> Iterator[PeftUse]:
     for pf in setup.scripts:
         if "peft" not in pf.text:
             continue
-        for tc in pf.trainer_calls:
-            flow = flow_for(pf, tc)
-            loads = list(flow.loads) if flow is not None else []
-            cfg = _config_call(pf, tc.keywords.get("peft_config"), tc.site.scope)
-            if cfg is not None:
-                yield PeftUse(pf, cfg, tc.site.node, loads)
-            if flow is None:
+        # a function of the script alone: worked out once per check (``reads.kept``) for the
+        # rules that ask and every setup that holds it
+        yield from reads.kept(("_peft_uses", pf), lambda: list(_file_peft_uses(pf)))  # noqa: B023 - called here
+
+
+def _file_peft_uses(pf: PythonFile) -> Iterator[PeftUse]:
+    for tc in pf.trainer_calls:
+        flow = flow_for(pf, tc)
+        loads = list(flow.loads) if flow is not None else []
+        cfg = _config_call(pf, tc.keywords.get("peft_config"), tc.site.scope)
+        if cfg is not None:
+            yield PeftUse(pf, cfg, tc.site.node, loads)
+        if flow is None:
+            continue
+        for st in flow.step("peft"):
+            call = st.call
+            if st.detail != "get_peft_model":
                 continue
-            for st in flow.step("peft"):
-                call = st.call
-                if st.detail != "get_peft_model":
-                    continue
-                arg = call.args[1] if len(call.args) > 1 else next(
-                    (k.value for k in call.keywords if k.arg == "peft_config"), None)
-                cfg = _config_call(pf, arg, st.scope)
-                if cfg is not None:
-                    yield PeftUse(pf, cfg, call, loads)
+            arg = call.args[1] if len(call.args) > 1 else next(
+                (k.value for k in call.keywords if k.arg == "peft_config"), None)
+            cfg = _config_call(pf, arg, st.scope)
+            if cfg is not None:
+                yield PeftUse(pf, cfg, call, loads)

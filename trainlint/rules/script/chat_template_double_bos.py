@@ -7,6 +7,7 @@ from typing import Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.fixing.python_edits import add_keyword
+from trainlint.rule_index import holds_identifier
 from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.sources.python import PythonFile
 
@@ -28,6 +29,14 @@ def _template_text(pf: PythonFile, expr: ast.AST, scope, depth: int = 0) -> ast.
         if kw is not None and isinstance(kw.value, ast.Constant) and kw.value.value is False:
             return expr
     return None
+
+
+def _may_render(pf: PythonFile) -> bool:
+    """Whether the file can hold an ``apply_chat_template(..., tokenize=False)`` call (what
+    ``_template_text`` finds): its keyword and its value each stand as a whole identifier in
+    the file's identifier text; a file without them is not walked for its calls."""
+    text = pf.identifier_text()
+    return holds_identifier(text, "tokenize") and holds_identifier(text, "False")
 
 
 _ID_KEYWORDS = ("pretrained_model_name_or_path", "model_name", "model_id")
@@ -240,7 +249,7 @@ class ChatTemplateDoubleBos(ScriptRule):
     ]
 
     def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
-        if "apply_chat_template" not in pf.text:
+        if "apply_chat_template" not in pf.text or not _may_render(pf):
             return
         # the template texts of the file (``x.apply_chat_template(..., tokenize=False)``): none, no
         # call can tokenize one

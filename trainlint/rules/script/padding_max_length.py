@@ -19,7 +19,7 @@ from trainlint.fixing.python_edits import (
 from trainlint.record import Row
 from trainlint.rules._triggers import SETUP_NAMES
 from trainlint.rules._context import is_test_path, run_context
-from trainlint.rules.base import Case, Rule
+from trainlint.rules.base import Case, Facts, ScriptRule
 from trainlint.setup import Setup
 from trainlint.sources.python import (
     TRL_TRAINER_CLASSES,
@@ -384,7 +384,11 @@ def _label_writes(fn: ast.AST) -> list[ast.AST] | None:
     return out
 
 
-class PaddingMaxLength(Rule):
+def _test_file(setup: Setup) -> str | None:
+    return run_context(setup).test_file
+
+
+class PaddingMaxLength(ScriptRule):
     """
     ## What it does
     Flags a tokenizer call with `padding="max_length"` (or `PaddingStrategy.MAX_LENGTH`, or
@@ -701,30 +705,29 @@ class PaddingMaxLength(Rule):
         ),
     ]
 
-    def check(self, setup: Setup) -> Iterable[Diagnostic]:
-        for pf in setup.scripts:
-            if not pf.trainer_calls or pf.uses_module("torch_xla"):
+    def check_script(self, pf: PythonFile, facts: Facts) -> Iterable[Diagnostic]:
+        if not pf.trainer_calls or pf.uses_module("torch_xla"):
+            return
+        if is_test_path(pf.path) or facts.ask(_test_file) is not None:
+            return  # a test pads to a fixed length on purpose (deterministic shapes and values)
+        uses = find_padding(pf)
+        if not uses:
+            return
+        train_calls = _train_calls(pf)
+        for use in uses:
+            if not feeds_training(pf, use, train_calls):
                 continue
-            if is_test_path(pf.path) or run_context(setup).test_file is not None:
-                continue  # a test pads to a fixed length on purpose (deterministic shapes and values)
-            uses = find_padding(pf)
-            if not uses:
-                continue
-            train_calls = _train_calls(pf)
-            for use in uses:
-                if not feeds_training(pf, use, train_calls):
-                    continue
-                tok_text = pf.source_of(use.tokenizer)
-                edits, safe, why = self._fix(pf, use)
-                kw = pf.keyword(use.call.node, "max_length")
-                length = pf.resolve(kw.value, use.call.scope).value if kw is not None else None
-                to = f"max_length={length} tokens" if isinstance(length, int) else "the maximum length"
-                message = (f'`padding="max_length"` in a `{tok_text}` call pads every example to {to} '
-                           f"at preprocessing, so most of each batch is padding (wasted compute and "
-                           f"memory); drop it and let a collator pad each batch to its longest example{why}")
-                yield self.diagnostic(pf.span(use.value_node), message, edits=edits,
-                                      applicability="safe" if safe else "unsafe",
-                                      fix_message="remove the padding and pad per batch (dynamic padding)")
+            tok_text = pf.source_of(use.tokenizer)
+            edits, safe, why = self._fix(pf, use)
+            kw = pf.keyword(use.call.node, "max_length")
+            length = pf.resolve(kw.value, use.call.scope).value if kw is not None else None
+            to = f"max_length={length} tokens" if isinstance(length, int) else "the maximum length"
+            message = (f'`padding="max_length"` in a `{tok_text}` call pads every example to {to} '
+                       f"at preprocessing, so most of each batch is padding (wasted compute and "
+                       f"memory); drop it and let a collator pad each batch to its longest example{why}")
+            yield self.diagnostic(pf.span(use.value_node), message, edits=edits,
+                                  applicability="safe" if safe else "unsafe",
+                                  fix_message="remove the padding and pad per batch (dynamic padding)")
 
     def _fix(self, pf: PythonFile, use: PaddingUse) -> tuple[list[Edit] | None, bool, str]:
         """(edits, safe, why there is no fix or why it is unsafe)."""
