@@ -291,3 +291,21 @@ def test_the_lexers_runs_and_operator_starts_give_the_tokens_of_one_character_at
     for text, a, b in zip(texts, fast, slow):
         assert a == b, text
     assert sum(len(a[0]) for a in fast) > 10_000 and any(a[1] for a in fast) and any(a[2] for a in fast)
+
+
+
+def test_shell_blocks_of_a_text_are_found_once_and_given_as_a_new_list():
+    """The partition and the Markdown reader both ask for a README's shell blocks: a text asked
+    again (the same object) is answered from what was found, as a new list equal to a fresh
+    search; an equal text that is another object is searched again (the same blocks)."""
+    from trainlint.sources import shell
+    from trainlint.sources.shell import extract_shell_blocks
+
+    text = MD + "\n```bash\npython other.py --lr 2\n```\n"
+    first = extract_shell_blocks(text)
+    assert first == shell._extract_shell_blocks(text) and len(first) >= 2
+    first.append(("changed by a caller", 0))
+    again = extract_shell_blocks(text)
+    assert again == shell._extract_shell_blocks(text) and again is not first
+    twin = "".join(list(text))  # equal, another object
+    assert twin is not text and extract_shell_blocks(twin) == again
