@@ -233,7 +233,14 @@ def test_the_index_walk_gives_what_the_recursive_visit_gave():
 
     root = Path(__file__).resolve().parent.parent
     texts = [_INDEX_SNIPPET, "f = lambda a=g(b.c), *, k=lambda: h.i: (j := a.k)(l.m)\n"
-             "class C(Base.x, make(y.z), metaclass=M.n):\n    @d.e(f.g)\n    def m(self, x=(w := v.u)): return x\n"]
+             "class C(Base.x, make(y.z), metaclass=M.n):\n    @d.e(f.g)\n    def m(self, x=(w := v.u)): return x\n",
+             # what follows a body and is no statement (a handler's ``except`` expression, a
+             # ``case`` pattern and guard) sits in the ``try``/``match``, not in the body's last statement
+             "try:\n    a(b.c)\n    if d():\n        e()\nexcept errors(f.g) as h:\n    i()\nexcept (j(), k):\n"
+             "    def l(m=n()): o()\nelse:\n    p()\nfinally:\n    q()\n"
+             "def r():\n    match s(t.u):\n        case V(w=x) if y(x):\n            z()\n"
+             "        case [*_] if (aa := bb()):\n            try:\n                cc()\n            finally:\n"
+             "                dd()\n        case ee.ff if gg(lambda: hh()):\n            pass\n    return ii()\n"]
     texts += [p.read_text(encoding="utf-8") for d in ("trainlint", "tests", "examples") for p in sorted((root / d).rglob("*.py"))]
     texts += [inspect.getsource(m) for m in (ast, inspect)]
     compared = 0
@@ -270,6 +277,31 @@ def test_a_file_that_names_no_library_class_is_walked_on_first_question():
                           ("TrainingArguments\n", False), ("class A(Trainer):\n    pass\n", True)):
         # walked only when a call or a class base may build or derive from one
         assert PythonFile("x.py", named, ast.parse(named))._walked is walked, named
+
+
+def test_a_library_name_after_a_comment_mark_is_no_call_and_the_file_is_not_walked_for_it():
+    """A ``SFTTrainer(`` after a ``#`` with no quote before it on its line is in a comment (or
+    in a string that runs on from the lines above): no call, and the file is not walked for
+    one; a ``#`` after a quote (in a string) proves nothing, and the call counts. The calls
+    found are those of an eager walk either way."""
+    import ast
+
+    from trainlint.sources.python import PythonFile
+
+    q = "'" * 3
+    cases = [("from trl import SFTTrainer\n# trainer = SFTTrainer(model)\n", False, 0),
+             (f"from trl import SFTTrainer\nh = {q}\n  # run SFTTrainer(model)\n{q}\n", False, 0),
+             ("from trl import SFTTrainer\nx = '#'; t = SFTTrainer(m)\n", True, 1),
+             ("from trl import SFTTrainer\nx = 1  # see\nt = SFTTrainer(m)  # SFTTrainer(\n", True, 1),
+             (f"from trl import SFTTrainer\ns = {q}\n# a\n{q}; t = SFTTrainer(m)\n", True, 1)]
+    for text, walked, calls in cases:
+        pf = PythonFile("x.py", text, ast.parse(text))
+        assert pf._walked is walked and len(pf.trainer_calls) == calls, text
+        eager = PythonFile("x.py", text, ast.parse(text))
+        eager._walk()
+        eager.trainer_calls, eager.args_calls = [], []
+        eager._find_training_calls()
+        assert len(eager.trainer_calls) == calls, text
 
 
 def test_calls_by_name_of_a_file_not_yet_walked_agree_with_its_walk():

@@ -291,3 +291,55 @@ def test_the_lexers_runs_and_operator_starts_give_the_tokens_of_one_character_at
     for text, a, b in zip(texts, fast, slow):
         assert a == b, text
     assert sum(len(a[0]) for a in fast) > 10_000 and any(a[1] for a in fast) and any(a[2] for a in fast)
+
+
+
+def test_shell_blocks_of_a_text_are_found_once_and_given_as_a_new_list():
+    """The partition and the Markdown reader both ask for a README's shell blocks: a text asked
+    again (the same object) is answered from what was found, as a new list equal to a fresh
+    search; an equal text that is another object is searched again (the same blocks)."""
+    from trainlint.sources import shell
+    from trainlint.sources.shell import extract_shell_blocks
+
+    text = MD + "\n```bash\npython other.py --lr 2\n```\n"
+    first = extract_shell_blocks(text)
+    assert first == shell._extract_shell_blocks(text) and len(first) >= 2
+    first.append(("changed by a caller", 0))
+    again = extract_shell_blocks(text)
+    assert again == shell._extract_shell_blocks(text) and again is not first
+    twin = "".join(list(text))  # equal, another object
+    assert twin is not text and extract_shell_blocks(twin) == again
+
+
+def test_markdown_blocks_that_cannot_launch_are_not_parsed_and_the_document_is_the_same(monkeypatch):
+    """A Markdown shell block is parsed only when it may hold a launch line (``registry._may_launch``:
+    an expansion, or a launcher's name once quotes, backslashes and continuations are out): the
+    document of random READMEs (launches written plainly, through quotes, escapes, continuations
+    and variables, commands that launch nothing, broken quoting) is the one of parsing every block."""
+    import random
+
+    from trainlint.sources import registry
+
+    pieces = ["python train.py --lr 1", 'py"th"on train.py', "pyt\\\nhon train.py", "p\\ython a.py", "trl ''",
+              'trl "" sft', "torchrun --nproc_per_node 2 t.py", "accelerate launch t.py", "deepspeed t.py",
+              "lmf train x.yaml", "llamafactory-cli train x.yaml", "P=python; $P t.py", "pip install trl",
+              "git clone https://x/y", "swift sft --model m", "echo 'unterminated", "cd src && ls", "x=1 \\",
+              "  --epochs 2", "nohup python t.py &", "uv run python t.py", "CUDA_VISIBLE_DEVICES=0 python t.py"]
+    rng = random.Random(18)
+    texts = []
+    for _ in range(400):
+        blocks = ["```bash\n" + "\n".join(rng.choice(pieces) for _ in range(rng.randint(1, 4))) + "\n```"
+                  for _ in range(rng.randint(1, 4))]
+        texts.append("# Readme\n\n" + "\n\ntext\n\n".join(blocks) + "\n")
+
+    def doc(text):
+        d = registry._markdown("README.md", text)
+        return repr(d.launches), repr(d.problems)
+
+    from trainlint.sources.shell import extract_shell_blocks
+
+    skipped = sum(not registry._may_launch(b) for t in texts for b, _ in extract_shell_blocks(t))
+    gated = [doc(t) for t in texts]
+    monkeypatch.setattr(registry, "_may_launch", lambda block: True)
+    assert [doc(t) for t in texts] == gated
+    assert skipped > 50 and sum(d[0] != "[]" for d in gated) > 200 and any(d[1] != "[]" for d in gated)

@@ -336,3 +336,24 @@ def test_walk_names_are_the_walks_paths_normalised(tmp_path, monkeypatch):
             if paths == [Path(".")] and not exclude:
                 assert sorted(os.path.normpath(str(p)) for p, _ in walked) == [
                     "a/README.md", "a/b/c/ds.json", "a/b/cfg.yaml", "keep/z.py", "n.ipynb", "run.sh", "train.py"]
+
+
+def test_a_word_with_other_characters_is_found_as_its_pattern_finds_it():
+    """A stem that is no plain name (``Llama3.1_(8B)-Alpaca``) is looked for by its
+    occurrences with the characters around them asked (``partition._has_word``), not by a
+    pattern compiled for it: the same answers as the pattern's search, on random texts of
+    such names, their parts, word characters (non-ASCII ones too), dots, dashes and blanks."""
+    from trainlint.partition import _has_word, _word
+
+    rng = random.Random(18)
+    names = ["Llama3.1_(8B)-Alpaca", "a b", "(8B)", "x.y z", "é (1)", "-m", "a", ".", "[x]", "", "tr ain"]
+    pieces = ["Llama3.1_(8B)-Alpaca", "(8B)", "a b", "a", "b", "_", "-", ".", " ", "\n", "é", "ß", "١",
+              "x.y z", "é (1)", "-m", "[x]", "tr", "ain", "(", ")", "/"]
+    found = 0
+    for _ in range(6000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        name = rng.choice(names)
+        expected = _word(name).search(text) is not None
+        assert _has_word(text, name) is expected, (text, name)
+        found += expected
+    assert 500 < found < 5500

@@ -89,6 +89,28 @@ def _word(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])")
 
 
+# the characters that may not stand right before and right after a word (``_word``'s)
+_WORD_BEFORE = lazy(r"[\w.-]")
+_WORD_AFTER = lazy(r"[\w-]")
+
+
+def _has_word(text: str, name: str) -> bool:
+    """``_word(name).search(text) is not None``, from each occurrence of ``name`` (a substring
+    search) with the characters around it asked: no pattern compiled per name, no match tried
+    at every position (a run of notebooks named ``Llama3.1_(8B)-Alpaca.ipynb``: thousands of
+    such names, each asked of each text)."""
+    if not name:
+        return _word(name).search(text) is not None
+    before, after = _WORD_BEFORE.match, _WORD_AFTER.match
+    n, size = len(name), len(text)
+    i = text.find(name)
+    while i != -1:
+        if (i == 0 or before(text, i - 1) is None) and (i + n == size or after(text, i + n) is None):
+            return True
+        i = text.find(name, i + 1)
+    return False
+
+
 class NameIndex:
     """The names a text mentions, for ``mentions_word`` and ``mentions`` lookups.
 
@@ -121,7 +143,7 @@ class NameIndex:
         """``_word(stem).search(text)``."""
         if _PLAIN_NAME.match(stem):
             return stem in self.words
-        return _word(stem).search(self.text) is not None
+        return _has_word(self.text, stem)
 
     def runs_module(self, path: str) -> bool:
         """Whether a ``python -m`` of the text may run ``path``: ``pkg.train`` (or

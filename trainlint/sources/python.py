@@ -737,10 +737,11 @@ class PythonFile:
 
     def _calls_in_text(self, words: Iterable[str], names: Container[str]) -> bool:
         """Whether a ``_call_hits`` of the file's identifier text can be a call: one that lies
-        in a string statement (a docstring; no call stands in a string) or is the name of a
-        ``class`` statement is not. The text's positions are the tree's when the identifier
-        text is the text itself (no NFKC change), its only line breaks are ``\\n`` and no
-        piece of it was left out of the tree (``pruning``); otherwise every hit counts."""
+        in a string statement (a docstring; no call stands in a string), after a comment mark
+        or is the name of a ``class`` statement is not. The text's positions are the tree's
+        when the identifier text is the text itself (no NFKC change), its only line breaks
+        are ``\\n`` and no piece of it was left out of the tree (``pruning``); otherwise every
+        hit counts."""
         text = self.identifier_text()
         hits = _call_hits(text, words, names)
         if text is not self.text or "\r" in text or text.startswith("\ufeff") \
@@ -759,10 +760,14 @@ class PythonFile:
 
     def _no_call_at(self, start: int, end: int, line: int, line_start: int) -> bool:
         """Whether the identifier at ``start:end`` of the text (``\\n`` its only line break; on
-        ``line``, which starts at ``line_start``) lies in a string statement's constant or is
-        the name of a ``class`` statement."""
+        ``line``, which starts at ``line_start``) lies in a string statement's constant or in a
+        comment, or is the name of a ``class`` statement."""
         text = self.text
         head = text[line_start:start]
+        if "#" in head and '"' not in head and "'" not in head:
+            # after a ``#`` with no quote before it on its line: in a comment, or (when the line
+            # starts inside a string that runs on from the lines above) still in that string
+            return True
         col = len(head) if head.isascii() else len(head.encode("utf-8"))  # ast's columns: UTF-8 bytes
         found = self.__dict__.get("_text_regions")
         if found is None:

@@ -1325,11 +1325,31 @@ _LAUNCH_LINE = re.compile(
 _PROMPT = re.compile(r"^(\s*)(\$|>)( |$)")
 
 
+# text -> its blocks, by the text's identity (the partition and the Markdown reader both ask,
+# for the one text a run reads of the file); bounded by the characters of the texts held
+_BLOCKS: dict[int, tuple[str, tuple[tuple[str, int], ...]]] = {}
+_BLOCKS_CHARS = [0]
+_BLOCKS_MAX_CHARS = 64 * 1024 * 1024
+
+
 def extract_shell_blocks(md_text: str) -> list[tuple[str, int]]:
     """The fenced ```bash/sh/shell/console blocks of a Markdown text (and unlabelled ones
     with a launch line; fences may be indented, as in lists), as ``(text, line_offset)``: line ``k`` of ``text`` is line ``k + line_offset`` of the file, and
     columns are unchanged (``$ `` prompts are blanked with spaces, output lines of console
-    blocks are emptied)."""
+    blocks are emptied). Found once per text object (a new list each time)."""
+    kept = _BLOCKS.get(id(md_text))
+    if kept is not None and kept[0] is md_text:
+        return list(kept[1])
+    out = _extract_shell_blocks(md_text)
+    if _BLOCKS_CHARS[0] + len(md_text) > _BLOCKS_MAX_CHARS:
+        _BLOCKS.clear()
+        _BLOCKS_CHARS[0] = 0
+    _BLOCKS[id(md_text)] = (md_text, tuple(out))  # the text is held: its id is not reused
+    _BLOCKS_CHARS[0] += len(md_text)
+    return out
+
+
+def _extract_shell_blocks(md_text: str) -> list[tuple[str, int]]:
     lines = md_text.split("\n")
     out: list[tuple[str, int]] = []
     i = 0
