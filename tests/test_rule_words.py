@@ -207,6 +207,25 @@ def test_holds_identifier_is_membership_in_identifiers():
             assert holds_identifier(text, word) == (word in identifiers(text)), (text, word)
 
 
+def test_hyphenated_is_the_patterns_findall():
+    """``hyphenated`` (linear) gives what the pattern it stands for gives (``findall`` of
+    ``[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+``): on random texts of letters, digits,
+    underscores, dashes, non-ASCII letters and separators, and on runs that start with digits
+    or with pieces of digits only (``12-ab-cd`` gives ``ab-cd``; ``1-2`` nothing)."""
+    import random
+
+    from trainlint.rule_index import hyphenated
+
+    pattern = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+")
+    fixed = ["12-ab-cd", "1-2", "1a-b", "x-12a-b", "a--b-c", "-a-b-", "éab-c", "--logging-steps 1", "a-b c-d"]
+    rng = random.Random(5)
+    alphabet = "ab_Z19-- é.\n"
+    texts = fixed + ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(30000)]
+    for text in texts:
+        assert hyphenated(text) == pattern.findall(text), text
+    assert hyphenated("12-ab-cd") == ["ab-cd"] and hyphenated("1-2") == []
+
+
 def test_prefilter_wanted_is_its_definition():
     """``Prefilter.wanted`` (the names ending in ``Config`` asked in one scan, a few words each
     searched for) gives what its definition gives: one of ``names`` as a substring, or a
