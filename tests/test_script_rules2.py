@@ -81,6 +81,43 @@ def test_optim_package_installed_by_the_notebook_itself(tmp_path):
     assert "bitsandbytes" in d.message
 
 
+def test_optim_package_read_again_when_the_dependency_file_changes(tmp_path):
+    """TL121 keeps a dependency file's words per file version (every setup of a notebook
+    collection asks the same files): a run after the file changed reads what it lists now,
+    in the same process, and a cached answer still makes the file a dependency of the check."""
+    import os
+
+    train = 'from trl import SFTConfig\nargs = SFTConfig(output_dir="o", optim="adamw_8bit")\n'
+    write_files(tmp_path, {"requirements.txt": "torch\ntransformers\ntrl\n", "train.py": train})
+    assert [d.code for d in lint_folder(tmp_path).diagnostics if d.code == "TL121"] == ["TL121"]
+    req = tmp_path / "requirements.txt"
+    stamp = req.stat().st_mtime_ns
+    req.write_text("torch\ntransformers\ntrl\nbitsandbytes>=0.45\n", encoding="utf-8")
+    os.utime(req, ns=(stamp + 10**9, stamp + 10**9))
+    assert not [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL121"]
+    from trainlint import reads
+    from trainlint.rules.script.optional_optimizer import lists_package
+
+    assert lists_package([req], "bitsandbytes")  # answered from the kept words
+    with reads.recording() as seen:  # and the file is still noted as read
+        assert lists_package([req], "bits_and.bytes") is False and lists_package([req], "BitsAndBytes")
+    assert str(req) in seen
+
+
+def test_optim_dependency_files_found_again_when_a_folder_changes(tmp_path):
+    """TL121 keeps each folder's dependency files per version of its listing: a requirements
+    file added later (at the root or under ``requirements/``) is found by the next run of the
+    same process."""
+    train = 'from trl import SFTConfig\nargs = SFTConfig(output_dir="o", optim="adamw_8bit")\n'
+    write_files(tmp_path, {".git/HEAD": "ref: refs/heads/main\n", "sub/train.py": train})
+    assert not [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL121"]  # no dependency file
+    write_files(tmp_path, {"requirements/base.txt": "torch\ntransformers\ntrl\n"})
+    (d,) = [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL121"]
+    assert "base.txt" in d.message
+    write_files(tmp_path, {"sub/requirements.txt": "bitsandbytes\n"})
+    assert not [d for d in lint_folder(tmp_path).diagnostics if d.code == "TL121"]
+
+
 def test_manual_device_placement_quotes_a_long_move_as_code(tmp_path):
     """smollm's Smol_VLM_FT notebook: ``Idefics3ForConditionalGeneration.from_pretrained(model_id,
     ...).to(DEVICE)``; the message quoted "`the model.to(...)`" (a phrase inside backquotes)."""

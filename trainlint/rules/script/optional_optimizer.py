@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Iterable
@@ -53,29 +54,68 @@ def dependency_files(script: Path) -> list[Path]:
     found: list[Path] = []
     d = script.resolve().parent
     while True:
-        reads.note_isdir(d / ".git")  # the result depends on these (the cache)
-        for pattern in DEP_FILES:
-            reads.note_glob(d, pattern)
-            found.extend(sorted(p for p in d.glob(pattern) if p.is_file()))
-        if (d / ".git").exists() or d.parent == d:
+        files, at_root = _dependency_files_at(str(d), _folder_stamp(d))
+        found.extend(Path(p) for p in files)
+        if at_root or d.parent == d:
             break
         d = d.parent
     return found
 
 
+def _folder_stamp(d: Path) -> tuple:
+    """When the folder's and its ``requirements/`` folder's listings last changed (a file or
+    ``.git`` added or removed changes them); None for a folder that is not there."""
+    out = []
+    for p in (d, d / "requirements"):
+        try:
+            out.append(os.stat(p).st_mtime_ns)
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+@reads.memo(maxsize=1024)
+def _dependency_files_at(folder: str, _stamp: tuple) -> tuple[tuple[str, ...], bool]:
+    """The dependency files of one folder and whether it is a repository root, once per
+    version of its listing: every setup of a notebook collection looks in the same folders
+    (seven patterns each)."""
+    d = Path(folder)
+    reads.note_isdir(d / ".git")  # the result depends on these (the cache)
+    found: list[str] = []
+    for pattern in DEP_FILES:
+        reads.note_glob(d, pattern)
+        found.extend(str(p) for p in sorted(p for p in d.glob(pattern) if p.is_file()))
+    return tuple(found), (d / ".git").exists()
+
+
 def lists_package(files: list[Path], package: str) -> bool:
+    """Whether one of ``files`` names ``package`` as a word (names compared normalized: ``-``,
+    ``_`` and ``.`` alike, any case)."""
     want = _norm(package)
-    token = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
     for f in files:
         reads.note(f)
         try:
-            text = f.read_text(encoding="utf-8", errors="replace")
+            st = f.stat()
         except OSError:
             continue
-        for m in token.finditer(text):
-            if _norm(m.group(0)) == want:
-                return True
+        if want in _names_in(str(f), (st.st_mtime_ns, st.st_size)):
+            return True
     return False
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@reads.memo(maxsize=256)
+def _names_in(path_text: str, _stamp: tuple) -> frozenset[str]:
+    """The normalized words of a dependency file, once per file version: each optim value's
+    package and each of the training stack's is asked of the same files by every setup (a
+    notebook collection's 900 notebooks share its ``pyproject.toml``); an unreadable file has none."""
+    try:
+        text = Path(path_text).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    return frozenset(_norm(m.group(0)) for m in _TOKEN.finditer(text))
 
 
 # a dependency file that names none of these describes another environment than the training's
