@@ -231,6 +231,8 @@ class TriggerNames:
         order = sorted(names | set(self.GATES), key=lambda n: (len(n), n))
         # (name, the longest shorter name or gate it holds, or None), shortest first
         self._plan = [(n, next((m for m in reversed(order[:i]) if m in n), None)) for i, n in enumerate(order)]
+        # ordered trigger set -> (the largest smaller one it holds, the names it adds): ``plan_orders``
+        self._split: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def found_in(self, text: str) -> set[str]:
         hit: set[str] = set()
@@ -268,9 +270,6 @@ class TriggerNames:
                               for n in pieces.values()}
             self._groups = {g: sorted(by_len.items()) for g, by_len in groups.items()}
         return HeldNames(text, self)
-
-
-_NO_SPLIT: dict = {}  # a ``TriggerNames`` never told the rules' trigger sets (``plan_orders``)
 
 
 class HeldNames:
@@ -326,7 +325,7 @@ class HeldNames:
     def holds_any(self, names: tuple[str, ...]) -> bool:
         found = self._any.get(names)
         if found is None:
-            split = self._names.__dict__.get("_split", _NO_SPLIT).get(names)
+            split = self._names._split.get(names)
             if split is not None:  # a smaller set of the rules' triggers, and the names it lacks
                 found = self.holds_any(split[0]) or self._holds_one(split[1])
             else:

@@ -51,7 +51,6 @@ class Modules:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self._cache: dict[tuple[str, str, int], PythonFile | None] = {}
-        self._asked: dict[tuple[str, str, int], PythonFile | None] = {}  # the same by importing file
         self._in_bases: dict[tuple[str, str], PythonFile | None] = {}  # (folder, module): ``_in_base``
         self._roots_of: dict[str, list[str]] = {}  # by folder: where an absolute import may start
         self._not_files: set[str] = set()  # paths looked at that are no file
@@ -74,7 +73,7 @@ class Modules:
                 kept = self._tops.get(id(pf))
                 if kept is not None:
                     self._tops[id(pf.full)] = (pf.full, kept[1])
-                for cache in (self._cache, self._in_bases):  # (``_asked`` is looked through)
+                for cache in (self._cache, self._in_bases):
                     for k, v in cache.items():
                         if v is pf:
                             cache[k] = pf.full
@@ -108,16 +107,9 @@ class Modules:
 
     def module(self, from_file: str, module: str, level: int) -> PythonFile | None:
         """The repository file of ``module`` as imported from ``from_file`` (``level`` dots)."""
-        own = (from_file, module, level)  # the same import asked again (peft: 8,000 asks)
-        if own in self._asked:
-            found = self._asked[own]
-            if type(found) is _Light and found.full:  # made a file of the workspace since
-                return found.full  # type: ignore[return-value]
-            return found
         key = (os.path.dirname(from_file), module, level)
         if key in self._cache:
-            found = self._asked[own] = self._cache[key]
-            return found
+            return self._cache[key]
         found = None
         if level > 0:
             base = os.path.dirname(from_file)
@@ -130,7 +122,7 @@ class Modules:
             found = self._in_base(base, module)
             if found is not None:
                 break
-        self._cache[key] = self._asked[own] = found
+        self._cache[key] = found
         return found
 
     def _in_base(self, base: str, module: str) -> PythonFile | None:

@@ -175,6 +175,7 @@ def identifiers(text: str) -> set[str]:
 _FEW_WORDS = 16
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _DIGITS = frozenset("0123456789")
+_LETTERS = _WORD_CHARS - _DIGITS  # where an identifier starts
 
 
 def holds_identifier(text: str, word: str) -> bool:
@@ -245,9 +246,6 @@ def hyphenated(text: str) -> list[str]:
                     out.append("-".join((head, *pieces[i + 1:])))
                 break
     return out
-
-
-_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 
 def words_of(text: str) -> set[str]:

@@ -31,12 +31,6 @@ def _shell(path: str, text: str):
     return parse_shell(text, path)
 
 
-# What the command word of every launch line holds (``shell._is_launcher``: ``python``,
-# ``python3.10``, a path to one, ``torchrun``, ``deepspeed``, ``accelerate launch``, the
-# framework command lines ``trl``, ``llamafactory-cli`` and ``lmf``)
-_LAUNCHER_PARTS = ("python", "torchrun", "deepspeed", "accelerate", "trl", "llamafactory-cli", "lmf")
-
-
 def _may_launch(block: str) -> bool:
     """Whether a shell block can hold a launch line: false only when no expansion can make a
     word (no ``$``, backquote or brace) and no launcher's name is in the text with its quotes,
@@ -44,10 +38,12 @@ def _may_launch(block: str) -> bool:
     ``py"th"on`` is ``python``). A block without a launch adds nothing to the document (its
     problems count only beside a launch), so it is not parsed (ms-swift's README blocks of
     ``pip install``, ``git clone``, ``swift sft``: 411 of 526)."""
+    from trainlint.sources.shell import LAUNCHER_PARTS
+
     if "$" in block or "`" in block or "{" in block or "\r" in block:
         return True
     plain = block.replace("\\\n", "").replace("\\", "").replace('"', "").replace("'", "")
-    return any(w in plain for w in _LAUNCHER_PARTS)
+    return any(w in plain for w in LAUNCHER_PARTS)
 
 
 def _markdown(path: str, text: str) -> MarkdownDoc:

@@ -768,6 +768,10 @@ def _basename(word: str) -> str:
 # Framework command lines that run a training of their own: ``trl sft``, ``llamafactory-cli
 # train`` (which class they fill is in trainlint.knowledge.frameworks)
 _CLIS = {"trl", "llamafactory-cli", "lmf"}
+# What the command word of every launch line holds (``_is_launcher``): ``python`` (``python3.10``,
+# a path to one), ``torchrun``, ``deepspeed``, ``accelerate`` (``accelerate launch``), a framework
+# command line (``_CLIS``); a text without any of them holds no launch line
+LAUNCHER_PARTS = ("python", "torchrun", "deepspeed", "accelerate", *sorted(_CLIS))
 
 
 def _is_launcher(words: list[_XWord], i: int) -> bool:
