@@ -775,3 +775,44 @@ def test_a_missing_reference_is_cached_and_sees_the_file_appear(tmp_path, monkey
         for _ in range(2):
             assert _everything(lint([Path(".")], settings, jobs=1, cache=True)) == _everything(fresh), path
         first = fresh
+
+
+def test_the_collector_runs_between_tasks_only_and_is_restored(tmp_path, monkeypatch):
+    """Inside a run the cyclic collector never starts on its own (a collection inside a task
+    frees nothing and walks every tree the task holds); each scheduler collects between tasks;
+    at the end what the run still holds is handed to the oldest generation without being
+    walked, and the thresholds are the caller's again."""
+    import gc
+
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    corpus.generate(root, 12, seed=5)
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    generations: list[int] = []
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start":
+            generations.append(info["generation"])
+
+    lint([Path(".")], settings, jobs=1, cache=False)  # what a run imports, imported before
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    gc.collect()
+    gc.callbacks.append(note)
+    try:
+        result = lint([Path(".")], settings, jobs=1, cache=False)
+        after = gc.get_threshold()
+        gc.collect(0)  # the youngest generation right after the run: nothing of the run's is in it
+        young_after = gc.get_count()[0]
+    finally:
+        gc.callbacks.remove(note)
+        gc.set_threshold(*before)
+    assert len(result.files) == 12 and result.diagnostics
+    assert generations.count(0) == 1, generations  # only the one asked for above: none while it ran
+    assert generations.count(1) >= 5  # between tasks
+    assert after == (700, 10, 10)
+    assert young_after < 100

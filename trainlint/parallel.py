@@ -34,9 +34,9 @@ def default_jobs() -> int:
 def _init_worker(sent: Any) -> None:
     global _RUN
     # what the worker inherited is never freed here: keep the collector off it (and off
-    # copy-on-write pages), and let it run rarely while parsed trees come and go
+    # copy-on-write pages), and let it run only between tasks
     gc.freeze()
-    gc.set_threshold(20_000, 1_000_000, 1000)  # as in a run in-process (``engine.RUN_GC_THRESHOLDS``)
+    gc.set_threshold(0, 1_000_000, 1000)  # as in a run in-process (``engine.RUN_GC_THRESHOLDS``)
     tasks, settings, ctx, overlay, rules = sent if sent is not None else _RUN
     _RUN = (tasks, settings, ctx, overlay, rules if rules is not None else checking.make_rules(settings))
     end_with_parent()
