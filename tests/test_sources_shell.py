@@ -343,3 +343,25 @@ def test_markdown_blocks_that_cannot_launch_are_not_parsed_and_the_document_is_t
     monkeypatch.setattr(registry, "_may_launch", lambda block: True)
     assert [doc(t) for t in texts] == gated
     assert skipped > 50 and sum(d[0] != "[]" for d in gated) > 200 and any(d[1] != "[]" for d in gated)
+
+
+def test_package_commands_are_no_launches():
+    """A command that installs packages names launcher words as packages: ``python -m pip``,
+    a package manager's subcommand other than ``run`` (``uv pip install trl`` is no ``trl``
+    command line), a package tool under a wrapper (``sudo pip install deepspeed``). A manager's
+    ``run`` and a wrapper's launcher still launch."""
+    for line in ["python -m pip install -U accelerate deepspeed", "python3 -mpip install trl",
+                 "python -m uv pip install trl", "python -m venv .venv",
+                 "uv pip install trl transformers==5.11.0", "uv add trl deepspeed",
+                 "conda install -c conda-forge deepspeed", "poetry add accelerate",
+                 "pipenv install trl", "sudo pip install deepspeed", "timeout 600 pip3 install deepspeed",
+                 "nohup pip install accelerate", "env X=1 pip install deepspeed"]:
+        assert parse_shell(line).launches == [], line
+    for line, launcher in [("uv run python train.py", "python"), ("uv run --with x torchrun train.py", "torchrun"),
+                           ("conda run -n env python train.py", "python"), ("poetry run deepspeed train.py", "deepspeed"),
+                           ("pipenv run accelerate launch train.py", "accelerate"), ("sudo python train.py", "python"),
+                           ("python -m pipeline.train", "python")]:
+        (launch,) = parse_shell(line).launches
+        assert launch.launcher == launcher, line
+    (launch,) = parse_shell("python -m pipeline.train --bf16").launches
+    assert launch.module == "pipeline.train"

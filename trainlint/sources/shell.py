@@ -755,6 +755,15 @@ _WRAPPERS = {"nohup", "exec", "time", "env", "sudo", "srun", "mpirun", "numactl"
              "xvfb-run", "command", "builtin"}
 _RESERVED_LEAD = {"then", "do", "else", "elif", "if", "while", "until", "!", "{", "time"}
 _PY_OPTS_WITH_ARG = {"-W", "-X", "--check-hash-based-pycs"}
+# Package managers that run a command only through ``run`` (``uv run python train.py``,
+# ``conda run -n env python train.py``); any other subcommand (``uv pip install trl``, ``conda
+# install deepspeed``) names packages, never a launch
+_RUN_MANAGERS = {"uv", "poetry", "conda", "pipenv"}
+# Commands that install or manage packages: a launcher word after one of them in a wrapped
+# command (``sudo pip install deepspeed``, ``timeout 600 pip3 install accelerate``) is a
+# package's name; ``python -m`` of one of these modules installs, it launches no training
+_PACKAGE_TOOLS = {"pip", "pip3", "conda", "mamba", "micromamba", "apt", "apt-get", "brew", "npm"}
+_PACKAGE_MODULES = {"pip", "uv", "ensurepip", "venv", "virtualenv", "conda"}
 _TORCH_MODULES = {"torch.distributed.run": "torchrun",
                   "torch.distributed.launch": "torch.distributed.launch",
                   "accelerate.commands.launch": "accelerate",
@@ -1133,9 +1142,14 @@ class _Builder:
         env = dict(cmd.env)
         i = 0
         if not _is_launcher(words, 0):
-            if _basename(words[0].text) not in _WRAPPERS:
+            lead = _basename(words[0].text)
+            if lead not in _WRAPPERS:
                 return None
+            if lead in _RUN_MANAGERS and next((w.text for w in words[1:] if not w.text.startswith("-")), None) != "run":
+                return None  # ``uv pip install trl``, ``conda install deepspeed``
             for j in range(1, len(words)):
+                if _basename(words[j].text) in _PACKAGE_TOOLS:
+                    return None  # ``sudo pip install deepspeed``
                 if _is_launcher(words, j):
                     i = j
                     break
@@ -1175,6 +1189,8 @@ class _Builder:
                     j += 1
                     continue
                 break
+            if module in _PACKAGE_MODULES:
+                return None  # ``python -m pip install accelerate``
             if module in _TORCH_MODULES:
                 launcher = _TORCH_MODULES[module]
                 module = None
