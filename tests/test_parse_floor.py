@@ -5,6 +5,7 @@ notebooks whose code cells mention a trigger, with their shell lines and magics 
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ def _notebook(*cells: tuple[str, str]) -> str:
                        "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
 
-@pytest.mark.parametrize("floor", ["FLOOR_RULES", "FLOOR_CHECKED"])
+@pytest.mark.parametrize("floor", ["FLOOR_RULES", "FLOOR_CHECKED", "FLOOR_HELD"])
 def test_floor_parses_scripts_and_notebook_programs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, floor: str) -> None:
     (tmp_path / "train.py").write_text("from transformers import Trainer, TrainingArguments\n"
                                        "args = TrainingArguments(output_dir='o', logging_steps=1)\n")
@@ -49,7 +50,15 @@ def test_floor_parses_scripts_and_notebook_programs(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(ast, "parse", recording)
     monkeypatch.setattr(sys, "argv", ["floor", str(tmp_path)])
     monkeypatch.chdir(tmp_path)
-    exec(compile(getattr(scale, floor), "floor", "exec"), {"__name__": "__floor__"})
+    namespace = {"__name__": "__floor__"}
+    try:
+        exec(compile(getattr(scale, floor), "floor", "exec"), namespace)
+    finally:
+        gc.enable()  # FLOOR_HELD turns the collector off, as trainlint's run does
+    if floor == "FLOOR_HELD":  # every tree kept to the end
+        assert [type(t) for t in namespace["KEPT"]] == [ast.Module, ast.Module]
+    else:
+        assert "KEPT" not in namespace
     assert len(parsed) == 2, parsed  # train.py and train.ipynb's program; not plain.py, not notes.ipynb
     script = next(p for p in parsed if p.startswith("from transformers"))
     assert "logging_steps=1" in script
