@@ -97,6 +97,36 @@ def test_may_name_never_misses_an_identifier():
     assert not may_name(parse_python("c.py", "x = 1\n"), "from_pretrained")
 
 
+_TOKENIZE_FALSE_SPELLINGS = [
+    "t = tok.apply_chat_template(m, tokenize=False)\n",
+    "t = tok.apply_chat_template(m, tokenize = (False))\n",
+    "t = tok.apply_chat_template(\n    m,\n    tokenize=  # text, not ids\n    False,\n)\n",
+    "t = tok.apply_chat_template(m, tokenize \\\n    = False)\n",
+    "t = tok.apply_chat_template(m, tokenize=\r    False)\r",
+    "t = tok.apply_chat_template(m, ｔokenize=Ｆalse)\n",  # NFKC: the parser reads tokenize=False
+]
+
+
+def test_chat_template_gate_never_misses_tokenize_false():
+    """TL133's gate (``_may_render``) is true for every file with a ``tokenize=False`` keyword
+    (what ``_template_text`` needs): every rule case's file and the spellings above (spaces,
+    parentheses, a comment, a continuation, a lone ``\\r``, compatibility characters); false for
+    a file that names ``tokenize`` and ``False`` apart (the walk the gate spares)."""
+    from trainlint.rules.script.chat_template_double_bos import _may_render
+
+    checked = 0
+    files = list(_files()) + [parse_python("s.py", text) for text in _TOKENIZE_FALSE_SPELLINGS]
+    for pf in files:
+        if any(isinstance(n, ast.keyword) and n.arg == "tokenize" and isinstance(n.value, ast.Constant)
+               and n.value.value is False for n in ast.walk(pf.tree)):
+            assert _may_render(pf), pf.text[:300]
+            checked += 1
+    assert checked >= len(_TOKENIZE_FALSE_SPELLINGS) + 5, checked
+    for text in ("t = tok.apply_chat_template(m, tokenize=True, add_generation_prompt=False)\n",
+                 "t = tok.apply_chat_template(m, detokenize=False)\n", "t = f(tokenize=Falsey)\n"):
+        assert not _may_render(parse_python("n.py", text)), text
+
+
 def test_calls_named_spares_the_walk_of_a_non_ascii_file_without_the_name():
     """``calls_named`` of a name a non-ASCII text cannot hold answers without walking the file
     (a comment or string in another script is not a reason to walk it), and a call spelled with

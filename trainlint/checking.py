@@ -512,12 +512,19 @@ def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None
     out: list[Diagnostic] = []
     docs = str(setup.extra.get("launch_file", "")).lower().endswith(_DOCS)
     facts: Facts | None = None
+    training: bool | None = None  # whether the setup has a training call (asked once)
     sites: bool | None = None  # whether the setup has a site a site rule looks at (asked once)
     for rule in rules:
         try:
             kind = _KIND.get(type(rule))
             if kind is None:
                 kind = _kind(type(rule))
+            if kind & _NEEDS_TRAINING:
+                if training is None:
+                    training = _has_training_call(setup)
+                if not training:
+                    continue  # ``Rule.needs_training``: nothing it reads is in the setup
+                kind &= ~_NEEDS_TRAINING
             if kind == _SITE:
                 if sites is None:
                     sites = _has_known_sites(setup)
@@ -549,13 +556,15 @@ def _check_setup(setup: Any, rules: list[Rule], share: ScriptShare | None = None
 
 _DOCS = (".md", ".markdown", ".mdx")
 _PLAIN, _PER_SCRIPT, _SITE = range(3)
+_NEEDS_TRAINING = 4  # a bit over those: run only on a setup with a training call (``_has_training_call``)
 _KIND: dict[type, int] = {}  # rule class -> how it is run: per script (``ScriptShare``), per site, plain
 
 
 def _kind(t: type) -> int:
     """``_PER_SCRIPT`` for a ``ScriptRule`` that keeps ``ScriptRule.check``, ``_SITE`` for a
     ``SiteRule`` that keeps ``SiteRule.check`` (a site rule's module imports ``_versioned``:
-    without it loaded there is none), else ``_PLAIN``."""
+    without it loaded there is none), else ``_PLAIN``; with ``_NEEDS_TRAINING`` for a rule that
+    declares ``Rule.needs_training`` and for a ``_SITE`` rule (its sites are training calls)."""
     import sys
 
     versioned = sys.modules.get("trainlint.rules._versioned")
@@ -566,8 +575,22 @@ def _kind(t: type) -> int:
         kind = _SITE
     else:
         kind = _PLAIN
+    if kind == _SITE or getattr(t, "needs_training", False):
+        kind |= _NEEDS_TRAINING
     _KIND[t] = kind
     return kind
+
+
+def _has_training_call(setup: Any) -> bool:
+    """Whether ``setup`` has a training call, the one thing a ``Rule.needs_training`` rule
+    reports through: a TrainingArguments-like site of any reader (``all_sites``: the Python
+    calls linking took, a launch line's flags, an args file, a framework CLI's values), or a
+    Trainer or TrainingArguments call in one of its scripts (found when the file was read and
+    linked; ``trainer_contexts`` and ``model_flows`` start from ``trainer_calls``). Lists that
+    are already there: no walk."""
+    if setup.all_sites:
+        return True
+    return any(pf.trainer_calls or pf.args_calls for pf in setup.scripts)
 
 
 def _has_known_sites(setup: Any) -> bool:

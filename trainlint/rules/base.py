@@ -153,6 +153,16 @@ class Rule:
     # ``tests/test_rule_words.py`` checks that each rule's must-flag cases stop flagging when
     # every one of its words is renamed, and that selecting by words changes no finding.
     fires_on: ClassVar[tuple[str, ...] | None] = None
+    # True for a rule that can report only on a setup with a training call: a TrainingArguments-
+    # like site (``Setup.all_sites``: a Python call, a launch line's flags, an args file, a
+    # framework CLI's values) or a Trainer call or TrainingArguments call in one of its scripts
+    # (``trainer_calls``, ``args_calls``). Every finding of such a rule is reached through one of
+    # those (``setup.sites``, ``trainer_contexts``, ``model_flows``, ``pf.trainer_calls``...), so
+    # the run skips it on a setup that has none (``trainlint.checking``): a library module or a
+    # test file that only imports the libraries. A rule that may report on a config, a launch
+    # line, requirements, imports or model loads alone keeps False. A ``SiteRule`` that keeps
+    # ``SiteRule.check`` is skipped there without declaring it (it reports on sites only).
+    needs_training: ClassVar[bool] = False
 
     @classmethod
     def index_words(cls) -> dict[str, tuple[str, ...]] | None:

@@ -48,6 +48,7 @@ class BatchEvalMetricsSignature(Rule):
     name = "batch-eval-metrics-signature"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("batch_eval_metrics",)
     summary = "batch_eval_metrics with a compute_metrics that lacks compute_result"
     cases = [

@@ -67,6 +67,7 @@ class MetricNotComputed(Rule):
     name = "metric-not-computed"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("metric_for_best_model",)
     summary = "metric_for_best_model that compute_metrics never returns"
     cases = [

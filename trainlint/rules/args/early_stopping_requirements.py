@@ -74,6 +74,7 @@ class EarlyStoppingRequirements(Rule):
     severity = Severity.ERROR
     summary = "EarlyStoppingCallback without evaluation, load_best_model_at_end or a metric"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("EarlyStoppingCallback",)
     cases = [
         Case(HEAD + f"args = TrainingArguments(output_dir='o')\nt = Trainer(model=m, args=args, {CB})\n"),

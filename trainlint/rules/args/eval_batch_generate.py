@@ -69,6 +69,7 @@ class EvalBatchWithGenerate(Rule):
     name = "eval-batch-with-generate"
     severity = Severity.WARNING
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("predict_with_generate",)
     fix_safety = "unsafe"
     summary = "a large eval batch with predict_with_generate can OOM at evaluation"

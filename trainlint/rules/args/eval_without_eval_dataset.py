@@ -67,6 +67,7 @@ class EvalWithoutEvalDataset(Rule):
     name = "eval-without-eval-dataset"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("eval_strategy", "evaluation_strategy")
     summary = "evaluation enabled but the Trainer has no eval_dataset"
     cases = [

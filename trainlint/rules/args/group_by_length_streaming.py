@@ -54,6 +54,7 @@ class GroupByLengthStreaming(Rule):
     severity = Severity.WARNING
     summary = "group_by_length with a streaming (iterable) train_dataset"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("group_by_length",)
     cases = [
         Case(HEAD + "t = Trainer(model=m, args=TrainingArguments(output_dir='o', max_steps=9, group_by_length=True), "

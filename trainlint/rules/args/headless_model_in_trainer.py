@@ -94,6 +94,7 @@ class HeadlessModelInTrainer(Rule):
     name = "headless-model-in-trainer"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     summary = "a base model without a task head passed to Trainer"
     cases = [
         Case("from transformers import AutoModel, Trainer\nm = AutoModel.from_pretrained('bert-base-uncased')\n"

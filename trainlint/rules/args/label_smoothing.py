@@ -79,6 +79,7 @@ class LabelSmoothingMultiLabel(Rule):
     name = "label-smoothing-multi-label"
     severity = Severity.INFO
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("label_smoothing_factor",)
     fix_safety = "safe"
     summary = "label_smoothing_factor on a multi-label classifier (ignored; fails before 4.56)"

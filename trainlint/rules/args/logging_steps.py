@@ -78,6 +78,7 @@ class LoggingStepsTooLow(Rule):
     name = "logging-steps-too-low"
     severity = Severity.WARNING
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("logging_steps",)
     fix_safety = "safe"
     summary = "logging_steps=1 syncs and logs on every optimizer step"

@@ -53,6 +53,7 @@ class ModelInitConflict(Rule):
     name = "model-init-conflict"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("model_init",)
     summary = "model_init with optimizers=, or with model="
     cases = [

@@ -60,6 +60,7 @@ class OptimizersConflict(Rule):
     name = "optimizers-conflict"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("optimizers",)
     summary = "Trainer(optimizers=...) with optimizer_cls_and_kwargs, or under FSDP"
     cases = [

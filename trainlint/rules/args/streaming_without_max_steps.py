@@ -84,6 +84,7 @@ class StreamingWithoutMaxSteps(Rule):
     name = "streaming-without-max-steps"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("streaming", "IterableDataset")
     summary = "a streaming/iterable train_dataset without max_steps"
     cases = [

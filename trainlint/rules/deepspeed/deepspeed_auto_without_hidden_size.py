@@ -57,6 +57,7 @@ class AutoWithoutHiddenSize(Rule):
     name = "deepspeed-auto-without-hidden-size"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     python_alone = False  # a DeepSpeed config comes from a file (linking)
     summary = "\"auto\" bucket sizes for a model whose config has no hidden_size"
 

@@ -58,6 +58,7 @@ class EvalOnlyLowStage(Rule):
     name = "deepspeed-eval-only-below-zero3"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     python_alone = False  # a DeepSpeed config comes from a file (linking)
     summary = "evaluation-only Trainer run with a ZeRO stage below 3"
 

@@ -55,6 +55,7 @@ class HandSetHiddenSizeBuckets(Rule):
     name = "deepspeed-hand-set-hidden-size-buckets"
     severity = Severity.INFO
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "unsafe"
     summary = "hand-set ZeRO-3 bucket sizes that \"auto\" derives from the model's hidden size"

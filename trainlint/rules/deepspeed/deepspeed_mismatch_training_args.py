@@ -77,6 +77,7 @@ class DeepSpeedMismatch(Rule):
     name = "deepspeed-mismatch-training-args"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     python_alone = False  # a DeepSpeed config comes from a file (linking)
     fix_safety = "safe"
     summary = "a DeepSpeed value disagrees with the TrainingArguments value transformers compares it with"

@@ -56,6 +56,7 @@ class OptimizerTwice(Rule):
     name = "deepspeed-optimizer-and-trainer-optim"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     python_alone = False  # a DeepSpeed config comes from a file (linking)
     summary = "DeepSpeed optimizer section together with a TrainingArguments optim"
 

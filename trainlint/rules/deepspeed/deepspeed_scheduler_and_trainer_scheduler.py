@@ -51,6 +51,7 @@ class DeepSpeedSchedulerAndTrainerScheduler(Rule):
     severity = Severity.WARNING
     summary = "a DeepSpeed scheduler section while TrainingArguments set lr_scheduler_type"
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     python_alone = False  # a DeepSpeed config comes from a file (linking)
     cases = [
         Case(files={"train.py": _trainer_script(extra=", lr_scheduler_type='cosine'"), "ds.json": DS}),

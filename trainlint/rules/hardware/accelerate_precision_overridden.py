@@ -44,6 +44,7 @@ class AcceleratePrecisionOverridden(Rule):
     name = "accelerate-precision-overridden"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     python_alone = False  # reads only an accelerate config, which a file gives
     fix_safety = "safe"
     summary = "accelerate mixed_precision is silently overridden by TrainingArguments fp16/bf16"

@@ -43,6 +43,7 @@ class Fp16AndBf16(Rule):
     name = "fp16-and-bf16"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     fires_on = ("fp16", "fp16_full_eval")
     fix_safety = "unsafe"
     summary = "fp16 and bf16 both enabled in TrainingArguments"

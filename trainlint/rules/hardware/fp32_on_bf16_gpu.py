@@ -71,6 +71,7 @@ class Fp32OnBf16Gpu(Rule):
     severity = Severity.INFO
     summary = "no mixed precision anywhere on a GPU that has bf16 (fp32 training)"
     triggers = SETUP_NAMES
+    needs_training = True
     cases = [
         Case(SCRIPT.format(dtype="", extra=""), options={"gpu": "A100", "transformers_version": "4.57.1"}),
         Case("import torch\n" + SCRIPT.format(dtype=", dtype=torch.float32", extra=""), options={"gpu": "H100"}),

@@ -47,6 +47,7 @@ class LoadBestStepsNotMultiple(Rule):
     name = "load-best-steps-not-multiple"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     fires_on = ("load_best_model_at_end",)
     fix_safety = "safe"
     summary = "save_steps is not a multiple of eval_steps with load_best_model_at_end"

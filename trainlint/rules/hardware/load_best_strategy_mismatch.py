@@ -48,6 +48,7 @@ class LoadBestStrategyMismatch(Rule):
     name = "load-best-strategy-mismatch"
     severity = Severity.ERROR
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     fires_on = ("load_best_model_at_end",)
     fix_safety = "safe"
     summary = "load_best_model_at_end with different save and eval strategies"

@@ -143,6 +143,7 @@ class LrNotScaled(Rule):
     name = "lr-not-scaled"
     severity = Severity.WARNING
     triggers = DEEPSPEED_NAMES
+    needs_training = True
     fix_safety = "unsafe"
     summary = "the effective batch size changed but the learning rate did not"
     Options = LrScalingOptions

@@ -55,6 +55,7 @@ class FsdpActivationCheckpointingTwice(Rule):
     name = "fsdp-activation-checkpointing-twice"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    needs_training = True
     python_alone = False  # reads only an accelerate config, which a file gives
     fix_safety = "safe"
     summary = "FSDP activation checkpointing plus the Trainer's gradient checkpointing"

@@ -49,6 +49,7 @@ class FsdpWithoutDistributedLaunch(Rule):
     name = "fsdp-without-distributed-launch"
     severity = Severity.ERROR
     triggers = LAUNCH_NAMES
+    needs_training = True
     fires_on = ("fsdp",)
     summary = "FSDP together with DeepSpeed, or under a plain one-process python launch"
 

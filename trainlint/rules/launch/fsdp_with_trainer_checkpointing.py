@@ -72,6 +72,7 @@ class FsdpWithTrainerCheckpointing(Rule):
     severity = Severity.WARNING
     summary = "FSDP with the Trainer's gradient checkpointing instead of FSDP's own"
     triggers = LAUNCH_NAMES
+    needs_training = True
     fires_on = ("activation_checkpointing", "gradient_checkpointing")
     cases = [
         Case("from transformers import TrainingArguments\n"

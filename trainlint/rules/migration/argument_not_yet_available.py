@@ -55,6 +55,7 @@ class ArgumentNotYetAvailable(Rule):
     name = "argument-not-yet-available"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fix_safety = "none"
     summary = "an argument added after the target version"
 

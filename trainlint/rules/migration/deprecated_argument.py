@@ -84,6 +84,7 @@ class DeprecatedArgument(Rule):
     name = "deprecated-argument"
     severity = Severity.INFO
     triggers = SETUP_NAMES
+    needs_training = True
     fix_safety = "safe"
     summary = "an argument the target version deprecates (still accepted)"
 

@@ -138,6 +138,7 @@ class RemovedArgument(Rule):
     name = "removed-argument"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fix_safety = "safe"
     summary = "an argument the target transformers/TRL version no longer has"
 

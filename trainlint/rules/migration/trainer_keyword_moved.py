@@ -121,6 +121,7 @@ class TrainerKeywordMoved(Rule):
     name = "trainer-keyword-moved"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("trl",)
     fix_safety = "safe"
     summary = "a TRL trainer keyword that moved to its config class (SFTTrainer(max_seq_length=) ...)"

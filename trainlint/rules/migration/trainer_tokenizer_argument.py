@@ -132,6 +132,7 @@ class TrainerTokenizerArgument(Rule):
     name = "trainer-tokenizer-argument"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("tokenizer",)
     fix_safety = "safe"
     summary = "Trainer(tokenizer=) / trainer.tokenizer: processing_class since 4.46, removed in 5.0"

@@ -68,6 +68,7 @@ class UnknownArgument(Rule):
     name = "unknown-argument"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fix_safety = "none"
     summary = "an argument name TrainingArguments never had (with did-you-mean)"
 

@@ -73,6 +73,7 @@ class AutoDtypeHalfWeights(Rule):
     name = "auto-dtype-half-weights"
     severity = Severity.WARNING
     triggers = SETUP_NAMES
+    needs_training = True
     fix_safety = "unsafe"
     summary = "transformers 5 loads a bf16/fp16 checkpoint in half precision, then fully fine-tunes it"
 

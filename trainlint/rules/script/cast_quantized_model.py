@@ -59,6 +59,7 @@ class CastQuantizedModel(Rule):
     name = "cast-quantized-model"
     severity = Severity.ERROR
     triggers = QUANTIZED_NAMES
+    needs_training = True
     fires_on = QUANT_WORDS
     fix_safety = "none"
     summary = "a dtype cast (or .cuda() on 8-bit) of a bitsandbytes-quantized model raises"

@@ -73,6 +73,7 @@ class ColumnNotAcceptedByForward(Rule):
     severity = Severity.ERROR
     summary = "a dataset column the model's forward does not take, kept by remove_unused_columns=False"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("from_dict",)
     cases = [
         Case(HEAD + "ds = Dataset.from_dict({'input_ids': [[1]], 'labels': [0], 'text': ['a']})\n"

@@ -54,6 +54,7 @@ class CompileQuantizedModel(Rule):
     severity = Severity.ERROR
     summary = "torch.compile of a bitsandbytes-quantized model passed to the Trainer"
     triggers = QUANTIZED_NAMES
+    needs_training = True
     fires_on = ("compile",)
     cases = [
         Case(HEAD + "model = torch.compile(model)\nTrainer(model=model, args=TrainingArguments(output_dir='o')).train()\n"),

@@ -53,6 +53,7 @@ class CompileWithCheckpointing(Rule):
     name = "compile-with-checkpointing"
     severity = Severity.WARNING
     triggers = CHECKPOINTING_NAMES
+    needs_training = True
     fires_on = ("torch_compile", "torch_compile_backend", "torch_compile_mode", "compile")
     fix_safety = "none"
     summary = "torch.compile together with gradient checkpointing"

@@ -60,6 +60,7 @@ class DeviceMapMultiProcess(Rule):
     name = "device-map-multi-process"
     severity = Severity.ERROR
     triggers = QUANTIZED_NAMES + ("device_map",)
+    needs_training = True
     fires_on = ("device_map",)
     fix_safety = "safe"
     summary = 'device_map="auto" on a model trained by several processes'

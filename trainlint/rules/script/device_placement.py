@@ -85,6 +85,7 @@ class ManualDevicePlacement(ScriptRule):
     name = "manual-device-placement"
     severity = Severity.WARNING
     triggers = SETUP_NAMES
+    needs_training = True
     fix_safety = "safe"
     summary = "the model is moved to a device by hand before the Trainer places it"
 

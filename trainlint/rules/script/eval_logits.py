@@ -202,6 +202,7 @@ class ComputeMetricsFullLogits(Rule):
     name = "compute-metrics-full-logits"
     severity = Severity.WARNING
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("compute_metrics",)
     fix_safety = "unsafe"
     summary = "compute_metrics on a language model's full logits without preprocess_logits_for_metrics"

@@ -62,6 +62,7 @@ class FindUnusedParametersWithCheckpointing(Rule):
     name = "find-unused-parameters-with-checkpointing"
     severity = Severity.ERROR
     triggers = CHECKPOINTING_NAMES
+    needs_training = True
     fix_safety = "safe"
     summary = "ddp_find_unused_parameters=True with gradient checkpointing"
 

@@ -59,6 +59,7 @@ class Fp16AmpOnFp16Weights(Rule):
     name = "fp16-amp-on-fp16-weights"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("fp16",)
     fix_safety = "none"
     summary = "fp16=True on a model whose trainable weights are already fp16"

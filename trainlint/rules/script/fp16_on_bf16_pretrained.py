@@ -76,6 +76,7 @@ class Fp16OnBf16Pretrained(Rule):
     name = "fp16-on-bf16-pretrained"
     severity = Severity.WARNING
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("fp16",)
     fix_safety = "none"
     summary = "fp16 training of a model pretrained in bfloat16 (T5 family, ...)"

@@ -53,6 +53,7 @@ class GenerationArgsWithoutSeq2Seq(Rule):
     name = "generation-args-without-seq2seq"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = GENERATION_FIELDS
     fix_safety = "none"
     summary = "generation settings with TrainingArguments or the plain Trainer"

@@ -67,6 +67,7 @@ class ImplicitUseReentrant(Rule):
     name = "implicit-use-reentrant"
     severity = Severity.INFO
     triggers = CHECKPOINTING_NAMES
+    needs_training = True
     fires_on = CHECKPOINTING_WORDS
     fix_safety = "safe"
     summary = "gradient checkpointing without an explicit use_reentrant"

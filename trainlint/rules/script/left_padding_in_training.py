@@ -68,6 +68,7 @@ class LeftPaddingInTraining(Rule):
     severity = Severity.INFO
     summary = 'padding_side="left" on the tokenizer of a causal LM being trained'
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("padding_side",)
     cases = [
         Case(HEAD + "tok = AutoTokenizer.from_pretrained('m')\ntok.padding_side = 'left'\n"

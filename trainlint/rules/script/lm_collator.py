@@ -92,6 +92,7 @@ class MlmCollatorForCausalLm(Rule):
     name = "mlm-collator-for-causal-lm"
     severity = Severity.ERROR
     triggers = SETUP_NAMES + ("DataCollatorForLanguageModeling",)
+    needs_training = True
     fires_on = tuple(sorted(LM_COLLATORS))
     fix_safety = "unsafe"
     summary = "DataCollatorForLanguageModeling defaults to mlm=True for a causal LM"
@@ -197,6 +198,7 @@ class PadTokenIsEos(Rule):
     name = "pad-token-is-eos"
     severity = Severity.WARNING
     triggers = SETUP_NAMES + ("DataCollatorForLanguageModeling",)
+    needs_training = True
     fires_on = tuple(sorted(LM_COLLATORS))
     fix_safety = "none"
     summary = "pad_token = eos_token with the causal-LM collator masks every EOS label"

@@ -61,6 +61,7 @@ class LoraTargetModulesNotInModel(Rule):
     severity = Severity.ERROR
     summary = "LoraConfig target_modules naming modules the model family does not have"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("target_modules",)
     cases = [
         Case(HEAD + "model = AutoModelForCausalLM.from_pretrained('gpt2')\n"

@@ -119,6 +119,7 @@ class ComputeLossIgnoresNumItems(Rule):
     name = "compute-loss-ignores-num-items"
     severity = Severity.WARNING
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("gradient_accumulation_steps",)
     fix_safety = "none"
     summary = "a custom loss that ignores num_items_in_batch with gradient accumulation"

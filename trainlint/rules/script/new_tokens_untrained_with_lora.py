@@ -141,6 +141,7 @@ class NewTokensUntrainedWithLora(Rule):
     severity = Severity.WARNING
     summary = "tokens added to the vocabulary of a LoRA model whose config does not train the embeddings"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("resize_token_embeddings", "add_tokens", "add_special_tokens")
     cases = [
         Case(HEAD + "tok.add_tokens(['<tool>'])\nmodel.resize_token_embeddings(len(tok))\n" +

@@ -171,6 +171,7 @@ class OptimPackageMissing(Rule):
     name = "optim-package-missing"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("optim",)
     fix_safety = "none"
     summary = "an optim value whose package the project's dependency files do not list"

@@ -58,6 +58,7 @@ class PackingWithoutFlashAttention(Rule):
     severity = Severity.WARNING
     summary = "SFT packing/padding_free with an attention that lets packed samples see each other"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("SFTTrainer",)
     cases = [
         Case(HEAD + "model = AutoModelForCausalLM.from_pretrained('m')\n"

@@ -455,6 +455,7 @@ class PaddingMaxLength(ScriptRule):
     name = "padding-max-length"
     severity = Severity.WARNING
     triggers = SETUP_NAMES + ("DataCollator",)
+    needs_training = True
     fires_on = ("max_length", "MAX_LENGTH")
     fix_safety = "safe"
     summary = 'padding="max_length" at preprocessing pads every example to the maximum'

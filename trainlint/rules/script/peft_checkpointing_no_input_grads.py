@@ -123,6 +123,7 @@ class PeftCheckpointingNoInputGrads(Rule):
     name = "peft-checkpointing-no-input-grads"
     severity = Severity.ERROR
     triggers = CHECKPOINTING_NAMES
+    needs_training = True
     fires_on = CHECKPOINTING_WORDS
     fix_safety = "safe"
     summary = "PEFT + reentrant gradient checkpointing without input grads trains no adapters"

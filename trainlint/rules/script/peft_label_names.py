@@ -92,6 +92,7 @@ class PeftLossMetricWithoutLabelNames(Rule):
     name = "peft-loss-metric-without-label-names"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fix_safety = "safe"
     summary = "best-model selection by eval_loss on a task-less PEFT model without label_names (before 4.55)"
 

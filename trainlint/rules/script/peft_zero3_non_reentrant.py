@@ -68,6 +68,7 @@ class PeftZero3NonReentrant(Rule):
     severity = Severity.WARNING
     summary = "use_reentrant=False with PEFT under DeepSpeed ZeRO-3"
     triggers = CHECKPOINTING_NAMES
+    needs_training = True
     fires_on = CHECKPOINTING_WORDS
     cases = [
         Case(files={"train.py": _script(', gradient_checkpointing_kwargs={"use_reentrant": False}'), "ds.json": DS3}),

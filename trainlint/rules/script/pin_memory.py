@@ -56,6 +56,7 @@ class PinMemoryDisabled(Rule):
     name = "pin-memory-disabled"
     severity = Severity.INFO
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("dataloader_pin_memory",)
     fix_safety = "safe"
     summary = "dataloader_pin_memory=False when training on a GPU"

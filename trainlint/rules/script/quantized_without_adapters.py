@@ -59,6 +59,7 @@ class QuantizedWithoutAdapters(Rule):
     name = "quantized-without-adapters"
     severity = Severity.ERROR
     triggers = QUANTIZED_NAMES
+    needs_training = True
     fires_on = QUANT_WORDS
     fix_safety = "none"
     summary = "a quantized model is trained without trainable adapters"

@@ -76,6 +76,7 @@ class ReentrantCheckpointingFrozenInput(Rule):
     severity = Severity.ERROR
     summary = "reentrant checkpointing with frozen embeddings or first layers"
     triggers = CHECKPOINTING_NAMES
+    needs_training = True
     fires_on = CHECKPOINTING_WORDS
     cases = [
         Case(HEAD + "model.model.embed_tokens.requires_grad_(False)\n" + TAIL.format(kw=""), options=V4),

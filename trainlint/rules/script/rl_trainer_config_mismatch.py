@@ -55,6 +55,7 @@ class RlTrainerConfigMismatch(Rule):
     severity = Severity.ERROR
     summary = "GRPO reward_weights vs reward_funcs, DPO loss_weights vs loss_type, exo_pair without smoothing"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("DPOConfig", "GRPOTrainer")
     cases = [
         Case(GRPO + "args = GRPOConfig(output_dir='o', reward_weights=[1.0, 0.5])\n"

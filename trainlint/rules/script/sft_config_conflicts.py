@@ -57,6 +57,7 @@ class SftConfigConflicts(Rule):
     severity = Severity.ERROR
     summary = "SFTTrainer settings that raise in __init__ (padding_free, collator, formatting_func)"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("SFTTrainer",)
     cases = [
         Case(HEAD + "SFTTrainer(model='m', args=SFTConfig(output_dir='o', padding_free=True))\n"),

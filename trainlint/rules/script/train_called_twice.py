@@ -87,6 +87,7 @@ class TrainCalledTwice(ScriptRule):
     severity = Severity.WARNING
     summary = "trainer.train() called twice on the same Trainer (or in a loop)"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("train",)
     cases = [
         Case(HEAD + "trainer = Trainer(model=m, args=a)\ntrainer.train()\ntrainer.evaluate()\ntrainer.train()\n"),

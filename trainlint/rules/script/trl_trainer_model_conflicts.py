@@ -60,6 +60,7 @@ class TrlTrainerModelConflicts(Rule):
     severity = Severity.ERROR
     summary = "a PeftModel with peft_config, quantization_config twice, or ref_model=model"
     triggers = SETUP_NAMES
+    needs_training = True
     fires_on = ("SFTTrainer", "DPOTrainer")
     cases = [
         Case(HEAD + PEFT_MODEL + "SFTTrainer(model=model, args=SFTConfig(output_dir='o'), peft_config=LoraConfig())\n"),

@@ -219,6 +219,7 @@ class ColumnDroppedByRemoveUnusedColumns(Rule):
     name = "column-dropped-by-remove-unused-columns"
     severity = Severity.ERROR
     triggers = SETUP_NAMES
+    needs_training = True
     fix_safety = "safe"
     summary = "a dataset column read by the collator or compute_loss that remove_unused_columns drops"
 

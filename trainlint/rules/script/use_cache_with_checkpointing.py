@@ -63,6 +63,7 @@ class UseCacheWithCheckpointing(Rule):
     name = "use-cache-with-checkpointing"
     severity = Severity.INFO
     triggers = CHECKPOINTING_NAMES
+    needs_training = True
     fires_on = CHECKPOINTING_WORDS
     fix_safety = "none"
     summary = "gradient checkpointing with the KV cache still on"
