@@ -159,3 +159,51 @@ def test_the_start_folders_are_kept_per_folder_while_setups_are_built(tmp_path, 
     assert second == look(x) and "changed" not in second and asked == [x]
     folders.reference_folders(x)
     assert asked == [x, x]
+
+
+def _linked_workspace(tmp_path, files: dict[str, str]):
+    write_files(tmp_path, {".git/HEAD": "x\n", **files})
+    settings = load_settings(tmp_path)
+    return read_workspace([tmp_path], settings, {}), settings
+
+
+def test_an_answer_that_read_a_module_is_asked_again_once_that_module_is_linked(tmp_path):
+    # ``from cfg import training_args``: before cfg.py is linked its ``MyArgs(...)`` builds no
+    # TrainingArguments-like object (MyArgs is a subclass in another module); once it is, it
+    # does, and a script that imports the name after that gets the object
+    ws, settings = _linked_workspace(tmp_path, {
+        "myargs.py": "from transformers import TrainingArguments\n\n\nclass MyArgs(TrainingArguments):\n    pass\n",
+        "cfg.py": "from myargs import MyArgs  # a TrainingArguments subclass\n"
+                  "training_args = MyArgs(output_dir='o', logging_steps=7)\n",
+        "a_first.py": "from transformers import Trainer\nfrom cfg import training_args\n"
+                      "Trainer(model=m, args=training_args).train()\n",
+        "z_last.py": "from transformers import Trainer\nfrom cfg import training_args\n"
+                     "Trainer(model=m, args=training_args).train()\n"})
+    order = [Path(p).name for p in ws.files if p.endswith(".py")]
+    assert order.index("a_first.py") < order.index("cfg.py") < order.index("z_last.py")
+    uses = link_modules(ws)
+    last = ws.files[str(tmp_path / "z_last.py")].doc
+    (tc,) = last.trainer_calls
+    assert tc.args_call is not None and tc.args_call.args.path.endswith("cfg.py")
+    assert tc.args_call.args.values["logging_steps"].value == 7
+    assert str(tmp_path / "cfg.py") in uses[str(tmp_path / "z_last.py")]
+
+
+def test_an_answer_is_kept_across_links_of_modules_it_did_not_read(tmp_path, monkeypatch):
+    # three scripts import ``make`` from helpers.py; the second is linked (it imports a Trainer
+    # subclass): the answer about ``make`` read nothing that linking changes, it is asked once
+    from trainlint import modules
+
+    ws, settings = _linked_workspace(tmp_path, {
+        "helpers.py": "def make(x):\n    return x\n",
+        "mytrainer.py": "from transformers import Trainer\n\n\nclass MyTrainer(Trainer):\n    pass\n",
+        "s1.py": "from transformers import Trainer\nfrom helpers import make\nTrainer(model=make(1)).train()\n",
+        "s2.py": "from helpers import make\nfrom mytrainer import MyTrainer\nMyTrainer(model=make(1)).train()\n",
+        "s3.py": "from transformers import Trainer\nfrom helpers import make\nTrainer(model=make(1)).train()\n"})
+    asked = []
+    real = modules._what_is_named
+    monkeypatch.setattr(modules, "_what_is_named", lambda mods, other, name: asked.append(name) or real(mods, other, name))
+    uses = link_modules(ws)
+    assert str(tmp_path / "mytrainer.py") in uses[str(tmp_path / "s2.py")]
+    assert ws.files[str(tmp_path / "s2.py")].doc.trainer_calls[0].class_name == "Trainer"
+    assert asked.count("make") == 1 and asked.count("MyTrainer") == 1

@@ -523,3 +523,40 @@ def test_a_call_before_an_earlier_words_docstring_hit_is_found():
     many = "from trl import SFTTrainer\n" + "".join(f'def f{i}():\n    """SFTTrainer({i})"""\n' for i in range(300))
     assert not parse_python("m.py", many)._walked
     assert len(parse_python("n.py", many + "t = SFTTrainer(m)\n").trainer_calls) == 1
+
+
+@pytest.mark.parametrize("src, local, walked", [
+    # a base a top-level import, def or class binds: no library class, known without the walk
+    ("from ..trainer import SFTTrainer\nclass Mine(SFTTrainer):\n    pass\n", {}, False),
+    ("from . import DPOTrainer\nclass Mine(DPOTrainer):\n    pass\n", {}, False),
+    ("class Trainer:\n    pass\nclass Mine(Trainer):\n    pass\n", {}, False),
+    # (walked, but by the training-call scan: ``def SFTConfig(`` reads as a call)
+    ("def SFTConfig():\n    pass\nclass C(SFTConfig):\n    pass\n", {}, True),
+    ("import Trainer\nclass Mine(Trainer):\n    pass\n", {}, False),
+    # an imported library class, a local chain: no question of the module's scope
+    ("from transformers import Trainer\nclass A(Trainer):\n    pass\nclass B(A):\n    pass\n",
+     {"A": ("trainer", "Trainer"), "B": ("trainer", "Trainer")}, False),
+    # bound (or not) otherwise: the walk's scopes say
+    ("class Mine(Trainer):\n    pass\n", {"Mine": ("trainer", "Trainer")}, True),
+    ("Trainer = make()\nclass Mine(Trainer):\n    pass\n", {}, True),
+    ("def f():\n    global SFTConfig\n    SFTConfig = 1\nclass C(SFTConfig):\n    pass\n", {}, True),
+    ("try:\n    from .t import SFTTrainer\nexcept ImportError:\n    pass\nclass M(SFTTrainer):\n    pass\n", {}, True),
+    ("from .x import *\nclass M(SFTTrainer):\n    pass\n", {"M": ("trainer", "SFTTrainer")}, True),
+    ("if x:\n    class Trainer:\n        pass\nclass M(Trainer):\n    pass\n", {}, True),
+])
+def test_a_class_base_bound_at_the_top_is_derived_without_the_walk(src, local, walked, monkeypatch):
+    """A class's library base is derived without walking the file when a top-level import,
+    ``def`` or ``class`` binds the base's name; the library class is the one the walk's
+    module scope gives (``library_class`` asked of the walked file)."""
+    pf = parse_python("t.py", src)
+    assert dict(pf.local_classes) == local
+    assert pf._walked is walked
+    from trainlint.sources.python import PythonFile
+
+    def from_the_walk(self, name):
+        self._walk()
+        return name in self.module_scope.bindings
+
+    monkeypatch.setattr(PythonFile, "_bound_in_module", from_the_walk)
+    walked_pf = parse_python("t.py", src)  # every question of the module's scope from the walk
+    assert dict(walked_pf.local_classes) == local

@@ -58,6 +58,9 @@ class Modules:
         self._light: dict[str, _Light] = {}  # modules read only to follow names (``read_linked_module``)
         self._listings: dict[str, frozenset[str]] = {}  # by folder: its names, casefolded (``_may_hold``)
         self._file_names: dict[str, set[str]] | None = None  # the same of the workspace's files
+        # while ``link_modules`` asks ``_what_is_named``: the ids of the modules whose linked
+        # state (``library_class``, ``args_calls``: what ``link_repository`` changes) the answer read
+        self.asked: set[int] | None = None
 
     def full(self, pf: PythonFile | _Light) -> PythonFile | None:
         """``pf`` as a file of the workspace: a module read only to follow names through
@@ -248,6 +251,8 @@ class Modules:
         defined in the same or other repository modules."""
         if depth > MAX_DEPTH:
             return None
+        if self.asked is not None:
+            self.asked.add(id(pf))
         for base in cd.bases:
             lib = pf.library_class(base)
             if lib is not None:
@@ -287,6 +292,8 @@ class Modules:
         repository module) that returns a TrainingArguments-like call it makes, with that call."""
         if depth > MAX_DEPTH:
             return None
+        if self.asked is not None:
+            self.asked.add(id(pf))
         defs = self._top(pf).functions.get(name, ())
         if len(defs) == 1:
             tac = returned_args_call(pf, defs[0])  # type: ignore[arg-type]
@@ -302,6 +309,8 @@ class Modules:
         """The module-level ``name = TrainingArguments(...)`` that ``name`` names in ``pf``."""
         if depth > MAX_DEPTH:
             return None
+        if self.asked is not None:
+            self.asked.add(id(pf))
         for tac in pf.args_calls:
             if tac.bound_to == name and tac.site.scope is pf.module_scope:
                 return tac
@@ -416,6 +425,7 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
     mods = Modules(ws)
     uses: dict[str, list[str]] = {}
     named: dict[tuple[int, str], tuple] = {}  # (id of a module, name): (the module, ``_what_is_named``)
+    readers: dict[int, list[tuple[int, str]]] = {}  # id of a module: the keys of ``named`` that read it
     for f in list(ws.files.values()):
         pf = f.doc
         if f.kind != "python" or not isinstance(pf, PythonFile) or not _might_import_repository(pf):
@@ -446,9 +456,16 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
                         other = other.full
                     if other is None or other is pf:
                         continue
-                    kept = named.get((id(other), a.name))
+                    key = (id(other), a.name)
+                    kept = named.get(key)
                     if kept is None or kept[0] is not other:
-                        kept = named[(id(other), a.name)] = (other, _what_is_named(mods, other, a.name))
+                        mods.asked = asked = set()
+                        try:
+                            kept = named[key] = (other, _what_is_named(mods, other, a.name))
+                        finally:
+                            mods.asked = None
+                        for read in asked:
+                            readers.setdefault(read, []).append(key)
                     what = kept[1]
                     kind = what[0]
                     if kind == "class":
@@ -502,7 +519,11 @@ def link_modules(ws: Workspace) -> dict[str, list[str]]:
             if functions:
                 _follow_functions(pf, functions)
             uses[pf.path] = sorted(set(used))
-            named.clear()  # what a linked file defines and builds may answer otherwise now
+            # what a linked file defines and builds may answer otherwise now: the answers that
+            # read it are asked again (the others stay: peft's and TRL's tests import the same
+            # names from modules that are linked, if at all, before them)
+            for key in readers.pop(id(pf), ()):
+                named.pop(key, None)
     return uses
 
 
@@ -512,8 +533,9 @@ def _what_is_named(mods: Modules, other: PythonFile, name: str) -> tuple:
     False for a parser subclass, None for neither; asked only without a library class),
     ``("object", TrainingArgsCall)``, ``("function", (module, FunctionDef, TrainingArgsCall))``
     or ``("other",)``. The same names are imported by many scripts (peft's tests: ``from peft
-    import LoraConfig, get_peft_model``); the answer is kept until a file is linked (its
-    classes, calls and objects may answer otherwise then)."""
+    import LoraConfig, get_peft_model``); the answer is kept until a module whose linked state
+    it read (``Modules.asked``) is linked (its classes, calls and objects may answer otherwise
+    then)."""
     found = mods.class_in(other, name)
     if found is not None:
         lib = mods.library_base(found[0], found[1])

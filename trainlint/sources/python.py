@@ -824,8 +824,9 @@ class PythonFile:
         own = {cd.name for cd in class_defs}
         if not any(self._may_be_library_base(b, own) for cd in class_defs for b in cd.bases):
             return  # no base can name a library class (``library_class`` would find none)
-        self._walk()
-        # classes in the file that subclass a library class (to a fixed point: A(B), B(TA))
+        # classes in the file that subclass a library class (to a fixed point: A(B), B(TA));
+        # ``library_class`` walks the file only for a bare library name that no top-level
+        # import, def or class binds (``_bound_in_module``): most bases are imported
         changed = True
         while changed:
             changed = False
@@ -1076,7 +1077,7 @@ class PythonFile:
             if expr.id in self.local_classes:
                 return self.local_classes[expr.id]
             if expr.id not in self.imports and expr.id in _CANONICAL_UNBOUND \
-                    and expr.id not in self.module_scope.bindings:
+                    and not self._bound_in_module(expr.id):
                 name = expr.id
                 kind = "args" if (name in TRAINING_ARGS_CLASSES or name in TRL_CONFIG_CLASSES) else "trainer"
                 return (kind, name)
@@ -1086,6 +1087,19 @@ class PythonFile:
         if qn and qn in self.external_qualified:
             return self.external_qualified[qn]
         return _lib_class(qn) if qn else None
+
+    def _bound_in_module(self, name: str) -> bool:
+        """Whether ``name`` is bound in the module's scope (``module_scope.bindings``). A name
+        that a top-level import, ``def`` or ``class`` binds is known to be without the index
+        walk (``from ..trainer import SFTTrainer``, a relative import ``imports`` leaves out):
+        a class base is then derived without walking the file; only another name (bound, if
+        at all, by an assignment, a loop, a ``global``...) needs the walk's scopes."""
+        if self._walked:
+            return name in self._module_scope.bindings
+        top = self.__dict__.get("_top_bound")
+        if top is None:
+            top = self._top_bound = _top_level_names(self.tree)
+        return name in top or name in self.module_scope.bindings
 
     def link_repository(self, classes: dict[str, tuple[tuple[str, str], PythonFile, ast.ClassDef]],
                         qualified: dict[str, tuple[str, str]], objects: dict[str, TrainingArgsCall]) -> None:
@@ -1568,6 +1582,22 @@ def _field_default(pf: PythonFile, cd: ast.ClassDef, name: str, _depth: int = 0)
                 if got is not _NO_FIELD:
                     return got
     return _NO_FIELD
+
+
+def _top_level_names(tree: ast.Module) -> frozenset[str]:
+    """The names the module's own top-level imports, functions and classes bind (what the
+    index walk binds for them in the module's scope: ``import a.b`` binds ``a``)."""
+    out: set[str] = set()
+    for node in tree.body:
+        t = type(node)
+        if t is ast.Import or t is ast.ImportFrom:
+            for a in node.names:  # type: ignore[attr-defined]
+                name = a.asname or a.name.split(".", 1)[0]
+                if name != "*":
+                    out.add(name)
+        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef:
+            out.add(node.name)  # type: ignore[attr-defined]
+    return frozenset(out)
 
 
 def _is_number(v: Any) -> bool:
