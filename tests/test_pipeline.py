@@ -816,3 +816,48 @@ def test_the_collector_runs_between_tasks_only_and_is_restored(tmp_path, monkeyp
     assert generations.count(1) >= 5  # between tasks
     assert after == (700, 10, 10)
     assert young_after < 100
+
+
+def test_a_check_that_ends_the_process_leaves_its_last_task_unfreed(tmp_path, monkeypatch):
+    """When the process ends with the run (``check`` through the console script: ``os._exit``),
+    the last task's workspace and setups are kept instead of freed one object at a time; the
+    findings are the same, the run before's leftovers are let go, and any other caller (tests,
+    the language server, ``fix``) frees everything."""
+    from trainlint import engine
+    from trainlint.config import load_settings
+    from trainlint.engine import lint
+    from trainlint.workspace import Workspace
+
+    monkeypatch.setenv("TRAINLINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "repo"
+    repository_tree(root)
+    monkeypatch.chdir(root)
+    settings = load_settings(root)
+    freed = lint([Path(".")], settings, jobs=1, cache=False)
+    assert engine._LEFT == []
+    monkeypatch.setattr(engine, "ENDS_AFTER_RUN", True)
+    for _ in range(2):  # the second run replaces what the first left
+        left = lint([Path(".")], settings, jobs=1, cache=False)
+        assert [d.to_json() for d in left.diagnostics] == [d.to_json() for d in freed.diagnostics]
+        workspaces = [x for x in engine._LEFT if isinstance(x, Workspace)]
+        assert len(workspaces) == 1 and len(engine._LEFT) == 2  # the workspace, then its setups
+        assert workspaces[0].files  # the largest task (checked last), as read
+    engine._LEFT.clear()
+
+
+def test_only_the_check_command_ends_without_freeing(tmp_path):
+    """The console script sets ``ENDS_AFTER_RUN`` for ``check`` (it leaves with ``os._exit``
+    after its one run) and for no other command (``fix`` goes on after each run)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "train.py").write_text(TRAIN.format(extra=""))
+    probe = ("import os, sys\nfrom trainlint import engine\nreal = os._exit\n"
+             "def leave(code):\n    print('ENDS', engine.ENDS_AFTER_RUN, len(engine._LEFT) > 0, flush=True)\n"
+             "    real(code)\nos._exit = leave\nsys.argv = ['trainlint'] + sys.argv[1:]\n"
+             "from trainlint.cli import entry\nentry()\n")
+    seen = {}
+    for command in (["check", "train.py", "--no-cache"], ["fix", "train.py"]):
+        out = subprocess.run([sys.executable, "-c", probe, *command], cwd=tmp_path, capture_output=True, text=True)
+        seen[command[0]] = next(line for line in out.stdout.splitlines() if line.startswith("ENDS"))
+    assert seen == {"check": "ENDS True True", "fix": "ENDS False False"}

@@ -284,6 +284,10 @@ def entry() -> None:
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     if command not in _QUICK_EXIT_COMMANDS:
         gc.set_threshold(*_GC_DEFAULT)  # the server and verify run for long: the usual collector
+    elif command == "check":  # one run, then the exit (``fix`` goes on after each of its runs)
+        from trainlint import engine
+
+        engine.ENDS_AFTER_RUN = True  # the last task is never freed: the process ends with it
     try:
         main()
     except SystemExit as exc:

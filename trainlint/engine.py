@@ -86,6 +86,14 @@ _gc_runs = [0, (700, 10, 10)]  # runs in progress (the language server runs seve
 RUN_GC_THRESHOLDS = (0, 1_000_000, 1000)
 
 
+# Set by the command-line entry for commands that leave with ``os._exit`` (``cli.entry``): the
+# process ends right after its run, so the last task's workspace and setups need not be freed.
+# They are kept in ``_LEFT`` (each run replaces what the one before left: ``fix``'s passes hold
+# one task at a time); tests, the language server and any other caller free everything.
+ENDS_AFTER_RUN = False
+_LEFT: list[Any] = []
+
+
 def between_tasks() -> None:
     """Free what the task just checked left in cycles (its trees are mostly freed by then)."""
     gc.collect(1)
@@ -271,10 +279,12 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
             # (the tasks are independent: the order changes no result, as the pool's shows)
             order = sorted(range(len(run_tasks)), key=lambda i: sizes[pending[i]])
             out: list[Any] = [None] * len(run_tasks)
+            _LEFT.clear()
             for n, i in enumerate(order):
                 if n:
                     between_tasks()
-                out[i] = run_task(run_tasks[i], settings, overlay, ctx, rules, reuse)
+                leave = _LEFT if ENDS_AFTER_RUN and n == len(order) - 1 else None
+                out[i] = run_task(run_tasks[i], settings, overlay, ctx, rules, reuse, leave=leave)
             return out
 
         fresh = with_deep_stack(here)
