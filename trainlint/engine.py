@@ -86,10 +86,10 @@ _gc_runs = [0, (700, 10, 10)]  # runs in progress (the language server runs seve
 RUN_GC_THRESHOLDS = (0, 1_000_000, 1000)
 
 
-# Set by the command-line entry for commands that leave with ``os._exit`` (``cli.entry``): the
-# process ends right after its run, so the last task's workspace and setups need not be freed.
-# They are kept in ``_LEFT`` (each run replaces what the one before left: ``fix``'s passes hold
-# one task at a time); tests, the language server and any other caller free everything.
+# Set by the command-line entry for ``check`` (``cli.entry``), which leaves with ``os._exit``
+# right after its one run: the last task's workspace and setups need not be freed. They are kept
+# in ``_LEFT`` (a run lets go of what the one before left); ``fix`` (it goes on after each run),
+# tests, the language server and any other caller free everything.
 ENDS_AFTER_RUN = False
 _LEFT: list[Any] = []
 
