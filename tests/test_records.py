@@ -141,3 +141,68 @@ def test_rows_are_the_named_tuples_they_replace():
     with pytest.raises(TypeError):
         r._replace(nonsense=1)
     assert not hasattr(r, "__dict__") and issubclass(FieldInfo, Row)
+
+
+def test_the_readers_records_are_not_dataclasses_and_behave_as_they_did():
+    """The shell, notebook, Markdown, args-file, reader-problem, framework-CLI and PEFT-use
+    records (a repository run imports them: their 23 dataclass definitions were ~23 ms of peft's
+    run): records, with the dataclasses' signatures, defaults, equality, hash and repr."""
+    import inspect
+
+    import trainlint.knowledge.frameworks as frameworks
+    import trainlint.rules.script._peft_common as peft_common
+    import trainlint.sources.argsfile as argsfile
+    import trainlint.sources.errors as errors
+    import trainlint.sources.notebook as notebook
+    import trainlint.sources.registry as registry
+    import trainlint.sources.shell as shell
+
+    for module in (shell, notebook, registry, errors, argsfile, frameworks, peft_common):
+        classes = [v for v in vars(module).values() if inspect.isclass(v) and v.__module__ == module.__name__]
+        assert not any(dataclasses.is_dataclass(c) for c in classes), module.__name__
+    sp = Span(path="r.sh", line=1, column=1, end_line=1, end_column=5)
+
+    @dataclasses.dataclass
+    class DcFlag:  # what Flag was (its fields, in order, with their defaults)
+        name: str
+        value: str | None
+        name_span: Span
+        value_span: Span | None
+        raw: str
+        prefix: str = "--"
+        inline: bool = False
+        extra_values: list = dataclasses.field(default_factory=list)
+        unresolved: bool = False
+        expansions: list = dataclasses.field(default_factory=list)
+        from_expansion: bool = False
+        start: int = 0
+        end: int = 0
+        name_end: int = 0
+        value_start: int = -1
+        value_end: int = -1
+        _index: object = dataclasses.field(default=None, repr=False, compare=False)
+
+    f = shell.Flag("lr", "1e-4", sp, sp, "--lr 1e-4", start=3, _index=object())
+    d = DcFlag("lr", "1e-4", sp, sp, "--lr 1e-4", start=3)
+    assert repr(f) == repr(d).replace(type(d).__qualname__, "Flag")
+    assert f == shell.Flag("lr", "1e-4", sp, sp, "--lr 1e-4", start=3)  # ``_index`` is not compared
+    assert f != shell.Flag("lr", "1e-4", sp, sp, "--lr 1e-4", start=4)
+    assert f.extra_values == [] and f.extra_values is not shell.Flag("a", None, sp, None, "--a").extra_values
+    with pytest.raises(TypeError):
+        hash(f)  # mutable: unhashable, as the dataclass was
+    f.later = 1  # type: ignore[attr-defined]  # a ``__dict__`` slot, as a dataclass instance has
+    a = shell.Assignment("LR", "1", sp, sp, sp)
+    assert (a.exported, a.partial) == (False, None) and hash(a) == hash(shell.Assignment("LR", "1", sp, sp, sp))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.value = "2"  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(a)) == a and replace(a, value="2").value == "2"
+    p = errors.ReadProblem("duplicate-key", "m", sp)
+    assert p.related is None and p == errors.ReadProblem(kind="duplicate-key", message="m", span=sp, related=None)
+    assert registry.ReadResult().problems == [] and registry.ReadResult().deferred is not registry.ReadResult().deferred
+    assert argsfile.ArgsFile("a.json", None).values == {}
+    cli = frameworks.FrameworkCli("trl sft", "SFTConfig", "TrlParser", "config", False, "trl")
+    assert cli.redeclared == frozenset() and hash(cli) == hash(replace(cli))
+    v = notebook.VLine(2, 1)
+    assert (v.opaque, v.shift, v.length, v.subs, v.indent) == ([], None, 0, None, 0)
+    with pytest.raises(AttributeError):
+        v.other = 1  # type: ignore[attr-defined]  # it was a dataclass with slots

@@ -10,20 +10,39 @@ arguments class (``data/framework_clis.json``, each fact with its source).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from trainlint.record import Record, _set
 
-@dataclass(frozen=True)
-class FrameworkCli:
+
+class FrameworkCli(Record, frozen=True):
+    __slots__ = ("name", "class_name", "parser", "config_flag", "args_file_positional", "source", "redeclared")
     name: str  # "trl sft"
     class_name: str
     parser: str  # "TrlParser", "HfArgumentParser"
     config_flag: str | None  # "config": ``--config x.yaml``
     args_file_positional: bool  # ``llamafactory-cli train x.yaml``
     source: str
-    redeclared: frozenset[str] = frozenset()  # fields the framework's own subclass declares again
+    redeclared: frozenset[str]  # fields the framework's own subclass declares again
+
+    def __init__(
+        self,
+        name: str,
+        class_name: str,
+        parser: str,
+        config_flag: str | None,
+        args_file_positional: bool,
+        source: str,
+        redeclared: frozenset[str] = frozenset(),
+    ) -> None:
+        _set(self, "name", name)
+        _set(self, "class_name", class_name)
+        _set(self, "parser", parser)
+        _set(self, "config_flag", config_flag)
+        _set(self, "args_file_positional", args_file_positional)
+        _set(self, "source", source)
+        _set(self, "redeclared", redeclared)
 
 
 @lru_cache(maxsize=1)

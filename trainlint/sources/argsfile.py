@@ -3,19 +3,24 @@ key with its value and positions, as ``trainlint.setup.Value`` (origin ``ARGSFIL
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from trainlint.record import Record
 from trainlint.setup import ARGSFILE, ArgsSite, Value
 
 
-@dataclass
-class ArgsFile:
+class ArgsFile(Record):
     """An HF args file (JSON or YAML) read as TrainingArguments values."""
 
+    __slots__ = ("path", "root", "values", "__dict__")
     path: str
     root: Any  # JsonNode or YamlNode
-    values: dict[str, Value] = field(default_factory=dict)
+    values: dict[str, Value]
+
+    def __init__(self, path: str, root: Any, values: dict[str, Value] | None = None) -> None:
+        self.path = path
+        self.root = root
+        self.values = {} if values is None else values
 
     @classmethod
     def from_root(cls, root: Any) -> ArgsFile:

@@ -6,9 +6,9 @@ Positions are 1-based lines and 1-based columns counted in characters, like ``Sp
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
 
 from trainlint.diagnostics import Span
+from trainlint.record import Record, _set
 
 
 class ReadError(Exception):
@@ -28,8 +28,7 @@ class ReadError(Exception):
         )
 
 
-@dataclass(frozen=True)
-class ReadProblem:
+class ReadProblem(Record, frozen=True):
     """Something legal enough to read but worth a finding.
 
     ``kind`` is one of ``"duplicate-key"``, ``"non-standard-number"`` (NaN/Infinity in JSON),
@@ -37,10 +36,17 @@ class ReadProblem:
     second place (the first occurrence of a duplicate key).
     """
 
+    __slots__ = ("kind", "message", "span", "related")
     kind: str
     message: str
     span: Span
-    related: Span | None = None
+    related: Span | None
+
+    def __init__(self, kind: str, message: str, span: Span, related: Span | None = None) -> None:
+        _set(self, "kind", kind)
+        _set(self, "message", message)
+        _set(self, "span", span)
+        _set(self, "related", related)
 
 
 class LineIndex:

@@ -28,11 +28,10 @@ import json
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from trainlint.diagnostics import Diagnostic, Edit, Related
-from trainlint.record import replace
+from trainlint.record import Record, replace
 from trainlint.sources.errors import ReadError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -246,63 +245,126 @@ def _decoded(path: str, text: str) -> tuple[str, tuple[tuple[str, str], ...]] | 
     return got
 
 
-@dataclass(slots=True)
-class VLine:
+class VLine(Record):
     """One virtual line: where it is in the notebook and how the derived texts differ from it."""
 
+    __slots__ = ("cell", "line", "opaque", "shift", "length", "subs", "indent")
     cell: int  # 1-based among all cells
     line: int  # 1-based within the cell
     # column ranges (1-based, end exclusive) where a derived text is not the cell's text:
     # an edit touching them cannot be written back
-    opaque: list[tuple[int, int]] = field(default_factory=list)
+    opaque: list[tuple[int, int]]
     # (from_col, delta): columns >= from_col of the shell text are ``delta`` to the right of
     # the cell's (``%run x`` read as ``python x``)
-    shift: tuple[int, int] | None = None
-    length: int = 0  # characters of the cell line, without its newline
+    shift: tuple[int, int] | None
+    length: int  # characters of the cell line, without its newline
     # IPython's expansions in a shell line (``{lr}`` -> ``3e-05``): (shell start, shell end,
     # cell start, cell end) of each, 1-based, end exclusive (``notebook_flow``)
-    subs: list[tuple[int, int, int, int]] | None = None
+    subs: list[tuple[int, int, int, int]] | None
     # characters of the cell line's start IPython removed before reading it (the cell's first
     # line is indented: ``leading_indent``): every derived column is that far to the left
-    indent: int = 0
+    indent: int
+
+    def __init__(
+        self,
+        cell: int,
+        line: int,
+        opaque: list[tuple[int, int]] | None = None,
+        shift: tuple[int, int] | None = None,
+        length: int = 0,
+        subs: list[tuple[int, int, int, int]] | None = None,
+        indent: int = 0,
+    ) -> None:
+        self.cell = cell
+        self.line = line
+        self.opaque = [] if opaque is None else opaque
+        self.shift = shift
+        self.length = length
+        self.subs = subs
+        self.indent = indent
 
 
-@dataclass
-class Cell:
+class Cell(Record):
+    __slots__ = ("number", "cell_type", "source", "first", "lines", "__dict__")
     number: int  # 1-based among all cells
     cell_type: str
     source: str
-    first: int = 0  # first virtual line (code cells with lines), else 0
-    lines: int = 0
+    first: int  # first virtual line (code cells with lines), else 0
+    lines: int
+
+    def __init__(self, number: int, cell_type: str, source: str, first: int = 0, lines: int = 0) -> None:
+        self.number = number
+        self.cell_type = cell_type
+        self.source = source
+        self.first = first
+        self.lines = lines
 
 
-@dataclass
-class Written:
+class Written(Record):
     """A file a ``%%writefile`` cell writes (one version: a later cell may write it again)."""
 
+    __slots__ = ("name", "line", "pf", "__dict__")
     name: str  # normalised, relative to the notebook's folder
     line: int  # virtual line of the magic
     pf: Any  # ParsedFile (path: "<notebook>::<name>[#k]", kind, doc with spans in the notebook)
 
+    def __init__(self, name: str, line: int, pf: Any) -> None:
+        self.name = name
+        self.line = line
+        self.pf = pf
 
-@dataclass
-class Notebook:
+
+class Notebook(Record):
     """A read notebook: its cells, virtual lines and what the readers made of them."""
 
+    __slots__ = ("path", "cells", "vlines", "display", "python_text", "shell_text", "language", "python",
+                 "shell", "written", "findings", "problems", "broken", "_fetches", "__dict__")
     path: str
     cells: list[Cell]
     vlines: list[VLine]
     display: str  # the cells' own lines on virtual lines (suppression comments are read here)
     python_text: str
     shell_text: str
-    language: str = "python"
-    python: PythonFile | None = None
-    shell: ShellScript | None = None
-    written: list[Written] = field(default_factory=list)
-    findings: list[Diagnostic] = field(default_factory=list)  # TL001 per cell, TL003 of written files
-    problems: list = field(default_factory=list)  # reader problems (shell, written configs)
-    broken: bool = False  # a cell does not parse: never fixed
-    _fetches: bool | None = None
+    language: str
+    python: PythonFile | None
+    shell: ShellScript | None
+    written: list[Written]
+    findings: list[Diagnostic]  # TL001 per cell, TL003 of written files
+    problems: list  # reader problems (shell, written configs)
+    broken: bool  # a cell does not parse: never fixed
+    _fetches: bool | None
+
+    def __init__(
+        self,
+        path: str,
+        cells: list[Cell],
+        vlines: list[VLine],
+        display: str,
+        python_text: str,
+        shell_text: str,
+        language: str = "python",
+        python: PythonFile | None = None,
+        shell: ShellScript | None = None,
+        written: list[Written] | None = None,
+        findings: list[Diagnostic] | None = None,
+        problems: list | None = None,
+        broken: bool = False,
+        _fetches: bool | None = None,
+    ) -> None:
+        self.path = path
+        self.cells = cells
+        self.vlines = vlines
+        self.display = display
+        self.python_text = python_text
+        self.shell_text = shell_text
+        self.language = language
+        self.python = python
+        self.shell = shell
+        self.written = [] if written is None else written
+        self.findings = [] if findings is None else findings
+        self.problems = [] if problems is None else problems
+        self.broken = broken
+        self._fetches = _fetches
 
     @property
     def fetches(self) -> bool:
@@ -1345,15 +1407,21 @@ _JSON_WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
-@dataclass
-class SourceSpan:
+class SourceSpan(Record):
     """Where one cell's ``source`` is written: the value's raw offsets, whether it is a list
     of lines, and each string literal (raw start, raw end, decoded text)."""
 
+    __slots__ = ("start", "end", "is_list", "strings", "__dict__")
     start: int
     end: int
     is_list: bool
     strings: list[tuple[int, int, str]]
+
+    def __init__(self, start: int, end: int, is_list: bool, strings: list[tuple[int, int, str]]) -> None:
+        self.start = start
+        self.end = end
+        self.is_list = is_list
+        self.strings = strings
 
 
 class _Shallow:

@@ -10,19 +10,24 @@ keys, NaN/Infinity in JSON) becomes a finding too.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.record import Record
 
 
-@dataclass
-class MarkdownDoc:
+class MarkdownDoc(Record):
     """The launch lines found in a Markdown file's shell code blocks."""
 
+    __slots__ = ("path", "launches", "problems", "__dict__")
     path: str
     launches: list
     problems: list
+
+    def __init__(self, path: str, launches: list, problems: list) -> None:
+        self.path = path
+        self.launches = launches
+        self.problems = problems
 
 
 def _shell(path: str, text: str):
@@ -162,17 +167,29 @@ def _what(kind: str) -> str:
             "shell": "shell script", "markdown": "Markdown file", "notebook": "notebook"}.get(kind, kind.upper())
 
 
-@dataclass
-class ReadResult:
+class ReadResult(Record):
     """What reading one file gave: its document (None when unreadable), the findings about it,
     and whether it is unparsable (``fix`` never edits it). A read may give findings to two
     destinations: ``problems`` are reported, ``deferred`` ones are held back and reported only
     if a launch line or script references the file as a config (``linking.load_referenced``)."""
 
-    doc: Any = None
-    problems: list[Diagnostic] = field(default_factory=list)
-    unparsable: bool = False
-    deferred: list[Diagnostic] = field(default_factory=list)
+    __slots__ = ("doc", "problems", "unparsable", "deferred", "__dict__")
+    doc: Any
+    problems: list[Diagnostic]
+    unparsable: bool
+    deferred: list[Diagnostic]
+
+    def __init__(
+        self,
+        doc: Any = None,
+        problems: list[Diagnostic] | None = None,
+        unparsable: bool = False,
+        deferred: list[Diagnostic] | None = None,
+    ) -> None:
+        self.doc = doc
+        self.problems = [] if problems is None else problems
+        self.unparsable = unparsable
+        self.deferred = [] if deferred is None else deferred
 
 
 def read_document(kind: str, path: str, text: str, explicit: bool) -> ReadResult:

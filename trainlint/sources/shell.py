@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from trainlint.diagnostics import Edit, Span
+from trainlint.record import Record, _set
 from trainlint.sources.errors import LineIndex, ReadProblem
 
 __all__ = [
@@ -94,69 +94,139 @@ def norm_path(path: str) -> str:
     return os.path.normpath(path)
 
 
-@dataclass
-class _Part:
+class _Part(Record):
+    __slots__ = ("kind", "text", "quoted", "op", "arg", "start", "end", "__dict__")
     kind: str  # "lit", "var", "unres"
     text: str  # literal text, variable name, or raw text of an unresolvable expansion
-    quoted: bool = False
-    op: str = ""  # ${name<op>arg}
-    arg: str = ""
-    start: int = 0
-    end: int = 0
+    quoted: bool
+    op: str  # ${name<op>arg}
+    arg: str
+    start: int
+    end: int
+
+    def __init__(
+        self,
+        kind: str,
+        text: str,
+        quoted: bool = False,
+        op: str = "",
+        arg: str = "",
+        start: int = 0,
+        end: int = 0,
+    ) -> None:
+        self.kind = kind
+        self.text = text
+        self.quoted = quoted
+        self.op = op
+        self.arg = arg
+        self.start = start
+        self.end = end
 
 
-@dataclass
-class _Word:
+class _Word(Record):
+    __slots__ = ("parts", "start", "end", "quoted", "__dict__")
     parts: list[_Part]
     start: int
     end: int
     quoted: bool  # any quoting in the word
 
+    def __init__(self, parts: list[_Part], start: int, end: int, quoted: bool) -> None:
+        self.parts = parts
+        self.start = start
+        self.end = end
+        self.quoted = quoted
 
-@dataclass
-class _Op:
+
+class _Op(Record):
+    __slots__ = ("op", "start", "end", "__dict__")
     op: str
     start: int
     end: int
 
+    def __init__(self, op: str, start: int, end: int) -> None:
+        self.op = op
+        self.start = start
+        self.end = end
 
-@dataclass(frozen=True)
-class Assignment:
+
+class Assignment(Record, frozen=True):
     """``NAME=value`` (a shell variable, an ``export``, or an env prefix of one command)."""
 
+    __slots__ = ("name", "value", "name_span", "value_span", "span", "exported", "partial")
     name: str
     value: str | None  # None when it could not be resolved statically
     name_span: Span
     value_span: Span
     span: Span
-    exported: bool = False
+    exported: bool
     # when ``value`` is None: the words an unquoted use splits into, each with whether it is
     # known (``ARGS="--nproc_per_node $GPUS --nnodes 1"``: ``--nproc_per_node`` and
     # ``--nnodes 1`` known, the GPU count not), so that ``torchrun $ARGS train.py`` keeps its
     # script and flags; None when even the word boundaries are not known
-    partial: tuple[tuple[str, bool], ...] | None = None
+    partial: tuple[tuple[str, bool], ...] | None
+
+    def __init__(
+        self,
+        name: str,
+        value: str | None,
+        name_span: Span,
+        value_span: Span,
+        span: Span,
+        exported: bool = False,
+        partial: tuple[tuple[str, bool], ...] | None = None,
+    ) -> None:
+        _set(self, "name", name)
+        _set(self, "value", value)
+        _set(self, "name_span", name_span)
+        _set(self, "value_span", value_span)
+        _set(self, "span", span)
+        _set(self, "exported", exported)
+        _set(self, "partial", partial)
 
 
-@dataclass(frozen=True)
-class Expansion:
+class Expansion(Record, frozen=True):
     """A ``$VAR`` use inside a word: where it is used and where the variable was defined."""
 
+    __slots__ = ("name", "span", "definition")
     name: str
     span: Span
     definition: Assignment | None
 
+    def __init__(self, name: str, span: Span, definition: Assignment | None) -> None:
+        _set(self, "name", name)
+        _set(self, "span", span)
+        _set(self, "definition", definition)
 
-@dataclass
-class _XWord:
+
+class _XWord(Record):
     """A word after substitution."""
 
+    __slots__ = ("text", "start", "end", "raw", "unresolved", "expansions", "from_split", "__dict__")
     text: str
     start: int
     end: int
     raw: str
     unresolved: bool
     expansions: list[Expansion]
-    from_split: bool = False  # one of several words a single unquoted expansion split into
+    from_split: bool  # one of several words a single unquoted expansion split into
+
+    def __init__(
+        self,
+        text: str,
+        start: int,
+        end: int,
+        raw: str,
+        unresolved: bool,
+        expansions: list[Expansion],
+        from_split: bool = False,
+    ) -> None:
+        self.text = text
+        self.start = start
+        self.end = end
+        self.raw = raw
+        self.unresolved = unresolved
+        self.expansions = expansions
+        self.from_split = from_split
 
 
 # A documentation placeholder: ``<PORT>``, ``<path-to-model>``, ``<your model path>`` (what a
@@ -192,14 +262,20 @@ def filler_folder(path: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class HereDoc:
+class HereDoc(Record, frozen=True):
     """The body of a here-document: offsets in the file, and whether ``$`` is expanded."""
 
+    __slots__ = ("delimiter", "start", "end", "quoted")
     delimiter: str
     start: int
     end: int
     quoted: bool
+
+    def __init__(self, delimiter: str, start: int, end: int, quoted: bool) -> None:
+        _set(self, "delimiter", delimiter)
+        _set(self, "start", start)
+        _set(self, "end", end)
+        _set(self, "quoted", quoted)
 
 
 class _Lexer:
@@ -471,8 +547,7 @@ class _Lexer:
 # -- commands -------------------------------------------------------------------------------
 
 
-@dataclass
-class Flag:
+class Flag(Record):
     """One option: ``--k v``, ``--k=v``, a bare ``--k`` (value None), ``--k v1 v2``.
 
     ``name`` is written without its dashes (``per_device_train_batch_size``); ``key`` also
@@ -481,23 +556,65 @@ class Flag:
     the value as written (with quotes). ``raw`` is the text from the name to the last value.
     """
 
+    __slots__ = ("name", "value", "name_span", "value_span", "raw", "prefix", "inline", "extra_values",
+                 "unresolved", "expansions", "from_expansion", "start", "end", "name_end", "value_start",
+                 "value_end", "_index", "__dict__")
+    _hidden = ("_index",)
     name: str
     value: str | None
     name_span: Span
     value_span: Span | None
     raw: str
-    prefix: str = "--"
-    inline: bool = False  # --k=v
-    extra_values: list[tuple[str, Span]] = field(default_factory=list)
-    unresolved: bool = False
-    expansions: list[Expansion] = field(default_factory=list)
-    from_expansion: bool = False  # produced by splitting one unquoted $VAR: cannot be edited
-    start: int = 0
-    end: int = 0
-    name_end: int = 0
-    value_start: int = -1
-    value_end: int = -1
-    _index: LineIndex | None = field(default=None, repr=False, compare=False)
+    prefix: str
+    inline: bool  # --k=v
+    extra_values: list[tuple[str, Span]]
+    unresolved: bool
+    expansions: list[Expansion]
+    from_expansion: bool  # produced by splitting one unquoted $VAR: cannot be edited
+    start: int
+    end: int
+    name_end: int
+    value_start: int
+    value_end: int
+    _index: LineIndex | None
+
+    def __init__(
+        self,
+        name: str,
+        value: str | None,
+        name_span: Span,
+        value_span: Span | None,
+        raw: str,
+        prefix: str = "--",
+        inline: bool = False,
+        extra_values: list[tuple[str, Span]] | None = None,
+        unresolved: bool = False,
+        expansions: list[Expansion] | None = None,
+        from_expansion: bool = False,
+        start: int = 0,
+        end: int = 0,
+        name_end: int = 0,
+        value_start: int = -1,
+        value_end: int = -1,
+        _index: LineIndex | None = None,
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.name_span = name_span
+        self.value_span = value_span
+        self.raw = raw
+        self.prefix = prefix
+        self.inline = inline
+        self.extra_values = [] if extra_values is None else extra_values
+        self.unresolved = unresolved
+        self.expansions = [] if expansions is None else expansions
+        self.from_expansion = from_expansion
+        self.start = start
+        self.end = end
+        self.name_end = name_end
+        self.value_start = value_start
+        self.value_end = value_end
+        self._index = _index
 
     @property
     def key(self) -> str:
@@ -536,25 +653,40 @@ class Flag:
             return v
 
 
-@dataclass
-class Command:
+class Command(Record):
     """One simple command: its words (after substitution) and env prefix."""
 
+    __slots__ = ("words", "env", "start", "end", "span", "__dict__")
     words: list[_XWord]
     env: dict[str, Assignment]
     start: int
     end: int
     span: Span
 
+    def __init__(
+        self,
+        words: list[_XWord],
+        env: dict[str, Assignment],
+        start: int,
+        end: int,
+        span: Span,
+    ) -> None:
+        self.words = words
+        self.env = env
+        self.start = start
+        self.end = end
+        self.span = span
 
-@dataclass
-class LaunchCommand:
+
+class LaunchCommand(Record):
     """A recognised launch: the launcher, its own options, the script and the script's
     flags. ``launcher`` is ``"python"``, ``"torchrun"`` (also ``python -m
     torch.distributed.run``), ``"torch.distributed.launch"``, ``"accelerate"``,
     ``"deepspeed"``, or a framework CLI (``"trl"``, ``"llamafactory-cli"``) with its
     subcommand in ``cli``. ``env`` holds the exported variables and the command's env prefix."""
 
+    __slots__ = ("launcher", "launcher_args", "script", "module", "script_args", "env", "span", "path",
+                 "launcher_span", "positionals", "launcher_flags", "cwd", "cwd_known", "cli", "__dict__")
     launcher: str
     launcher_args: dict[str, Flag]
     script: tuple[str, Span] | None
@@ -564,15 +696,47 @@ class LaunchCommand:
     span: Span
     path: str
     launcher_span: Span
-    positionals: list[tuple[str, Span]] = field(default_factory=list)
-    launcher_flags: list[Flag] = field(default_factory=list)  # every launcher option, in order
+    positionals: list[tuple[str, Span]]
+    launcher_flags: list[Flag]  # every launcher option, in order
     # the folder relative paths start from, after ``cd``/``pushd`` earlier in the script:
     # None when it did not change (where the script was started), a relative path (from
     # there), an absolute one, or one under ``SCRIPT_DIR`` (``cd "$(dirname "$0")"``);
     # ``cwd_known`` False after a ``cd`` to a folder that cannot be resolved
-    cwd: str | None = None
-    cwd_known: bool = True
-    cli: str | None = None  # a framework CLI (``llamafactory-cli train``, ``trl sft``)
+    cwd: str | None
+    cwd_known: bool
+    cli: str | None  # a framework CLI (``llamafactory-cli train``, ``trl sft``)
+
+    def __init__(
+        self,
+        launcher: str,
+        launcher_args: dict[str, Flag],
+        script: tuple[str, Span] | None,
+        module: str | None,
+        script_args: list[Flag],
+        env: dict[str, Assignment],
+        span: Span,
+        path: str,
+        launcher_span: Span,
+        positionals: list[tuple[str, Span]] | None = None,
+        launcher_flags: list[Flag] | None = None,
+        cwd: str | None = None,
+        cwd_known: bool = True,
+        cli: str | None = None,
+    ) -> None:
+        self.launcher = launcher
+        self.launcher_args = launcher_args
+        self.script = script
+        self.module = module
+        self.script_args = script_args
+        self.env = env
+        self.span = span
+        self.path = path
+        self.launcher_span = launcher_span
+        self.positionals = [] if positionals is None else positionals
+        self.launcher_flags = [] if launcher_flags is None else launcher_flags
+        self.cwd = cwd
+        self.cwd_known = cwd_known
+        self.cli = cli
 
     def flags(self, name: str) -> list[Flag]:
         """Every script flag with this name (``-``/``_`` spellings alike), in order."""
@@ -696,22 +860,29 @@ def _nnodes(flag: Flag | None) -> int | None:
     return None
 
 
-@dataclass(frozen=True)
-class GeneratedFile:
+class GeneratedFile(Record, frozen=True):
     """A file the script writes before it is used: where its name is written, the
     here-document that holds its content (when it is one), and the folder it is written in."""
 
+    __slots__ = ("name", "span", "heredoc", "cwd")
     name: str
     span: Span
     heredoc: HereDoc | None
     cwd: str | None
 
+    def __init__(self, name: str, span: Span, heredoc: HereDoc | None, cwd: str | None) -> None:
+        _set(self, "name", name)
+        _set(self, "span", span)
+        _set(self, "heredoc", heredoc)
+        _set(self, "cwd", cwd)
 
-@dataclass
-class ShellScript:
+
+class ShellScript(Record):
     """A parsed shell file: every simple command, the launches among them, the variables
     defined at the end, and problems (unresolved variables in launch lines)."""
 
+    __slots__ = ("path", "commands", "launches", "variables", "problems", "index", "generated", "cloned",
+                 "heredocs", "__dict__")
     path: str
     commands: list[Command]
     launches: list[LaunchCommand]
@@ -721,9 +892,31 @@ class ShellScript:
     # files the script itself writes (``cat > ds.json <<EOF``, ``> out.json``, ``tee``, ``cp``,
     # ``wget -O``), keyed by the path relative to the folder the script starts in (or
     # absolute, or under ``SCRIPT_DIR``)
-    generated: dict[str, GeneratedFile] = field(default_factory=dict)
-    cloned: set[str | None] = field(default_factory=set)  # folders from ``git clone``
-    heredocs: list[HereDoc] = field(default_factory=list)
+    generated: dict[str, GeneratedFile]
+    cloned: set[str | None]  # folders from ``git clone``
+    heredocs: list[HereDoc]
+
+    def __init__(
+        self,
+        path: str,
+        commands: list[Command],
+        launches: list[LaunchCommand],
+        variables: dict[str, Assignment],
+        problems: list[ReadProblem],
+        index: LineIndex,
+        generated: dict[str, GeneratedFile] | None = None,
+        cloned: set[str | None] | None = None,
+        heredocs: list[HereDoc] | None = None,
+    ) -> None:
+        self.path = path
+        self.commands = commands
+        self.launches = launches
+        self.variables = variables
+        self.problems = problems
+        self.index = index
+        self.generated = {} if generated is None else generated
+        self.cloned = set() if cloned is None else cloned
+        self.heredocs = [] if heredocs is None else heredocs
 
 
 # Launcher options that take no value (from the launchers' argparse definitions:

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Iterator
 
 from trainlint import reads
 from trainlint.analysis import LoadCall, flow_for
+from trainlint.record import Record
 from trainlint.setup import Setup
 from trainlint.sources.python import CallSite, PythonFile
 
@@ -16,12 +16,18 @@ PEFT_CONFIGS = ("LoraConfig", "AdaLoraConfig", "LoHaConfig", "LoKrConfig", "IA3C
                 "OFTConfig", "FourierFTConfig", "HRAConfig", "BoneConfig", "RandLoraConfig", "ShiraConfig")
 
 
-@dataclass
-class PeftUse:
+class PeftUse(Record):
+    __slots__ = ("pf", "config", "use", "loads", "__dict__")
     pf: PythonFile
     config: CallSite  # the LoraConfig(...) call
     use: ast.Call  # get_peft_model(...) or the trainer call
     loads: list[LoadCall]  # the model's from_pretrained calls (may be empty)
+
+    def __init__(self, pf: PythonFile, config: CallSite, use: ast.Call, loads: list[LoadCall]) -> None:
+        self.pf = pf
+        self.config = config
+        self.use = use
+        self.loads = loads
 
 
 def _config_call(pf: PythonFile, expr: ast.AST | None, scope) -> CallSite | None:
