@@ -744,6 +744,40 @@ def test_install_lines_of_crlf_files_as_of_lf_ones_and_no_second_decoding(tmp_pa
             assert got == want and len(got) == (3 if suffix == "ipynb" else 1), (end, suffix, got, want)
 
 
+
+def test_install_lines_from_the_text_the_run_read_without_reading_the_file_again(tmp_path: Path, monkeypatch):
+    """Inside a run (``reads.files_already_read``) a notebook's or shell script's install lines
+    come from the text its split read, the same lines as from the file's bytes; a text that
+    starts with a byte order mark, a path of the overlay and a path the run did not read are
+    read from the file, as outside a run."""
+    from trainlint import reads
+    from trainlint.knowledge import versions
+    from trainlint.sources.files import read_text
+
+    cells = [("markdown", "%pip install nothing"), ("code", '%pip install -q "transformers==4.44.2" trl\n!pip install \\\n  peft'),
+             ("code", "%%bash\npip install accelerate==1.0.0"), ("code", "print('\U0001f600')")]
+    shell = "pip install 'peft==0.2.0' \\\n  deepspeed\npython train.py\n"
+    files = {"nb.ipynb": notebook(cells), "bom.ipynb": "\ufeff" + notebook(cells), "run.sh": shell,
+             "crlf.sh": shell.replace("\n", "\r\n"), "none.ipynb": notebook([("code", "print(1)")])}
+    for name, text in files.items():
+        (tmp_path / name).write_bytes(text.encode("utf-8"))
+    want = {name: versions._install_lines(tmp_path / name) for name in files}
+    assert len(want["nb.ipynb"]) == 3 and len(want["run.sh"]) == 1 and want["bom.ipynb"] == [] and not want["none.ipynb"]
+    read = {str(tmp_path / name): read_text(str(tmp_path / name)) for name in files}
+    disk: list[str] = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: disk.append(self.name) or real(self))
+    with reads.files_already_read(read):
+        assert {name: versions._install_lines(tmp_path / name) for name in files} == want
+    assert disk == ["bom.ipynb"], "only the text with a byte order mark is read again"
+    disk.clear()
+    with reads.files_already_read(read, {str(tmp_path / "nb.ipynb"): "{}"}):
+        assert versions._install_lines(tmp_path / "nb.ipynb") == want["nb.ipynb"]
+    with reads.files_already_read({}):
+        assert versions._install_lines(tmp_path / "run.sh") == want["run.sh"]
+    assert disk == ["nb.ipynb", "run.sh"]
+    assert reads.already_read(str(tmp_path / "nb.ipynb")) is None  # outside a run
+
 # -- shell processes and %env as IPython runs them (issue 16 §2) --------------------------------
 
 def _launches(cells):

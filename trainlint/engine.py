@@ -203,7 +203,7 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
     from trainlint.checking import check_group, run_task
     from trainlint.partition import split
     from trainlint.resolve import run_context, run_root
-    from trainlint.workspace import files_already_read
+    from trainlint.reads import files_already_read
 
     plan = split(paths, settings, overlay, walked)
     ctx = run_context(settings, run_root(paths))
@@ -270,7 +270,7 @@ def _lint(paths: list[Path], settings: Settings, overlay: dict[str, str], jobs: 
         fresh = PoolRun(run_tasks, [sizes[i] for i in pending], settings, ctx, overlay, n_jobs).results()
     else:
         def here() -> list[Outcome]:
-            with files_already_read(plan.read):
+            with files_already_read(plan.read, overlay):
                 return in_order()
 
         def in_order() -> list[Outcome]:

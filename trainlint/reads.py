@@ -26,6 +26,7 @@ import functools
 import os
 import threading
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Callable, Iterator, TypeVar
 
 _stack: list[set[str]] = []
@@ -132,6 +133,34 @@ def kept(key: Any, compute: Callable[[], Any]) -> Any:
     elif hit[1] and _stack:
         replay(hit[1])
     return hit[0]
+
+
+# The files a run's split already read (``partition.Plan.read``: path -> ``TextFile``), for
+# whatever reads one of them again during the run's tasks (a workspace; the install lines of
+# ``knowledge.versions``): each file is read once per run. Not for a path of the run's overlay
+# (an editor's buffer, a fix in memory: its reader takes the overlay). Per thread and context
+# (a language server checks in several).
+_ALREADY_READ: ContextVar[tuple[dict[str, Any], Any] | None] = ContextVar("trainlint_already_read", default=None)
+
+
+@contextmanager
+def files_already_read(files: dict[str, Any], overlay: Any = ()) -> Iterator[None]:
+    """While in it, :func:`already_read` answers from ``files`` (what ``read_text`` gave
+    earlier in the run), except for the paths in ``overlay``."""
+    token = _ALREADY_READ.set((files, overlay))
+    try:
+        yield
+    finally:
+        _ALREADY_READ.reset(token)
+
+
+def already_read(path: str) -> Any | None:
+    """What the run read of ``path`` (a ``TextFile``), or None: not read, in the overlay, or
+    outside :func:`files_already_read`."""
+    current = _ALREADY_READ.get()
+    if current is None or path in current[1]:
+        return None
+    return current[0].get(path)
 
 
 def _recorded(compute: Callable[[], Any]) -> tuple[Any, frozenset[str]]:

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import ast
 import os
-from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from trainlint import reads
 from trainlint.config import Settings
@@ -171,27 +169,14 @@ def read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
         return None
 
 
-# The files a run's split already read (``partition.Plan.read``), for its tasks' workspaces:
-# each file is read once per run. Per thread (a language server checks in several).
-_ALREADY_READ: ContextVar[dict[str, TextFile] | None] = ContextVar("trainlint_already_read", default=None)
-
-
-@contextmanager
-def files_already_read(files: dict[str, TextFile]) -> Iterator[None]:
-    """While in it, a workspace takes a file's text from ``files`` (what ``read_text`` gave
-    earlier in the run) instead of reading it again; a text of its overlay comes from there."""
-    token = _ALREADY_READ.set(files)
-    try:
-        yield
-    finally:
-        _ALREADY_READ.reset(token)
+# Each file is read once per run: a workspace takes a file's text from what the run's split
+# read (``reads.files_already_read``, ``reads.already_read``).
 
 
 def _read_file(ws: Workspace, path: str, explicit: bool) -> ParsedFile | None:
     if ws.pending_syntax:  # read again (linking reads a module in full): that read decides
         ws.pending_syntax.pop(path, None)
-    already = _ALREADY_READ.get()
-    tf = already.get(path) if already is not None and path not in ws.overlay else None
+    tf = reads.already_read(path) if path not in ws.overlay else None
     try:
         if tf is None:
             tf = read_text(path, ws.overlay)
@@ -287,8 +272,7 @@ def read_linked_module(ws: Workspace, path: str) -> tuple[TextFile, ast.Module] 
     if waiting is not None:
         tf = waiting.text
     else:
-        already = _ALREADY_READ.get()
-        tf = already.get(path) if already is not None and path not in ws.overlay else None
+        tf = reads.already_read(path) if path not in ws.overlay else None
         if tf is None:
             try:
                 tf = read_text(path, ws.overlay)

@@ -1066,18 +1066,26 @@ def _install_lines(path: Path) -> list[tuple[str, str]]:
     suffix = path.suffix.lower()
     chunks: list[tuple[list[str], str, bool]] = []  # (lines, where prefix, every line is shell)
     reads.note(path)
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return []
-    if b"install" not in data:  # every line kept below says it (JSON never escapes ASCII letters)
-        return []
-    try:
-        # (no newline translation: the lines are split below either way, and a notebook's
-        # text is then the one its reader decoded, found without decoding it again)
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return []
+    # the text the run read (its split reads every walked file once): the same as decoding the
+    # file's bytes here, unless it starts with a byte order mark (kept below, dropped there)
+    tf = reads.already_read(str(path))
+    if tf is not None and not tf.bom and tf.encoding == "utf-8":
+        text = tf.text
+        if "install" not in text:
+            return []
+    else:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return []
+        if b"install" not in data:  # every line kept below says it (JSON never escapes ASCII letters)
+            return []
+        try:
+            # (no newline translation: the lines are split below either way, and a notebook's
+            # text is then the one its reader decoded, found without decoding it again)
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return []
     if suffix == ".ipynb":
         for n, src in _code_cells(text):
             if "install" not in src:  # no line of it can be kept (a continuation joins with a space)
