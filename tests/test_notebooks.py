@@ -991,3 +991,35 @@ def test_a_cell_of_terminal_commands_is_an_info_not_a_broken_program(tmp_path: P
     assert "`CUDA_VISIBLE_DEVICES=0 \\`" in found[7].message
     for cell in (4, 5, 10):
         assert found[cell].severity.value == "error" and found[cell].message.startswith("cannot parse Python"), found[cell]
+
+
+def test_shell_lines_that_cannot_launch_are_not_parsed_and_the_notebook_is_the_same(monkeypatch):
+    """A notebook's shell lines are parsed only when they may hold a launch (``shell.may_launch``)
+    and their problems count only beside one: notebooks of install lines, launches (plain,
+    wrapped, through a variable), ``python -m pip``, ``python -c`` and broken quoting read the
+    same launches and problems as parsing every notebook's shell text."""
+    import random
+
+    from trainlint.sources import notebook as nbmod
+    from trainlint.sources import shell
+
+    lines = ["!pip install -q accelerate peft trl", "!python -m pip install -U deepspeed", "!python train.py --lr 1",
+             "!accelerate launch --num_processes 2 train.py", "!accelerate config default", "!torchrun t.py",
+             "%%bash\nPY=python3\n$PY t.py", "%%bash\nexport X=1\npip install trl", "!echo 'unterminated",
+             "!git clone https://github.com/huggingface/trl", "!uv pip install --system trl", "!nohup python t.py &",
+             "!python -c 'import trl; print(trl.__version__)'", "import trl\nprint(1)", "!trl sft --model_name_or_path m"]
+    rng = random.Random(184)
+    notebooks = [notebook([("code", "\n".join(rng.choice(lines) for _ in range(rng.randint(1, 3))))
+                           for _ in range(rng.randint(1, 4))]) for _ in range(300)]
+
+    def read(text):
+        nb = nbmod.read_notebook("nb.ipynb", text)
+        return repr(nb.launches), repr(nb.problems)
+
+    gated = [read(t) for t in notebooks]
+    skipped = sum(nbmod.read_notebook("nb.ipynb", t).shell is None for t in notebooks)
+    parse_all = shell.parse_shell
+    monkeypatch.setattr(shell, "may_launch", lambda text: True)
+    monkeypatch.setattr(shell, "parse_shell", parse_all)
+    assert [read(t) for t in notebooks] == gated
+    assert skipped > 30 and sum(g[0] != "[]" for g in gated) > 150, skipped

@@ -365,3 +365,76 @@ def test_package_commands_are_no_launches():
         assert launch.launcher == launcher, line
     (launch,) = parse_shell("python -m pipeline.train --bf16").launches
     assert launch.module == "pipeline.train"
+
+
+# pieces of shell text: launches written plainly, through wrappers, assignments, reserved words,
+# quotes (a quoted path with a space), expansions, substitutions and continuations; and the
+# commands that name a launcher's word without launching (package installs, ``python -c``,
+# ``python -m pip``, ``accelerate config``, a wrapped install, comments, echo)
+_MAY_LAUNCH_PIECES = [
+    "python train.py --lr 1", "python3.10 -u t.py", "/usr/bin/python t.py", '"/opt/my env/bin/python" t.py',
+    "~/venv/bin/python3 t.py", 'py"th"on t.py', "pyt\\\nhon t.py", "p\\ython t.py", "python -m torch.distributed.run t.py",
+    "python -m pip install -U accelerate", "python3 -m venv .venv", "python -c 'import trl; print(1)'",
+    'X="$(python -c \'import site; print(1)\')"', "python", "python -", "torchrun --nproc_per_node 2 t.py",
+    "deepspeed --num_gpus 2 t.py", "accelerate launch t.py", "accelerate config default", "accelerate $SUB t.py",
+    "accelerate", "trl sft --model m", "trl --help", "trl", "lmf train x.yaml", "llamafactory-cli train x.yaml",
+    "P=python; $P t.py", "PY=python3", "$PY t.py", "${LAUNCHER} t.py", "export PY=python", "CMD='accelerate launch'",
+    "$CMD t.py", "CUDA_VISIBLE_DEVICES=0,1 torchrun t.py", "A=1 B=2 python t.py", "nohup python t.py > log &",
+    "sudo -E python t.py", "env X=1 python t.py", "srun -N 2 torchrun t.py", "time python t.py", "! python t.py",
+    "if true; then python t.py; fi", "for s in 1 2; do deepspeed t.py --seed $s; done", "{ python t.py; }",
+    "(cd src && python t.py)", "OUT=$(torchrun t.py)", "echo `python t.py`", "yes | python t.py",
+    "uv run python t.py", "uv run --with x torchrun t.py", "uv pip install trl accelerate", "conda run -n e python t.py",
+    "conda install -c conda-forge deepspeed", "pip install accelerate peft trl", "pip install 'accelerate==0.27.1'",
+    "pip3 install deepspeed", "sudo pip install deepspeed", "timeout 600 pip3 install accelerate",
+    "apt install python3-dev", "git clone https://github.com/huggingface/trl", "cd trl && ls", "echo python t.py",
+    "# python t.py", "bash -c 'python t.py'", "x=1 \\", "  --epochs 2", "echo 'unterminated", 'echo "unterminated',
+    "cat <<EOF\npython t.py\nEOF", "pip install opencv-python biopython python-dotenv", "ls python/", "swift sft --model m",
+    "case $x in a) python t.py ;; esac", "python -m pip install x && python t.py", "command -v python",
+    'X="$(python -c "print(1)")"; python t.py', "awk '{print $2; exit}' f", "T=\"$(awk -F. '{print $1}' v)\"",
+    "echo \"a # b\" \\", "# python t.py \\", "echo a \\\\", "python t.py # \\",
+]
+
+
+def test_may_launch_is_false_only_where_the_parser_finds_no_launch():
+    """``may_launch`` stands in for parsing where only launch lines are wanted (a notebook's
+    shell lines, Markdown's shell blocks): on random texts of launches, wrapped and quoted
+    launches, expansions and the commands that only name a launcher's word, wherever it says
+    no the parser finds no launch; and it says no often (the point of asking it)."""
+    import random
+
+    from trainlint.sources.shell import may_launch
+
+    rng = random.Random(1804)
+    joiners = ["\n", "\n", "; ", " && ", " | ", " \\\n  "]
+    said_no = launched = 0
+    for _ in range(3000):
+        parts = [rng.choice(_MAY_LAUNCH_PIECES) for _ in range(rng.randint(1, 4))]
+        text = parts[0]
+        for p in parts[1:]:
+            text += rng.choice(joiners) + p
+        launches = parse_shell(text, "x.sh").launches
+        if not may_launch(text):
+            said_no += 1
+            assert launches == [], text
+        launched += bool(launches)
+    assert said_no > 300 and launched > 1500, (said_no, launched)
+    for piece in _MAY_LAUNCH_PIECES:  # each alone too
+        assert may_launch(piece) or parse_shell(piece, "x.sh").launches == [], piece
+
+
+def test_may_launch_says_no_to_install_and_setup_lines():
+    """The lines most notebooks' shell text is made of launch nothing, and are not parsed."""
+    from trainlint.sources.shell import may_launch
+
+    for text in ["pip install -q accelerate peft trl bitsandbytes", "python -m pip install -qU uv",
+                 "uv pip install --system -U --force-reinstall \\\n    torch torchvision --index-url x",
+                 'uv pip install --system --no-deps -r "$(python -c \'import site; print(site.getsitepackages())\')"',
+                 "pip install 'accelerate>=0.26' deepspeed", "accelerate config default",
+                 "git clone https://github.com/huggingface/accelerate && cd accelerate",
+                 "apt-get install -y python3-venv", "pip install trl\npip install -U deepspeed",
+                 "wget https://x/deepspeed.json", "ls -la python/", "conda install deepspeed"]:
+        assert not may_launch(text), text
+        assert parse_shell(text, "x.sh").launches == [], text
+    for text in ["python train.py", "accelerate launch --num_processes 2 t.py",
+                 "CUDA_VISIBLE_DEVICES=0 torchrun t.py", "PY=python3\n$PY t.py", "nohup deepspeed t.py &", "trl sft --config c.yaml"]:
+        assert may_launch(text), text

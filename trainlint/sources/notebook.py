@@ -1194,14 +1194,20 @@ _LAUNCH_WORD = re.compile(r"python|torchrun|accelerate|deepspeed|llamafactory-cl
 
 
 def _parse_shell(nb: Notebook) -> None:
-    # only launch lines are read from the shell text: without a launcher word there are none
+    """Only launch lines are read from the shell text (``!`` lines, ``%%bash`` cells), and its
+    problems (an unterminated quote) count only beside a launch, as in Markdown: a text that
+    cannot hold one (``shell.may_launch``: ``!pip install accelerate trl``, ``!git clone``) is
+    not parsed. Most notebooks' shell text is only such lines."""
     if not nb.shell_text or not _LAUNCH_WORD.search(nb.shell_text):
         return
-    from trainlint.sources.shell import parse_shell
+    from trainlint.sources.shell import may_launch, parse_shell
 
+    if not may_launch(nb.shell_text):
+        return
     b = nb._builder  # type: ignore[attr-defined]
     nb.shell = parse_shell(nb.shell_text, nb.path, scopes=[(a + 1, z + 1) for a, z in b.scopes])
-    nb.problems.extend(nb.shell.problems)
+    if nb.shell.launches:
+        nb.problems.extend(nb.shell.problems)
 
 
 def _written(nb: Notebook) -> None:

@@ -37,18 +37,12 @@ def _shell(path: str, text: str):
 
 
 def _may_launch(block: str) -> bool:
-    """Whether a shell block can hold a launch line: false only when no expansion can make a
-    word (no ``$``, backquote or brace) and no launcher's name is in the text with its quotes,
-    backslashes and line continuations taken out (what a word is made of, in order: a word
-    ``py"th"on`` is ``python``). A block without a launch adds nothing to the document (its
-    problems count only beside a launch), so it is not parsed (ms-swift's README blocks of
-    ``pip install``, ``git clone``, ``swift sft``: 411 of 526)."""
-    from trainlint.sources.shell import LAUNCHER_PARTS
+    """Whether a shell block can hold a launch line (``shell.may_launch``). A block without a
+    launch adds nothing to the document (its problems count only beside a launch), so it is
+    not parsed (ms-swift's README blocks of ``pip install``, ``git clone``, ``swift sft``)."""
+    from trainlint.sources.shell import may_launch
 
-    if "$" in block or "`" in block or "{" in block or "\r" in block:
-        return True
-    plain = block.replace("\\\n", "").replace("\\", "").replace('"', "").replace("'", "")
-    return any(w in plain for w in LAUNCHER_PARTS)
+    return may_launch(block)
 
 
 def _markdown(path: str, text: str) -> MarkdownDoc:

@@ -975,6 +975,175 @@ _CLIS = {"trl", "llamafactory-cli", "lmf"}
 # command line (``_CLIS``); a text without any of them holds no launch line
 LAUNCHER_PARTS = ("python", "torchrun", "deepspeed", "accelerate", *sorted(_CLIS))
 
+# Where one command ends and the next begins, for ``may_launch``: a newline, ``;``, ``&``, ``|``
+# (``&&``, ``||``, ``;;`` are two of them), a command substitution or subshell (``$(``, a
+# backquote, ``(``, ``)``). Splitting at one of them inside quotes or a comment only makes more
+# commands to look at, each of which may launch.
+_COMMAND_BREAK = re.compile(r"[\n;&|`()]")
+_BREAKS = "\n;&|`()"
+_LAUNCHER_PART = re.compile("|".join(LAUNCHER_PARTS))
+_QUOTING = re.compile(r"""["'\\]""")
+
+
+_WORD_COMMENT = re.compile(r"(?:^|\s)#")
+
+
+def _continued(text: str) -> str:
+    """``text`` with its line continuations joined: a line ending in an odd number of
+    backslashes, unless a word of it starts a comment (``# python t.py \\`` continues nothing
+    in bash; a ``#`` inside quotes only leaves a line unjoined, which makes more commands)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    carry = ""
+    for line in lines:
+        line = carry + line
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1 and not _WORD_COMMENT.search(line):
+            carry = line[:-1]
+            continue
+        carry = ""
+        out.append(line)
+    if carry:
+        out.append(carry)
+    return "\n".join(out)
+
+
+# the lexer's tokens, for ``_quoted_commands``: outside double quotes, and inside them
+_ROUGH_TOKEN = re.compile(r"""'[^']*'?|"|\$\(|`|\\.?|[ \t]+|[\n;&|(][\n;&|( \t]*|\)|#|[^\s'"\\`;&|()#$]+|\$|\s""")
+_ROUGH_TOKEN_DQ = re.compile(r"""\\.?|"|\$\(|`|[^"\\$`]+|\$""", re.S)
+
+
+def _quoted_commands(text: str) -> list[list[str]]:
+    """The commands of ``text`` as the lexer cuts them: breaks (``; & | ( )`` and newlines)
+    only outside quotes, a quoted space inside its word, ``#`` at a word's start a comment, the
+    commands inside ``$(...)`` and backquotes (in double quotes too) commands of their own, the
+    word holding one marked with ``$`` (an expansion)."""
+    commands: list[list[str]] = []
+    stack: list[tuple[list[str], list[str], bool, str]] = []  # the outer words, word, quoting, close
+    words: list[str] = []
+    word: list[str] = []
+    dq = False  # inside double quotes
+    close = ""  # what ends the current substitution: ")" or "`" ("" at the top)
+    i, n = 0, len(text)
+    top, inside = _ROUGH_TOKEN.match, _ROUGH_TOKEN_DQ.match
+    while i < n:
+        m = (inside if dq else top)(text, i)
+        t = m.group()  # type: ignore[union-attr]  # every character starts a token
+        i = m.end()  # type: ignore[union-attr]
+        c = t[0]
+        if t == "$(" or c == "`" and (dq or close != "`"):
+            word.append("$")
+            stack.append((words, word, dq, close))
+            words, word, dq, close = [], [], False, ")" if c == "$" else "`"
+        elif dq:
+            if c == '"':
+                dq = False
+            else:
+                word.append(t[1:] if c == "\\" else t)
+        elif c == close:
+            if word:
+                words.append("".join(word))
+            commands.append(words)
+            words, word, dq, close = stack.pop()
+        elif c == "'":
+            word.append(t[1:-1] if len(t) > 1 and t[-1] == "'" else t[1:])
+        elif c == '"':
+            dq = True
+        elif c == "\\":
+            word.append(t[1:])
+        elif c == "#" and not word:
+            j = text.find("\n", i)
+            i = n if j == -1 else j
+        elif c in " \t":
+            if word:
+                words.append("".join(word))
+                word = []
+        elif c in "\n;&|()":  # (a run of breaks and blanks is one token)
+            if word:
+                words.append("".join(word))
+                word = []
+            commands.append(words)
+            words = []
+        else:
+            word.append(t)
+    if word:
+        words.append("".join(word))
+    commands.append(words)
+    while stack:  # an unterminated substitution: what held it is a command too
+        commands.append(stack.pop()[0])
+    return commands
+
+
+def _command_may_launch(words: list[str], expansions: bool = True) -> bool:
+    """``may_launch`` of one command's words; ``expansions``: whether a word holding ``$`` may
+    become a launcher (asked of the commands as the lexer cuts them only)."""
+    i = 0
+    while i < len(words) and (words[i] in _RESERVED_LEAD or _ASSIGN.match(words[i])):
+        i += 1
+    if i == len(words):
+        return False
+    head, rest = words[i], words[i + 1:]
+    if "$" in head:
+        return expansions
+    if _PY.match(head):
+        return not (rest and (rest[0] == "-c" or (rest[0] == "-m" and len(rest) > 1 and rest[1] in _PACKAGE_MODULES)))
+    base = _basename(head)
+    if base in ("torchrun", "deepspeed"):
+        return True
+    if base == "accelerate":
+        return bool(rest) and (rest[0] == "launch" or (expansions and "$" in rest[0]))
+    if base in _CLIS:
+        return bool(rest) and not rest[0].startswith("-")
+    if base in _WRAPPERS:
+        if base in _RUN_MANAGERS:
+            sub = next((w for w in rest if not w.startswith("-")), None)
+            if sub is None or (sub != "run" and not (expansions and "$" in sub)):
+                return False
+        return any((expansions and "$" in w) or any(p in w for p in LAUNCHER_PARTS) for w in rest)
+    return False
+
+
+def may_launch(text: str) -> bool:
+    """Whether shell ``text`` may hold a launch line (``parse_shell(text).launches`` not
+    empty): False only when no command of it can start with a launcher (``_is_launcher``).
+
+    A cheaper question than parsing, asked of the texts that are parsed only for their launch
+    lines (a notebook's shell lines, Markdown's shell blocks). A command may launch when, after
+    its leading reserved words (``then``, ``do``, ``time``, ...) and variable assignments, its
+    first word holds an expansion (``$PY train.py``) or is a launcher: ``python`` (unless it is
+    ``python -c ...`` or ``python -m pip``, which the parser never takes for a launch),
+    ``torchrun``, ``deepspeed``, ``accelerate launch`` (or ``accelerate $X``), ``trl sft`` and
+    the other framework command lines; or a wrapper (``nohup``, ``srun``, ``env``, ...; a package
+    manager only with ``run``: ``uv run``, not ``uv pip install``) followed by a launcher's name
+    or an expansion anywhere. The commands are asked twice: as the lexer cuts them
+    (``_quoted_commands``), and, for a launcher's name only, cut at every ``; & | ( )``,
+    backquote and newline, quotes or not (``_COMMAND_BREAK``, the line continuations joined by
+    ``_continued``; an awk program's ``$2`` is no command there): a text both say no to
+    launches nothing however a quote or substitution is read. ``pip install accelerate
+    trl``, ``python -m pip install``, ``git clone`` and ``apt install`` lines launch nothing:
+    most notebooks' shell lines (716 of the 724 notebooks of two public collections whose shell
+    text names a launcher's word hold no launch). ``tests/test_sources_shell.py`` compares it
+    with the parser on random texts."""
+    if "\r" in text:  # the lexer's business (a carriage return inside a word)
+        return any(w in text for w in LAUNCHER_PARTS)
+    joined = _continued(text) if "\\\n" in text else text
+    plain = _QUOTING.sub("", joined)
+    starts: set[int] = set()
+    for m in _LAUNCHER_PART.finditer(plain):  # the commands (cut anywhere) holding a launcher's name
+        at = m.start()
+        start = max(plain.rfind(c, 0, at) for c in _BREAKS) + 1
+        if start in starts:
+            continue
+        starts.add(start)
+        end = _COMMAND_BREAK.search(plain, at)
+        if _command_may_launch(plain[start:end.start() if end else len(plain)].split(), expansions=False):
+            return True
+    if not starts:
+        return False
+    if not any(c in joined for c in "'\"\\$`#"):  # no quoting, expansion or comment: cut the same
+        return False
+    return any(_command_may_launch(words) for words in _quoted_commands(joined))
+
 
 def _is_launcher(words: list[_XWord], i: int) -> bool:
     w = _basename(words[i].text)

@@ -134,7 +134,8 @@ class InvalidConfig(Rule):
     (JSON Lines data, a `trainer_state.json` or metrics dump with `NaN`, a dataset card, a
     schema, another tool's settings in JSON with comments) is not judged, unless a launch line
     or script refers to it as a config; a walked file broken in no known dialect still is. In
-    Markdown, shell problems are warnings, and only in code blocks that hold a launch line.
+    Markdown, shell problems are warnings, and only in code blocks that hold a launch line; in a
+    notebook, only when its shell lines (`!` lines, `%%bash` cells) hold one.
 
     ## Why is this bad?
     The launcher or the library fails on it at start-up (DeepSpeed rejects duplicate keys,
