@@ -33,7 +33,8 @@ What it does:
    first), ``always`` (names present in every version) and ``changed`` (every other name, with
    its ``[[first, last], ...]`` runs of version numbers). Names starting with ``_`` are left out
    (``__version__`` excepted). And ``removed_names.json``, what the rules read: per package only
-   the names that some known version has and a later one lacks, and for trl and peft, where
+   the names that some known version has and a later one lacks (re-added later or not: a
+   version in the gap lacks it all the same), and for trl and peft, where
    each can be imported from instead in the versions without it (``elsewhere``: the shortest
    sub-package whose ``__init__`` exports it, such as ``trl.experimental.bco``).
 """
@@ -278,6 +279,13 @@ def _exporters(wheel_path: Path, package: str, wanted: set[str]) -> dict[str, st
     return out
 
 
+def has_gap(runs: list[list[int]], count: int) -> bool:
+    """Whether a name with these ``[first, last]`` runs (of ``count`` versions) is missing from
+    some version after one that has it: a run ends before the newest. A name removed and
+    re-added later (``[[0, 4], [9, newest]]``) counts: a project pinned in the gap lacks it."""
+    return any(b < count - 1 for _, b in runs)
+
+
 def build(per_package: dict[str, tuple[list[str], dict[str, Path]]]) -> tuple[dict, dict]:
     """(the full table, the table of removed names) over every package."""
     doc: dict = {"schema": 1, "generator": "python scripts/gen_public_names.py"}
@@ -289,8 +297,7 @@ def build(per_package: dict[str, tuple[list[str], dict[str, Path]]]) -> tuple[di
         for name in sorted(set.union(*sets) - set(every)):
             changed[name] = present_ranges([name in s for s in sets])
         doc[package] = {"versions": versions, "always": every, "changed": changed}
-        last = len(versions) - 1
-        removed = {n: r for n, r in changed.items() if r[-1][1] < last}
+        removed = {n: r for n, r in changed.items() if has_gap(r, len(versions))}
         entry: dict = {"versions": versions, "removed": removed}
         if package != "transformers":
             # where a name that left the top level can be imported from instead

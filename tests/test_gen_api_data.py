@@ -76,6 +76,26 @@ else:
     assert "NotExported" not in got and "sys" not in got and "TYPE_CHECKING" not in got
 
 
+def test_build_keeps_a_name_removed_then_re_added(monkeypatch):
+    """A name a version drops and a later one exports again is a removal too: a project pinned in
+    the gap lacks it (its last run reaching the newest version must not hide it)."""
+    versions = ["1.0", "1.1", "1.2", "1.3", "1.4"]
+    sets = {"1.0": {"Keep", "Back", "Gone", "Twice"}, "1.1": {"Keep", "Gone", "Twice", "New"},
+            "1.2": {"Keep", "New", "Twice"}, "1.3": {"Keep", "Back", "New"}, "1.4": {"Keep", "Back", "New", "Twice"}}
+    monkeypatch.setattr(names_gen, "public_names", lambda wheel, package: set(sets[wheel]))
+    monkeypatch.setattr(names_gen, "_exporters", lambda wheel, package, wanted: {n: f"{package}.sub" for n in wanted})
+    doc, removed = names_gen.build({p: (versions, {v: v for v in versions}) for p in ("transformers", "trl")})
+    assert doc["transformers"]["always"] == ["Keep"]
+    assert doc["transformers"]["changed"]["Back"] == [[0, 0], [3, 4]]
+    for p in ("transformers", "trl"):
+        assert removed[p]["removed"] == {"Back": [[0, 0], [3, 4]], "Gone": [[0, 1]], "Twice": [[0, 2], [4, 4]]}, p
+    assert "New" not in removed["transformers"]["removed"]  # only added: no gap
+    # where a gap name is exported instead: only the versions without it after it existed
+    assert removed["trl"]["elsewhere"]["Back"] == [[1, 2, "trl.sub"]]
+    assert removed["trl"]["elsewhere"]["Twice"] == [[3, 3, "trl.sub"]]
+    assert names_gen.has_gap([[0, 0], [3, 4]], 5) and not names_gen.has_gap([[2, 4]], 5)
+
+
 LAZY_GETATTR = '''
 class _LazyModule:
     def __getattr__(self, name):

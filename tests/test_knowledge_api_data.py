@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.knowledge import model_api, public_names, trl_trainers
+from trainlint.knowledge.training_args import vkey
 
 
 def _params(func) -> tuple[list[str], bool]:
@@ -123,6 +124,45 @@ def test_removed_names_file_agrees_with_the_full_table():
     assert public_names.import_path("trl", "BCOTrainer", "0.28.0") is None  # still top-level
     assert public_names.removed("transformers", "Trainer") is None
     assert public_names.removed("transformers", "AdamW").removed_in == "4.50.0"
+
+
+def _re_added(package: str) -> list[str]:
+    """The names of the data that a release dropped and a later one exports again (present in
+    the newest known version, with more than one run)."""
+    newest = public_names.known_versions(package)[-1]
+    return [n for n in public_names.removed_names(package)
+            if public_names.exists(package, n, newest) and len(public_names.removed(package, n).present) > 1]
+
+
+def test_a_name_removed_then_re_added_is_missing_only_in_the_gap():
+    re_added = _re_added("transformers")
+    # transformers 4.45-4.51 listed each model's names in the top-level __init__, without the
+    # layers; 4.52 read every model's __all__ (define_import_structure), which has them again
+    assert "BertLayer" in re_added and len(re_added) >= 20, re_added
+    h = public_names.removed("transformers", "BertLayer")
+    assert h.removed_in is None and h.gaps == (("4.45.0", "4.52.1"),)
+    for v in ("4.45.0", "4.48.0", "4.51.3", "4.51.9"):  # 4.51.9: between known releases, counts as 4.51.3
+        m = public_names.missing_at("transformers", "BertLayer", v)
+        assert m is not None and m.gap_at(v) == ("4.45.0", "4.52.1") and not m.present_in(v), v
+    for v in ("4.40.0", "4.44.2", "4.52.1", "5.0.0", public_names.known_versions("transformers")[-1], None):
+        assert public_names.missing_at("transformers", "BertLayer", v) is None, v
+        assert public_names.exists("transformers", "BertLayer", v) and h.present_in(v or "5.0.0"), v
+    # every re-added and every removed name: missing_at agrees with the full table at every known version
+    vs = public_names.known_versions("transformers")
+    for n in re_added + ["AdamW", "QDQBertLayer"]:
+        first = public_names.history("transformers", n).first
+        for v in vs:
+            had = vkey(v) > vkey(first)
+            missing = public_names.missing_at("transformers", n, v) is not None
+            assert missing == (had and not public_names.exists("transformers", n, v)), (n, v)
+
+
+def test_a_name_removed_twice_reports_the_gap_of_the_version():
+    h = public_names.history("transformers", "QDQBertLayer")
+    assert h.gaps == (("4.45.0", "4.52.1"), ("5.0.0", None)) and h.removed_in == "5.0.0"
+    assert public_names.missing_at("transformers", "QDQBertLayer", "4.50.0").gap_at("4.50.0") == ("4.45.0", "4.52.1")
+    assert public_names.missing_at("transformers", "QDQBertLayer", "5.1.0").gap_at("5.1.0") == ("5.0.0", None)
+    assert public_names.missing_at("transformers", "QDQBertLayer", "4.57.6") is None
 
 
 def _missing_backend(mod, name: str) -> bool:

@@ -5,9 +5,9 @@ with ``ast`` (the lazy ``_import_structure``, ``define_import_structure`` folder
 package's bindings and its submodules), each read once, on first use:
 
 * ``data/removed_names.json`` (small): only the names some known version has and a later one
-  lacks, and where trl/peft export them instead. This is what the rules read
-  (:func:`removed`, :func:`import_path`), and only for a name a script imports from one of the
-  packages.
+  lacks (a name re-added later included: a version in the gap lacks it), and where trl/peft
+  export them instead. This is what the rules read (:func:`removed`, :func:`missing_at`,
+  :func:`import_path`), and only for a name a script imports from one of the packages.
 * ``data/public_names.json`` (every name of every version): :func:`exists`, :func:`names`,
   :func:`history`.
 
@@ -24,7 +24,8 @@ from typing import NamedTuple
 
 from trainlint.knowledge.training_args import version_index, vkey
 
-__all__ = ["PACKAGES", "NameHistory", "known_versions", "names", "exists", "history", "removed", "removed_names", "import_path", "replacement"]
+__all__ = ["PACKAGES", "NameHistory", "known_versions", "names", "exists", "history", "removed", "missing_at",
+           "removed_names", "import_path", "replacement"]
 
 DATA = Path(__file__).parent / "data" / "public_names.json"
 REMOVED = Path(__file__).parent / "data" / "removed_names.json"
@@ -34,21 +35,37 @@ PACKAGES = ("transformers", "trl", "peft")
 
 class NameHistory(NamedTuple):
     """The life of one top-level name of ``package``. ``present``: ``(first, last)`` runs of
-    known versions with the name; ``removed_in``: the first known version without it after it
-    existed (None while the newest has it); ``first``: the first known version with it."""
+    known versions with the name; ``first``: the first known version with it; ``removed_in``:
+    the first known version without it after its last run (None while the newest has it: a
+    removal that lasts); ``gaps``: every ``(since, back)`` stretch without it after it existed,
+    ``since`` the first known version without it, ``back`` the first known version with it again
+    (None for the last one when the newest lacks it)."""
 
     package: str
     name: str
     present: tuple[tuple[str, str], ...]
     first: str | None
     removed_in: str | None
+    gaps: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def known(self) -> bool:
         return bool(self.present)
 
+    def gap_at(self, version: str) -> tuple[str, str | None] | None:
+        """The ``(since, back)`` gap that holds ``version`` (a version between two known ones
+        counts as the newest known that is not newer), None when the name exists there or does
+        not exist yet."""
+        k = vkey(version)
+        for since, back in self.gaps:
+            if vkey(since) <= k and (back is None or k < vkey(back)):
+                return since, back
+        return None
+
     def present_in(self, version: str) -> bool:
-        return any(vkey(a) <= vkey(version) <= vkey(b) for a, b in self.present)
+        """Whether ``version`` exports it (a version between two known ones as the newest known
+        that is not newer)."""
+        return self.first is not None and vkey(version) >= vkey(self.first) and self.gap_at(version) is None
 
 
 @lru_cache(maxsize=1)
@@ -88,17 +105,21 @@ def exists(package: str, name: str, version: str | None = None) -> bool:
     return any(a <= i <= b for a, b in runs)
 
 
+def _make_history(package: str, name: str, vs: list[str], runs: list) -> NameHistory:
+    """A :class:`NameHistory` from ``[first, last]`` runs of indices into ``vs``."""
+    present = tuple((vs[a], vs[b]) for a, b in runs)
+    gaps = tuple((vs[b + 1], vs[nxt[0]] if nxt else None)
+                 for (_, b), nxt in zip(runs, [*runs[1:], None]) if b < len(vs) - 1)
+    gone = gaps[-1][0] if gaps and gaps[-1][1] is None else None
+    return NameHistory(package, name, present, vs[runs[0][0]] if runs else None, gone, gaps)
+
+
 @lru_cache(maxsize=1024)
 def history(package: str, name: str) -> NameHistory:
     vs = _data()[package]["versions"]
     if name in _always(package):
         return NameHistory(package, name, ((vs[0], vs[-1]),), vs[0], None)
-    runs = _data()[package]["changed"].get(name, [])
-    present = tuple((vs[a], vs[b]) for a, b in runs)
-    removed = None
-    if runs and runs[-1][1] < len(vs) - 1:
-        removed = vs[runs[-1][1] + 1]
-    return NameHistory(package, name, present, vs[runs[0][0]] if runs else None, removed)
+    return _make_history(package, name, vs, _data()[package]["changed"].get(name, []))
 
 
 def names(package: str, version: str | None = None) -> frozenset[str]:
@@ -108,23 +129,29 @@ def names(package: str, version: str | None = None) -> frozenset[str]:
     return _always(package) | changed
 
 
-def _history_of(package: str, name: str, runs: list) -> NameHistory:
-    vs = _removed_data()[package]["versions"]
-    present = tuple((vs[a], vs[b]) for a, b in runs)
-    gone = vs[runs[-1][1] + 1] if runs and runs[-1][1] < len(vs) - 1 else None
-    return NameHistory(package, name, present, vs[runs[0][0]] if runs else None, gone)
-
-
 def removed(package: str, name: str) -> NameHistory | None:
     """The history of ``name`` when some known version of ``package`` exports it at the top
-    level and a later one does not; None for every other name (reads only the small file)."""
+    level and a later one does not (whether or not a still later one exports it again: its
+    ``removed_in`` is None then); None for every other name (reads only the small file)."""
     runs = _removed_data()[package]["removed"].get(name)
-    return _history_of(package, name, runs) if runs else None
+    return _make_history(package, name, _removed_data()[package]["versions"], runs) if runs else None
+
+
+def missing_at(package: str, name: str, version: str | None = None) -> NameHistory | None:
+    """The history of ``name`` when that version of ``package`` (None: the newest known) does not
+    export it although an earlier known version did: removed for good, or in a gap before it
+    came back (``history.gap_at(version)`` says which). None when the version has it, or
+    precedes every version that had it."""
+    h = removed(package, name)
+    if h is None:
+        return None
+    v = version if version is not None else _removed_data()[package]["versions"][-1]
+    return h if h.gap_at(v) is not None else None
 
 
 def removed_names(package: str) -> list[str]:
     """Every name :func:`removed` knows a history for (some known version exports it, a later
-    one does not)."""
+    one does not, re-added later or not)."""
     return sorted(n for n, runs in _removed_data()[package]["removed"].items() if runs)
 
 

@@ -142,7 +142,10 @@ class RemovedImport(ScriptRule):
     `DataCollatorForCompletionOnlyLM`, `pack_examples`, `AlignPropTrainer`, `DDPOTrainer` and
     the trainers that moved to `trl.experimental` (`BCOTrainer`, `CPOTrainer`, `GKDTrainer`,
     `NashMDTrainer`, `OnlineDPOTrainer`, `ORPOTrainer`, `PPOTrainer`, `PRMTrainer`,
-    `XPOTrainer`, ...), `prepare_model_for_int8_training` (peft). It also flags, as a warning,
+    `XPOTrainer`, ...), `prepare_model_for_int8_training` (peft). A name a release dropped and a
+    later one exports again (`BertLayer` and some thirty other model building blocks, absent from
+    the top level of transformers 4.45-4.51) is flagged when the target sits in that gap, never at a
+    version that has it; the message names the releases that do. It also flags, as a warning,
     a TRL trainer whose top-level import is a deprecation stub in the target release. Imports in
     a `try` that catches `ImportError`, or under an `if` on a version or an `is_*_available()`
     helper, are left alone. The names of every release are read from the released wheels (the
@@ -254,10 +257,23 @@ class RemovedImport(ScriptRule):
             model = prepare_model_for_int8_training(model)
             """, fixed="from peft import LoraConfig, prepare_model_for_kbit_training\n"
                        "model = prepare_model_for_kbit_training(model)\n"),
+        Case(files={"requirements.txt": "transformers==4.48.0\n",
+                    "train.py": "from transformers import BertLayer, BertModel\n"},
+             message="exported it again", fixable=False,
+             note="removed from the top level and re-added later: a project pinned in the gap lacks it"),
+        Case(files={"pyproject.toml": '[project]\nname = "p"\nversion = "0"\ndependencies = ["transformers==4.51.3"]\n',
+                    "train.py": "import transformers\nlayer = transformers.RoFormerLayer(config)\n"},
+             message="exported it again", note="the last release of the gap, through the module"),
         # must not flag
         Case("""
             from transformers import AdamW
             """, options={"transformers_version": "4.49.0"}, flags=False),
+        Case(files={"requirements.txt": "transformers==4.52.1\n",
+                    "train.py": "from transformers import BertLayer, BertModel\n"},
+             flags=False, note="re-added: the pinned release exports it again"),
+        Case(files={"requirements.txt": "transformers==4.44.2\n",
+                    "train.py": "from transformers import BertLayer\n"},
+             flags=False, note="before the gap: the pinned release has it"),
         Case("""
             from transformers import AutoTokenizer, GPTNeoXTokenizerFast, LayoutLMTokenizer
             """, options={"transformers_version": "5.4.0"}, flags=False,
@@ -303,7 +319,7 @@ class RemovedImport(ScriptRule):
             sp = pf.span(alias)
             name_span = Span(path=pf.path, line=sp.line, column=sp.column, end_line=sp.line,
                              end_column=sp.column + len(alias.name))
-            message, severity = self._message(package, alias.name, kind, h, moved_to, where)
+            message, severity = self._message(package, alias.name, kind, h, moved_to, where, version)
             edits, applicability, fix_message = self._fix(pf, node, alias, package, moved_to)
             if edits and applicability == "safe":
                 applicability, note = facts.ask(_destination_support, pf.path, package, alias.name, fix_message)
@@ -314,9 +330,8 @@ class RemovedImport(ScriptRule):
     def _status(self, package: str, name: str, version: str
                 ) -> tuple[str, public_names.NameHistory, str | None] | None:
         """("removed" | "stub", history, where it lives now) or None."""
-        h = _pn().removed(package, name)
-        if h is not None and not h.present_in(version) and h.first is not None \
-                and ta.vkey(version) > ta.vkey(h.first):
+        h = _pn().missing_at(package, name, version)
+        if h is not None:
             return "removed", h, _pn().import_path(package, name, version)
         if package == "trl" and name.endswith("Trainer"):
             from trainlint.knowledge import trl_trainers
@@ -330,8 +345,10 @@ class RemovedImport(ScriptRule):
         return None
 
     def _message(self, package: str, name: str, kind: str, h: public_names.NameHistory, moved_to: str | None,
-                 where: str) -> tuple[str, Severity]:
+                 where: str, version: str) -> tuple[str, Severity]:
         rep = _pn().replacement(package, name)
+        # the stretch without it that holds the target: (first release without it, first with it again)
+        since, back = (h.gap_at(version) if kind == "removed" else None) or (h.removed_in, None)
         if moved_to:
             advice = f"import it from {moved_to}"
         elif rep and rep.get("import"):
@@ -339,13 +356,18 @@ class RemovedImport(ScriptRule):
             advice = f"use {new} from {mod}" + (f" ({rep['note']})" if rep.get("note") else "")
         elif rep and rep.get("advice"):
             advice = rep["advice"]
+        elif back:
+            advice = "the known releases that export it: " + ", ".join(a if a == b else f"{a}-{b}" for a, b in h.present)
         else:
             advice = f"it is not exported by {package} any more"
         if kind == "stub":
             gone = f", removed from the top level in {package} {h.removed_in}" if h.removed_in else ""
             return (f"`from {package} import {name}` is a deprecated re-export in the target release{gone} "
                     f"({where}): {advice}", Severity.WARNING)
-        return (f"{package} {h.removed_in} removed {name} from its top level ({where}): ImportError at start-up; "
+        if back:  # re-added later: the target sits in the gap
+            return (f"{package} {since} removed {name} from its top level and {back} exported it again, but the "
+                    f"target release lacks it ({where}): ImportError at start-up; {advice}", Severity.ERROR)
+        return (f"{package} {since} removed {name} from its top level ({where}): ImportError at start-up; "
                 f"{advice}", Severity.ERROR)
 
     def _fix(self, pf: PythonFile, node: ast.ImportFrom, alias: ast.alias, package: str, moved_to: str | None
@@ -426,7 +448,7 @@ class RemovedImport(ScriptRule):
             sp = pf.span(node)
             attr_span = Span(path=pf.path, line=sp.end_line, column=sp.end_column - len(node.attr),
                              end_line=sp.end_line, end_column=sp.end_column)
-            message, severity = self._message(package, node.attr, kind, h, moved_to, where)
+            message, severity = self._message(package, node.attr, kind, h, moved_to, where, version)
             message = message.replace("ImportError at start-up", "AttributeError when it runs")
             rep = _pn().replacement(package, node.attr)
             edits, applicability, fix_message = None, None, ""
