@@ -108,13 +108,7 @@ def _cut_fstrings(text: str) -> tuple[str, list[str]]:
         if c == "\\":
             i = at + 2
             continue
-        start = _prefix_start(text, at)
-        end, fields = _string(text, start, at, expressions)
-        if fields:
-            out.append(text[last:start])
-            out.append(_placeholder(text, start))
-            last = end
-        i = end
+        i, last = _take_string(text, at, expressions, out, last)
     out.append(text[last:])
     return "".join(out), expressions
 
@@ -122,6 +116,18 @@ def _cut_fstrings(text: str) -> tuple[str, list[str]]:
 # what ends a string that is no f-string, or is escaped in it, by its closing quote
 _STRING_STOP = {'"': re.compile(r'[\\\n"]'), "'": re.compile(r"[\\\n']"),
                 '"""': re.compile(r'\\|"""'), "'''": re.compile(r"\\|'''")}
+
+
+def _take_string(text: str, at: int, expressions: list[str], out: list[str], last: int) -> tuple[int, int]:
+    """Read the string literal whose quote is at ``at``: where it ends, and where the text still
+    to copy to ``out`` starts (an f-string's own text is not copied: its placeholder is)."""
+    start = _prefix_start(text, at)
+    end, is_f = _string(text, start, at, expressions)
+    if not is_f:
+        return end, last
+    out.append(text[last:start])
+    out.append(_placeholder(text, start))
+    return end, end
 
 
 def _placeholder(text: str, start: int) -> str:
@@ -226,13 +232,7 @@ def _field(text: str, i: int, expressions: list[str], close: str, raw: bool) -> 
         c, at = m.group(), m.start()
         i = at + 1
         if c in "\"'":
-            start = _prefix_start(text, at)
-            end, is_f = _string(text, start, at, expressions)
-            if is_f:
-                parts.append(text[last:start])
-                parts.append(_placeholder(text, start))
-                last = end
-            i = end
+            i, last = _take_string(text, at, expressions, parts, last)
         elif c == "#":
             parts.append(text[last:at])
             j = text.find("\n", at)
